@@ -1,0 +1,28 @@
+"""mlcc-constructs: CDK and cdk8s constructs that serve LLMs on Amazon EKS and SageMaker HyperPod.
+
+Construct classes are loaded lazily (PEP 562) so that ``import mlcc_constructs`` and the
+pure ``mlcc`` commands never start the jsii runtime.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it; filled in as constructs land
+_LAZY: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'mlcc_constructs' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])

@@ -1,0 +1,134 @@
+"""Container-side wrapper: turn the active engine's ``<PREFIX>*`` env into its command line.
+
+Standard library only: this module runs inside engine images as the entrypoint
+(``python -m mlcc_constructs.core.wrapper``) and execs the engine. The same functions
+compute the argv at synth time for ``config_delivery="args"`` and for ``mlcc argv``, so
+what a reviewer sees is exactly what the container runs.
+
+Rules (ADR-010): ``<PREFIX>FOO_BAR=v`` becomes ``--foo-bar v`` (``--foo_bar v`` for
+``flag_style: snake``); ``true`` becomes the bare ``--foo-bar``; ``false`` is skipped; an
+empty value is refused. Flags come out sorted by env key, so the argv does not depend on
+the order a process environment happens to list its variables in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mlcc_constructs.core._resources import shipped_path
+
+BIND_ALL = "0.0.0.0"  # noqa: S104 - the engine serves the pod's port to the Service
+
+
+class WrapperError(ValueError):
+    """An env value the wrapper cannot turn into a flag."""
+
+
+def flag_for(suffix: str, flag_style: str) -> str:
+    """``MAX_LORA_RANK`` → ``--max-lora-rank`` (kebab) or ``--max_lora_rank`` (snake)."""
+    word = suffix.lower()
+    return "--" + (word if flag_style == "snake" else word.replace("_", "-"))
+
+
+def engine_flags(
+    env: Mapping[str, str], prefix: str, flag_style: str, *, skip: frozenset[str] = frozenset()
+) -> list[str]:
+    """The flags for every ``prefix`` key of ``env`` (sorted by key), except keys in ``skip``."""
+    argv: list[str] = []
+    for key in sorted(env):
+        if not key.startswith(prefix) or key in skip:
+            continue
+        suffix, value = key[len(prefix) :], env[key]
+        if not suffix:
+            raise WrapperError(f"{key}: the bare prefix names no flag; use {prefix}<FLAG_NAME>")
+        if value == "":
+            raise WrapperError(
+                f"{key} is empty: an engine flag needs a value; remove the key to leave "
+                f"{flag_for(suffix, flag_style)} unset, or set 'true' for a bare flag"
+            )
+        lowered = value.lower()
+        if lowered == "false":
+            continue
+        flag = flag_for(suffix, flag_style)
+        argv.extend([flag] if lowered == "true" else [flag, value])
+    return argv
+
+
+def model_key(manifest: Mapping[str, Any]) -> str | None:
+    """The env key that carries the model, from the manifest's ``model`` capability."""
+    model = manifest.get("capability_map", {}).get("model")
+    return f"{manifest['env_var_prefix']}{model['suffix']}" if model else None
+
+
+def build_argv(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
+    """The engine's full argv for ``env``, as the manifest's ``launch`` section says."""
+    name, launch = manifest["engine"], manifest["launch"]
+    if manifest["entrypoint"] != "wrapper":
+        raise WrapperError(
+            f"engine {name!r} has entrypoint 'image': its image owns the command line and "
+            f"reads {manifest['env_var_prefix']}* itself, so there is no wrapper argv"
+        )
+    prefix, style = manifest["env_var_prefix"], launch.get("flag_style", "kebab")
+    key = model_key(manifest)
+    argv = list(launch["command"])
+    skip: frozenset[str] = frozenset()
+    if launch["model"] == "positional":
+        if key is None or not env.get(key):
+            raise WrapperError(f"{name}: the model is positional but {key or 'no model key'} is unset")
+        argv.append(env[key])
+        skip = frozenset({key})
+    argv.extend(engine_flags(env, prefix, style, skip=skip))
+    if "host_flag" in launch:
+        argv.extend([launch["host_flag"], BIND_ALL])
+    if "port_flag" in launch:
+        argv.extend([launch["port_flag"], str(launch["port"])])
+    return argv
+
+
+def find_manifest(engine: str, search_dirs: Sequence[Path]) -> Path:
+    """The manifest of ``engine``: plugin folders first (in order), then the built-ins.
+
+    A plugin folder holds ``<engine>/manifest.json`` entries or is one engine's folder.
+    """
+    for folder in [*search_dirs, shipped_path("engines")]:
+        for candidate in (folder / engine / "manifest.json", folder / "manifest.json"):
+            if candidate.is_file() and _engine_name(candidate) == engine:
+                return candidate
+    raise WrapperError(f"no manifest for engine {engine!r} in {[str(d) for d in search_dirs]}")
+
+
+def _engine_name(path: Path) -> object:
+    try:
+        return json.loads(path.read_text(encoding="utf-8")).get("engine")
+    except (OSError, ValueError):
+        return None
+
+
+def main(args: Sequence[str] | None = None) -> int:
+    """Entrypoint: ``MLCC_ENGINE`` names the engine; ``--print`` shows the argv instead of exec."""
+    args = list(sys.argv[1:] if args is None else args)
+    engine = os.environ.get("MLCC_ENGINE", "")
+    if not engine:
+        print("mlcc wrapper: MLCC_ENGINE is not set (the engine's name, e.g. vllm)", file=sys.stderr)
+        return 2
+    paths = [Path(p) for p in os.environ.get("MLCC_ENGINE_PATH", "").split(os.pathsep) if p]
+    try:
+        manifest = json.loads(find_manifest(engine, paths).read_text(encoding="utf-8"))
+        argv = build_argv(manifest, os.environ)
+    except WrapperError as error:
+        print(f"mlcc wrapper: {error}", file=sys.stderr)
+        return 2
+    if "--print" in args:
+        print(json.dumps(argv))
+        return 0
+    sys.stdout.flush()
+    os.execvp(argv[0], argv)  # noqa: S606 - replacing this process with the engine is the job
+
+
+if __name__ == "__main__":
+    sys.exit(main())
