@@ -1,0 +1,46 @@
+"""The ``mlcc`` command. Each command group lives in ``mlcc_constructs/commands/<group>.py``
+and exposes ``register(subparsers)``; handlers import heavy modules (jsii) only when run, so
+the pure commands start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from mlcc_constructs.core.errors import MlccError
+
+# Order is the order of `mlcc --help`.
+COMMAND_MODULES: tuple[str, ...] = ("engines", "validate", "resolve")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mlcc",
+        description="Engine-aware configuration for serving LLMs on EKS and SageMaker HyperPod.",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"mlcc_constructs.commands.{name}").register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``mlcc``; returns the exit code (0 ok, 1 bad input or failed check, 2 usage)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except MlccError as error:
+        for problem in error.problems:
+            print(f"mlcc: error: {problem}", file=sys.stderr)
+        return 1
+    except BrokenPipeError:  # `mlcc ... | head`
+        return 0
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Shared fixtures. Snapshots are plain ``.yaml``/``.json`` files under ``snapshots/<test module>/``
+so a pull request shows the rendered YAML itself."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from syrupy.assertion import SnapshotAssertion
+from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
+from syrupy.location import PyTestLocation
+
+os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared"
+SNAPSHOTS = REPO / "snapshots"
+
+
+class _PlainFileSnapshot(SingleFileSnapshotExtension):
+    _write_mode = WriteMode.TEXT
+
+    @classmethod
+    def dirname(cls, *, test_location: PyTestLocation) -> str:
+        return str(SNAPSHOTS / Path(test_location.filepath).stem)
+
+    def _text(self, data: Any) -> str:
+        raise NotImplementedError
+
+    def serialize(self, data: Any, **_: Any) -> str:
+        return data if isinstance(data, str) else self._text(data)
+
+
+class YamlSnapshot(_PlainFileSnapshot):
+    """Strings are stored as-is (already-rendered YAML); other data is dumped as YAML."""
+
+    file_extension = "yaml"
+
+    def _text(self, data: Any) -> str:
+        if isinstance(data, list):
+            return yaml.safe_dump_all(data, sort_keys=False, default_flow_style=False)
+        return yaml.safe_dump(data, sort_keys=False, default_flow_style=False)
+
+
+class JsonSnapshot(_PlainFileSnapshot):
+    """Data is stored as indented JSON with sorted keys."""
+
+    file_extension = "json"
+
+    def _text(self, data: Any) -> str:
+        return json.dumps(data, indent=2, sort_keys=True) + "\n"
+
+
+@pytest.fixture
+def yaml_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(YamlSnapshot)
+
+
+@pytest.fixture
+def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
+    return snapshot.use_extension(JsonSnapshot)
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """``../shared`` (upstream CRDs and samples); tests that need it skip when it is absent."""
+    if not (SHARED / "crds").is_dir():
+        pytest.skip(f"{SHARED}/crds is absent: the upstream CRDs are not on this machine")
+    return SHARED
