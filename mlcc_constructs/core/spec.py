@@ -1,0 +1,126 @@
+"""The user's declarative input: one :class:`DeploymentSpec` per served model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
+
+from mlcc_constructs.core.errors import fail
+
+ConfigDelivery = Literal["env", "args"]
+
+_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>.*)$")
+_HF_ID = re.compile(r"^(?P<org>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecretRef:
+    """A key of a Kubernetes Secret; secrets never travel as plain env or ConfigMap data."""
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSource:
+    """Where the weights come from: ``s3`` (bucket + prefix) or ``huggingface`` (org/name)."""
+
+    kind: Literal["s3", "huggingface"]
+    uri: str
+    bucket: str | None = None
+    prefix: str | None = None
+    hf_id: str | None = None
+
+    @property
+    def location(self) -> str:
+        """The S3 prefix without its trailing slash (HyperPod ``modelLocation``)."""
+        return (self.prefix or "").rstrip("/")
+
+
+def parse_model_source(model: str, *, pointer: str = "model") -> ModelSource:
+    """``s3://bucket/prefix/`` or a Hugging Face ``org/name``; anything else is refused."""
+    s3 = _S3_URI.match(model)
+    if s3:
+        prefix = s3.group("prefix")
+        if not prefix.strip("/") or "//" in prefix or any(
+            part in (".", "..") for part in prefix.split("/")
+        ):
+            raise fail(
+                "the S3 model URI needs a key prefix (the folder holding config.json)",
+                pointer=pointer,
+                value=model,
+                allowed="s3://<bucket>/<prefix>/",
+                fix="point at the staged model folder, e.g. s3://my-bucket/models/org/name/",
+            )
+        return ModelSource(
+            kind="s3", uri=model, bucket=s3.group("bucket"), prefix=prefix.rstrip("/") + "/"
+        )
+    if _HF_ID.match(model):
+        return ModelSource(kind="huggingface", uri=model, hf_id=model)
+    raise fail(
+        "not a model source",
+        pointer=pointer,
+        value=model,
+        allowed="s3://<bucket>/<prefix>/ or a Hugging Face id <org>/<name>",
+        fix="stage the model to S3 or name its Hugging Face repository",
+    )
+
+
+def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
+    return MappingProxyType(dict(mapping))
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentSpec:
+    """One served model. Only ``engine``, ``model`` and ``instance_type`` are required.
+
+    The resolver reads the engine facts (engine, model, instance type, TP, quantization,
+    LoRA, env, engine version); the renderers read the rest.
+    """
+
+    engine: str
+    """Engine name from the registry, e.g. ``vllm`` or a plugin's name."""
+    model: str
+    """``s3://bucket/prefix/`` (mounted at /opt/ml/model) or a Hugging Face ``org/name``."""
+    instance_type: str
+    """``ml.g5.12xlarge`` or the EKS node name ``g5.12xlarge``."""
+    name: str | None = None
+    """DNS-1123 name of the Kubernetes objects. Default: none (required to render)."""
+    namespace: str = "default"
+    """Kubernetes namespace. Default: ``default``."""
+    target: str = "eks"
+    """``eks`` or ``hyperpod-eks``. Default: ``eks``."""
+    image: str | None = None
+    """Container image. Default: the engine's pinned image from versions.json."""
+    replicas: int = 1
+    """Pod replicas. Default: 1."""
+    tensor_parallel_degree: int | None = None
+    """Default: the instance's GPU count; a value above it is refused."""
+    quantization: str | None = None
+    """Quantization method passed to the engine. Default: none (the flag is omitted)."""
+    lora: bool = False
+    """Serve LoRA adapters (the engine's LoRA companion contract). Default: off."""
+    env: Mapping[str, str] = field(default_factory=dict)
+    """User env: ``<PREFIX>*`` keys (Tier-2, or Tier-1 overrides) and plain env. Default: none."""
+    secret_env: Mapping[str, SecretRef] = field(default_factory=dict)
+    """Env values from Secrets, e.g. ``{"HF_TOKEN": SecretRef(...)}``. Default: none."""
+    engine_version: str | None = None
+    """Engine version for version gates. Default: unknown (gates fail open, with a warning)."""
+    config_delivery: ConfigDelivery = "env"
+    """``env``: the image runs the wrapper; ``args``: argv computed at synth. Default: env."""
+    region: str | None = None
+    """AWS region of the model bucket. Default: none (required for an s3:// model)."""
+    service_account_role_arn: str | None = None
+    """IRSA role for the pod's ServiceAccount (eks). Default: none."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "env", _frozen(self.env))
+        object.__setattr__(self, "secret_env", MappingProxyType(dict(self.secret_env)))
+
+    @property
+    def source(self) -> ModelSource:
+        """The parsed model source."""
+        return parse_model_source(self.model)
