@@ -12,7 +12,7 @@ from mlcc_constructs.core.errors import fail
 
 ConfigDelivery = Literal["env", "args"]
 
-_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9][a-z0-9.-]{1,61}[a-z0-9])/(?P<prefix>.*)$")
+_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?)/(?P<prefix>.*)$")
 _HF_ID = re.compile(r"^(?P<org>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)$")
 
 

@@ -1,0 +1,1 @@
+"""``mlcc`` command groups; each module exposes ``register(subparsers)``."""

@@ -1,0 +1,450 @@
+"""Engine manifests and the engine registry (ADR-010).
+
+A manifest declares an engine's env prefix, how it is launched and its capability map. The
+JSON schema (``engines/manifest.schema.json``) governs the shape; this module adds the rules a
+schema cannot express (companions exist, ``allowed`` holds the ``default``, suffixes unique)
+and loads built-in engines plus plugin folders. Capability names are open: nothing here
+knows any engine by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.errors import MlccError, Problem, closest, fail, json_pointer
+
+ENGINE_PATH_ENV = "MLCC_ENGINE_PATH"
+"""Plugin folders, separated by ``os.pathsep``, added to the built-in engines."""
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+ValueType = Literal["valued", "boolean"]
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``"0.6.3"``, ``"v0.8.4"``, ``"0.6.3.post1"`` → ``(0, 6, 3)``; unparseable → ``None``."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    major, minor, patch = match.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capability:
+    """One ``capability_map`` entry. ``groups`` is ``requires_any_of`` (``requires`` → one group)."""
+
+    name: str
+    suffix: str
+    value_type: ValueType
+    groups: tuple[tuple[str, ...], ...] = ()
+    default: str | None = None
+    allowed: tuple[str, ...] | None = None
+    since: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineManifest:
+    """A validated engine manifest. ``raw`` is the JSON document (the wrapper reads it)."""
+
+    engine: str
+    env_var_prefix: str
+    entrypoint: Literal["wrapper", "image"]
+    min_version: str
+    launch: Mapping[str, Any]
+    capabilities: tuple[Capability, ...]
+    dimension_map: Mapping[str, str]
+    adapter_api: Mapping[str, str] | None
+    source: str
+    raw: Mapping[str, Any]
+
+    def capability(self, name: str) -> Capability | None:
+        """The capability called ``name``, or ``None`` when the engine does not declare it."""
+        return next((c for c in self.capabilities if c.name == name), None)
+
+    def key(self, capability: Capability) -> str:
+        """The env key of ``capability``: prefix + suffix, e.g. ``SGLANG_TP_SIZE``."""
+        return self.env_var_prefix + capability.suffix
+
+    @property
+    def reserved_keys(self) -> dict[str, str]:
+        """Env keys the wrapper sets itself (host/port flags) → the flag they would collide with."""
+        flags = (self.launch.get(f) for f in ("port_flag", "host_flag"))
+        return {
+            self.env_var_prefix + flag.lstrip("-").upper().replace("-", "_"): flag
+            for flag in flags
+            if flag
+        }
+
+
+def _scalar(value: object) -> str:
+    return str(value)
+
+
+def _problems_from_schema(document: Any, where: str) -> list[Problem]:
+    problems = []
+    for error in sorted(_schema_validator().iter_errors(document), key=_error_order):
+        path = list(error.absolute_path)
+        pointer = json_pointer(*path) or "/"
+        if error.validator == "maxProperties" and path == ["capability_map"]:
+            problems.append(
+                Problem(
+                    message="entrypoint 'image' (Model-B) must declare an empty capability_map: "
+                    "the image owns its env contract, so MLCC injects nothing",
+                    where=where,
+                    pointer=pointer,
+                    value=sorted(error.instance),
+                    fix='set "capability_map": {} or use "entrypoint": "wrapper"',
+                )
+            )
+        elif error.validator == "not" and path[:1] == ["capability_map"]:
+            problems.append(
+                Problem(
+                    message="declares both 'requires' and 'requires_any_of'",
+                    where=where,
+                    pointer=pointer,
+                    fix="'requires' is sugar for one requires_any_of group: keep only one form",
+                )
+            )
+        elif error.validator == "pattern" and path == ["env_var_prefix"]:
+            problems.append(
+                Problem(
+                    message="env_var_prefix must be upper-case and end with '_'",
+                    where=where,
+                    pointer=pointer,
+                    value=error.instance,
+                    allowed=r"^[A-Z][A-Z0-9_]*_$, e.g. VLLM_",
+                )
+            )
+        elif error.validator == "enum":
+            problems.append(
+                Problem(
+                    message="value not allowed",
+                    where=where,
+                    pointer=pointer,
+                    value=error.instance,
+                    allowed=", ".join(map(str, error.validator_value)),
+                )
+            )
+        else:
+            problems.append(Problem(message=error.message, where=where, pointer=pointer))
+    return problems
+
+
+def _error_order(error: Any) -> tuple[list[str], str]:
+    return [str(p) for p in error.absolute_path], str(error.validator)
+
+
+@cache
+def _schema_validator() -> Any:
+    import jsonschema
+
+    schema = json.loads(shipped_path("engines/manifest.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    return jsonschema.Draft202012Validator(schema)
+
+
+def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]:
+    """Rules the schema cannot express."""
+    problems: list[Problem] = []
+    capabilities: Mapping[str, Any] = document["capability_map"]
+    seen_suffix: dict[str, str] = {}
+    for name, cap in capabilities.items():
+        base = ("capability_map", name)
+        owner = seen_suffix.setdefault(cap["suffix"], name)
+        if owner != name:
+            problems.append(
+                Problem(
+                    message=f"suffix also used by capability {owner!r}",
+                    where=where,
+                    pointer=json_pointer(*base, "suffix"),
+                    value=cap["suffix"],
+                    fix="give every capability its own env suffix",
+                )
+            )
+        groups = [cap["requires"]] if "requires" in cap else cap.get("requires_any_of", [])
+        form = "requires" if "requires" in cap else "requires_any_of"
+        for g, group in enumerate(groups):
+            for c, companion in enumerate(group):
+                pointer = (
+                    json_pointer(*base, form, c)
+                    if form == "requires"
+                    else json_pointer(*base, form, g, c)
+                )
+                if companion == name:
+                    problems.append(
+                        Problem(
+                            message="a capability cannot require itself",
+                            where=where,
+                            pointer=pointer,
+                            value=companion,
+                        )
+                    )
+                elif companion not in capabilities:
+                    problems.append(
+                        Problem(
+                            message="companion is not declared in this capability_map",
+                            where=where,
+                            pointer=pointer,
+                            value=companion,
+                            allowed=", ".join(capabilities) or "(none)",
+                            fix=f"declare capability_map.{companion} or remove it from the group",
+                        )
+                    )
+        if "allowed" in cap and "default" in cap:
+            allowed = [_scalar(v) for v in cap["allowed"]]
+            if _scalar(cap["default"]) not in allowed:
+                problems.append(
+                    Problem(
+                        message="default is not one of the allowed values",
+                        where=where,
+                        pointer=json_pointer(*base, "default"),
+                        value=cap["default"],
+                        allowed=", ".join(allowed),
+                    )
+                )
+        if "default" in cap and _scalar(cap["default"]).strip().lower() in _SENTINELS:
+            problems.append(
+                Problem(
+                    message="a default must be a concrete value (absent is safer than empty)",
+                    where=where,
+                    pointer=json_pointer(*base, "default"),
+                    value=cap["default"],
+                    fix="remove the default",
+                )
+            )
+        if cap["value_type"] == "boolean" and ("default" in cap or "allowed" in cap):
+            problems.append(
+                Problem(
+                    message="a boolean capability is presence-only: no default or allowed values",
+                    where=where,
+                    pointer=json_pointer(*base),
+                    fix="remove default/allowed, or make it 'valued'",
+                )
+            )
+    return problems
+
+
+_SENTINELS = frozenset({"", "none", "null", "nil", "undefined"})
+
+
+def _build(document: Mapping[str, Any], where: str) -> EngineManifest:
+    capabilities = []
+    for name, cap in document["capability_map"].items():
+        groups = (
+            (tuple(cap["requires"]),)
+            if "requires" in cap
+            else tuple(tuple(g) for g in cap.get("requires_any_of", ()))
+        )
+        capabilities.append(
+            Capability(
+                name=name,
+                suffix=cap["suffix"],
+                value_type=cap["value_type"],
+                groups=groups,
+                default=_scalar(cap["default"]) if "default" in cap else None,
+                allowed=tuple(_scalar(v) for v in cap["allowed"]) if "allowed" in cap else None,
+                since=cap.get("since"),
+            )
+        )
+    return EngineManifest(
+        engine=document["engine"],
+        env_var_prefix=document["env_var_prefix"],
+        entrypoint=document["entrypoint"],
+        min_version=document["min_version"],
+        launch=MappingProxyType(dict(document["launch"])),
+        capabilities=tuple(capabilities),
+        dimension_map=MappingProxyType(dict(document.get("dimension_map", {}))),
+        adapter_api=(
+            MappingProxyType(dict(document["adapter_api"])) if "adapter_api" in document else None
+        ),
+        source=where,
+        raw=document,
+    )
+
+
+def load_manifest(path: str | Path) -> EngineManifest:
+    """Load and check one manifest file; every problem is reported in one :class:`MlccError`."""
+    path = Path(path)
+    where = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as error:
+        raise fail(f"cannot read manifest: {error.strerror}", where=where) from error
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise fail(
+            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
+            where=where,
+            fix="fix the JSON syntax (a trailing comma or a missing quote is typical)",
+        ) from error
+    problems = _problems_from_schema(document, where)
+    if not problems:
+        problems = _semantic_problems(document, where)
+    if problems:
+        raise MlccError(problems)
+    return _build(document, where)
+
+
+def manifest_files(folder: str | Path) -> list[Path]:
+    """The manifests of a plugin folder: the folder's own manifest.json, or ``*/manifest.json``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise fail(
+            "plugin folder does not exist",
+            where=str(folder),
+            fix="pass a folder holding <engine>/manifest.json (or one engine's manifest.json)",
+        )
+    own = folder / "manifest.json"
+    if own.is_file():
+        return [own]
+    found = sorted(folder.glob("*/manifest.json"))
+    if not found:
+        raise fail(
+            "no engine manifest in plugin folder",
+            where=str(folder),
+            fix="add <engine>/manifest.json (see engines/manifest.schema.json)",
+        )
+    return found
+
+
+@cache
+def _builtin() -> tuple[EngineManifest, ...]:
+    return tuple(load_manifest(p) for p in sorted(shipped_path("engines").glob("*/manifest.json")))
+
+
+def builtin_engines() -> tuple[EngineManifest, ...]:
+    """The manifests shipped with the library."""
+    return _builtin()
+
+
+class EngineRegistry:
+    """Built-in engines plus plugins. Use :meth:`load`; look engines up with :meth:`get`."""
+
+    def __init__(self, manifests: Iterable[EngineManifest]) -> None:
+        self._engines: dict[str, EngineManifest] = {}
+        for manifest in manifests:
+            self._engines[manifest.engine] = manifest
+        # Longest prefix first, so a plugin prefix like VLLM_X_ owns VLLM_X_* keys.
+        self._by_prefix = sorted(
+            self._engines.values(), key=lambda m: len(m.env_var_prefix), reverse=True
+        )
+
+    @classmethod
+    def load(
+        cls,
+        plugin_dirs: Sequence[str | Path] = (),
+        *,
+        use_env: bool = True,
+        allow_override: Iterable[str] = (),
+    ) -> EngineRegistry:
+        """Built-ins, then ``$MLCC_ENGINE_PATH`` folders (when ``use_env``), then ``plugin_dirs``.
+
+        A plugin named like a built-in is refused unless its name is in ``allow_override``;
+        two plugins with one name, or two engines with one prefix, are refused.
+        """
+        builtins = {m.engine: m for m in builtin_engines()}
+        folders = list(plugin_dirs)
+        if use_env:
+            env_dirs = [p for p in os.environ.get(ENGINE_PATH_ENV, "").split(os.pathsep) if p]
+            folders = env_dirs + folders
+        if not folders:
+            return _builtin_registry()
+        overrides = set(allow_override)
+        engines = dict(builtins)
+        plugin_sources: dict[str, str] = {}
+        problems: list[Problem] = []
+        loaded: list[EngineManifest] = []
+        for folder in folders:
+            for path in manifest_files(folder):
+                try:
+                    loaded.append(load_manifest(path))
+                except MlccError as error:
+                    problems.extend(error.problems)
+        for manifest in loaded:
+            name = manifest.engine
+            if name in plugin_sources:
+                problems.append(
+                    Problem(
+                        message=f"engine {name!r} is declared twice",
+                        where=manifest.source,
+                        pointer="/engine",
+                        value=name,
+                        fix=f"rename one; the other is {plugin_sources[name]}",
+                    )
+                )
+                continue
+            if name in builtins and name not in overrides:
+                problems.append(
+                    Problem(
+                        message=f"plugin shadows the built-in engine {name!r}",
+                        where=manifest.source,
+                        pointer="/engine",
+                        value=name,
+                        fix=f"rename the plugin, or override it explicitly "
+                        f"(--override-builtin {name} / allow_override=[{name!r}])",
+                    )
+                )
+                continue
+            plugin_sources[name] = manifest.source
+            engines[name] = manifest
+        prefixes: dict[str, str] = {}
+        for manifest in engines.values():
+            other = prefixes.setdefault(manifest.env_var_prefix, manifest.engine)
+            if other != manifest.engine:
+                problems.append(
+                    Problem(
+                        message=f"env_var_prefix already belongs to engine {other!r}",
+                        where=manifest.source,
+                        pointer="/env_var_prefix",
+                        value=manifest.env_var_prefix,
+                        fix="give every engine its own prefix: the wrapper reads only its own",
+                    )
+                )
+        if problems:
+            raise MlccError(problems)
+        return cls(engines.values())
+
+    def get(self, name: str, *, pointer: str = "engine") -> EngineManifest:
+        """The manifest of ``name``; an unknown name lists the known ones."""
+        manifest = self._engines.get(name)
+        if manifest is None:
+            near = closest(name, self._engines)
+            raise fail(
+                "unknown engine",
+                pointer=pointer,
+                value=name,
+                allowed=", ".join(sorted(self._engines)),
+                fix=(f"did you mean {' or '.join(near)}? " if near else "")
+                + "a plugin engine needs --plugin-dir or MLCC_ENGINE_PATH",
+            )
+        return manifest
+
+    def owner_of(self, key: str) -> EngineManifest | None:
+        """The engine whose prefix ``key`` starts with (longest prefix wins), if any."""
+        return next((m for m in self._by_prefix if key.startswith(m.env_var_prefix)), None)
+
+    def names(self) -> list[str]:
+        """Every engine name, sorted."""
+        return sorted(self._engines)
+
+    def __iter__(self) -> Iterator[EngineManifest]:
+        return iter(self._engines[name] for name in self.names())
+
+    def __len__(self) -> int:
+        return len(self._engines)
+
+
+@cache
+def _builtin_registry() -> EngineRegistry:
+    return EngineRegistry(builtin_engines())

@@ -1,0 +1,473 @@
+"""Tier-1 resolution and Tier-2 pass-through (ADR-010).
+
+``resolve(spec)`` turns a :class:`DeploymentSpec` and the active engine's manifest into the
+exact env the engine receives:
+
+* Tier 1 — values the library computes and must place: the model, the tensor-parallel degree
+  (from the instance catalog) and the LoRA companion contract. Names come only from the
+  manifest; this module never branches on an engine name, only on capability names.
+* Tier 2 — every other ``<PREFIX>*`` key the user sets, forwarded verbatim, in the user's order.
+* Plain env — keys with no engine prefix (``NCCL_DEBUG``...), forwarded after Tier 2.
+
+A capability is emitted only with a concrete value: a boolean as ``true`` when enabled, a
+valued one never empty or sentinel. A capability with companions is emitted only when one of
+its companion groups fully resolves; otherwise it is omitted and the reason reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mlcc_constructs.core import catalog
+from mlcc_constructs.core.catalog import InstanceType
+from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.manifests import (
+    Capability,
+    EngineManifest,
+    EngineRegistry,
+    parse_version,
+)
+from mlcc_constructs.core.spec import DeploymentSpec, parse_model_source
+from mlcc_constructs.core.wrapper import WrapperError, build_argv
+
+MODEL_MOUNT_PATH = "/opt/ml/model"
+"""Where an ``s3://`` model is mounted in the pod (S3 CSI on eks, the operator on HyperPod)."""
+
+COMPANION_DEFAULTS: Mapping[str, str] = {"lora_max_rank": "16", "lora_target_modules": "all"}
+"""Library defaults for companions, keyed by capability name; a manifest ``default`` wins."""
+
+SENTINELS = frozenset({"", "none", "null", "nil", "undefined"})
+"""Values that mean 'unset': a valued capability is never emitted with one."""
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+# Names that hold credentials: they must come from a Secret, never a ConfigMap or plain value.
+_SECRET_NAME = re.compile(
+    r"(^|_)(TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|"
+    r"CREDENTIAL|CREDENTIALS|SESSION_TOKEN)(_|$)"
+)
+_TRUE, _FALSE = "true", "false"
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A capability that was asked for but not emitted, and why."""
+
+    capability: str
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"omitting {self.key}: {self.reason}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolution:
+    """What the engine receives. ``env`` is Tier 1, then Tier 2, then plain env."""
+
+    manifest: EngineManifest
+    instance: InstanceType
+    tensor_parallel_degree: int
+    tier1: tuple[tuple[str, str], ...]
+    tier2: tuple[tuple[str, str], ...]
+    plain: tuple[tuple[str, str], ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    warnings: tuple[str, ...] = ()
+    capability_values: Mapping[str, str] = field(default_factory=dict)
+    """Emitted Tier-1 values by capability name (e.g. ``lora_max_rank`` → ``"16"``)."""
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self.tier1 + self.tier2 + self.plain)
+
+    def argv(self) -> list[str]:
+        """The engine's command line as the wrapper builds it from :attr:`env`."""
+        try:
+            return build_argv(self.manifest.raw, self.env)
+        except WrapperError as error:
+            raise fail(str(error), pointer="engine", value=self.manifest.engine) from error
+
+
+def is_secret_name(key: str) -> bool:
+    """True for env names that carry credentials (``HF_TOKEN``, ``*_API_KEY``...)."""
+    return bool(_SECRET_NAME.search(key.upper()))
+
+
+@dataclass
+class _UserValue:
+    value: str
+    source: str  # where the user set it: an option name or an env key
+
+
+class _Resolver:
+    def __init__(
+        self,
+        spec: DeploymentSpec,
+        registry: EngineRegistry,
+        computed: Mapping[str, str],
+    ) -> None:
+        self.spec = spec
+        self.registry = registry
+        self.manifest = registry.get(spec.engine)
+        self.computed = computed
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+        self.skipped: list[Skipped] = []
+        self.user: dict[str, _UserValue] = {}
+        self.tier2: list[tuple[str, str]] = []
+        self.plain: list[tuple[str, str]] = []
+        self.version = self._check_version()
+
+    # -- inputs -------------------------------------------------------------------------
+
+    def _check_version(self) -> tuple[int, int, int] | None:
+        manifest, given = self.manifest, self.spec.engine_version
+        if given is None:
+            self.warnings.append(
+                f"engine version not given: min_version {manifest.min_version} and 'since' "
+                f"gates are not checked (pass --engine-version)"
+            )
+            return None
+        version = parse_version(given)
+        if version is None:
+            self.warnings.append(
+                f"engine version {given!r} is not a version number: version gates fail open"
+            )
+            return None
+        minimum = parse_version(manifest.min_version)
+        if minimum and version < minimum:
+            self.problems.append(
+                Problem(
+                    message=f"{manifest.engine} {given} is below the engine's min_version",
+                    pointer="engine_version",
+                    value=given,
+                    allowed=f">= {manifest.min_version}",
+                    fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
+                )
+            )
+        return version
+
+    def _set_user(self, capability: str, value: str, source: str) -> None:
+        previous = self.user.get(capability)
+        if previous is not None and previous.value != value:
+            self.problems.append(
+                Problem(
+                    message=f"capability {capability!r} is set twice with different values "
+                    f"({previous.source}={previous.value!r})",
+                    pointer=source,
+                    value=value,
+                    fix=f"set it once, either {previous.source} or {source}",
+                )
+            )
+            return
+        self.user[capability] = _UserValue(value, source)
+
+    def _option(self, capability: str, value: str, option: str) -> None:
+        if self.manifest.capability(capability) is None:
+            declared = ", ".join(c.name for c in self.manifest.capabilities) or "none"
+            self.problems.append(
+                Problem(
+                    message=f"engine {self.manifest.engine!r} declares no {capability!r} "
+                    f"capability (declared: {declared})",
+                    pointer=option,
+                    value=value,
+                    fix=f"drop {option}, or pass the engine's own flag through Tier 2 "
+                    f"({self.manifest.env_var_prefix}<FLAG>=<value>)",
+                )
+            )
+            return
+        self._set_user(capability, value, option)
+
+    def read_user_input(self) -> None:
+        spec, manifest = self.spec, self.manifest
+        by_suffix = {c.suffix: c for c in manifest.capabilities}
+        reserved = manifest.reserved_keys
+        model_key = self._key_of("model")
+        for key, raw_value in spec.env.items():
+            pointer = f"env/{key}"
+            value = str(raw_value)
+            if not _ENV_NAME.match(key):
+                self.problems.append(
+                    Problem(
+                        message="not an environment variable name",
+                        pointer=pointer,
+                        value=key,
+                        allowed="letters, digits and '_', not starting with a digit",
+                    )
+                )
+                continue
+            if is_secret_name(key):
+                self.problems.append(
+                    Problem(
+                        message="looks like a credential: it would be stored in plain text in "
+                        "a ConfigMap or the pod spec",
+                        pointer=pointer,
+                        value=key,
+                        fix=f"reference a Kubernetes Secret instead (secret_env={{{key!r}: "
+                        f"SecretRef(name=..., key=...)}}, or --secret-env {key}=SECRET:KEY)",
+                    )
+                )
+                continue
+            owner = self.registry.owner_of(key)
+            if owner is not None and owner.engine != manifest.engine:
+                self.problems.append(
+                    Problem(
+                        message=f"key has the prefix {owner.env_var_prefix} of engine "
+                        f"{owner.engine!r}, but the active engine {manifest.engine!r} reads only "
+                        f"{manifest.env_var_prefix}*",
+                        pointer=pointer,
+                        value=key,
+                        fix=f"rename it to {manifest.env_var_prefix}"
+                        f"{key[len(owner.env_var_prefix) :]} or drop it",
+                    )
+                )
+                continue
+            if value == "":
+                self.problems.append(
+                    Problem(
+                        message="empty value: an engine would receive a flag with no argument",
+                        pointer=pointer,
+                        value=value,
+                        fix="remove the key to leave the setting unset, or give it a value",
+                    )
+                )
+                continue
+            if owner is None:
+                self.plain.append((key, value))
+                continue
+            if key in reserved:
+                self.problems.append(
+                    Problem(
+                        message=f"{key} would set {reserved[key]}, which the manifest's launch "
+                        f"section owns (port {manifest.launch.get('port')} is what the probes, "
+                        "the Service and the IEC use)",
+                        pointer=pointer,
+                        value=value,
+                        fix="remove it; change launch.port in the engine manifest instead",
+                    )
+                )
+                continue
+            if key == model_key:
+                self.problems.append(
+                    Problem(
+                        message="the model is Tier 1: it is computed from the model source",
+                        pointer=pointer,
+                        value=value,
+                        fix="set the model with --model (DeploymentSpec.model), not the env",
+                    )
+                )
+                continue
+            capability = by_suffix.get(key[len(manifest.env_var_prefix) :])
+            if capability is None:
+                self.tier2.append((key, value))
+            else:
+                self._set_user(capability.name, value, pointer)
+        if spec.tensor_parallel_degree is not None:
+            self._option("tensor_parallel_degree", str(spec.tensor_parallel_degree), "tensor_parallel_degree")
+        if spec.quantization is not None:
+            self._option("quantization", spec.quantization, "quantization")
+        if spec.lora:
+            self._option("lora_enable", _TRUE, "lora")
+
+    def _key_of(self, capability: str) -> str | None:
+        found = self.manifest.capability(capability)
+        return self.manifest.key(found) if found else None
+
+    # -- Tier 1 -------------------------------------------------------------------------
+
+    def tier1(self, instance: InstanceType) -> tuple[list[tuple[str, str]], dict[str, str], int]:
+        manifest = self.manifest
+        requested: dict[str, str] = {}
+        model = manifest.capability("model")
+        if model is not None:
+            source = parse_model_source(self.spec.model)
+            requested["model"] = MODEL_MOUNT_PATH if source.kind == "s3" else self.spec.model
+        tp = self._tensor_parallel(instance)
+        if manifest.capability("tensor_parallel_degree") is not None:
+            requested["tensor_parallel_degree"] = str(tp)
+        for name, value in self.computed.items():
+            if manifest.capability(name) is not None:
+                requested.setdefault(name, value)
+        for name, user in self.user.items():
+            requested[name] = user.value
+
+        values: dict[str, str] = {}
+        for name, value in requested.items():
+            capability = manifest.capability(name)
+            assert capability is not None  # requested names come from the manifest
+            self._emit(capability, value, values)
+        emitted = [(manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values]
+        return emitted, values, tp
+
+    def _tensor_parallel(self, instance: InstanceType) -> int:
+        user = self.user.get("tensor_parallel_degree")
+        if user is None:
+            return instance.gpus
+        try:
+            tp = int(user.value)
+        except ValueError:
+            tp = 0
+        if tp < 1 or tp > instance.gpus:
+            self.problems.append(
+                Problem(
+                    message=f"tensor-parallel degree must be a whole number from 1 to the "
+                    f"{instance.gpus} GPU(s) of {instance.name}",
+                    pointer=user.source,
+                    value=user.value,
+                    allowed=f"1..{instance.gpus}",
+                    fix="lower it, or pick an instance type with more GPUs",
+                )
+            )
+            return instance.gpus
+        return tp
+
+    def _gate(self, capability: Capability) -> str | None:
+        """Why ``capability`` cannot be used with this engine version, if it cannot."""
+        if capability.since and self.version is not None:
+            since = parse_version(capability.since)
+            if since and self.version < since:
+                return (
+                    f"needs {self.manifest.engine} >= {capability.since} "
+                    f"(engine version {self.spec.engine_version})"
+                )
+        return None
+
+    def _check_value(self, capability: Capability, value: str, source: str) -> bool:
+        if capability.value_type == "boolean":
+            if value.lower() not in (_TRUE, _FALSE):
+                self.problems.append(
+                    Problem(
+                        message=f"{self.manifest.key(capability)} is a presence-only flag",
+                        pointer=source,
+                        value=value,
+                        allowed="true, false",
+                    )
+                )
+                return False
+            return True
+        if value.strip().lower() in SENTINELS:
+            self.problems.append(
+                Problem(
+                    message=f"{self.manifest.key(capability)} needs a concrete value: "
+                    "an empty or sentinel value makes engines reject startup",
+                    pointer=source,
+                    value=value,
+                    fix="omit the setting to leave it unset",
+                )
+            )
+            return False
+        if capability.allowed is not None and value not in capability.allowed:
+            self.problems.append(
+                Problem(
+                    message=f"value not allowed for {self.manifest.key(capability)}",
+                    pointer=source,
+                    value=value,
+                    allowed=", ".join(capability.allowed),
+                    fix="use one of the allowed values (declared in the engine manifest)",
+                )
+            )
+            return False
+        return True
+
+    def _source(self, name: str) -> str:
+        user = self.user.get(name)
+        return user.source if user else name
+
+    def _emit(self, capability: Capability, value: str, values: dict[str, str]) -> None:
+        """Emit ``capability`` (and the companions of its first resolvable group) into ``values``."""
+        key = self.manifest.key(capability)
+        if not self._check_value(capability, value, self._source(capability.name)):
+            return
+        if capability.value_type == "boolean" and value.lower() == _FALSE:
+            return
+        gated = self._gate(capability)
+        if gated:
+            self.skipped.append(Skipped(capability.name, key, gated))
+            return
+        group_values = self._companions(capability)
+        if group_values is None:
+            return
+        values[capability.name] = _TRUE if capability.value_type == "boolean" else value
+        values.update(group_values)
+
+    def _companion_value(self, name: str) -> str | None:
+        if name in self.user:
+            return self.user[name].value
+        if name in self.computed:
+            return self.computed[name]
+        capability = self.manifest.capability(name)
+        if capability is not None and capability.default is not None:
+            return capability.default
+        return COMPANION_DEFAULTS.get(name)
+
+    def _companions(self, capability: Capability) -> dict[str, str] | None:
+        """Values of the first fully resolvable companion group; ``{}`` when none is needed."""
+        if not capability.groups:
+            return {}
+        missing_by_group = []
+        for group in capability.groups:
+            resolved: dict[str, str] = {}
+            missing: list[str] = []
+            for name in group:
+                companion = self.manifest.capability(name)
+                assert companion is not None  # the loader checks companions exist
+                value = self._companion_value(name)
+                gated = self._gate(companion)
+                if value is None or gated:
+                    missing.append(f"{name} ({gated or 'no value: set ' + self.manifest.key(companion)})")
+                    continue
+                if not self._check_value(companion, value, self._source(name)):
+                    return None
+                resolved[name] = value
+            if not missing:
+                return resolved
+            missing_by_group.append(missing)
+        groups = " or ".join(", ".join(g) for g in capability.groups)
+        detail = "; ".join(", ".join(m) for m in missing_by_group)
+        self.skipped.append(
+            Skipped(capability.name, self.manifest.key(capability), f"requires {groups} — missing {detail}")
+        )
+        return None
+
+
+def resolve(
+    spec: DeploymentSpec,
+    *,
+    registry: EngineRegistry | None = None,
+    computed: Mapping[str, str] | None = None,
+) -> Resolution:
+    """Resolve ``spec`` against its engine's manifest. Raises :class:`MlccError` with every problem.
+
+    ``computed`` holds library-computed capability values (e.g. ``lora_max_rank`` from the rank
+    fit): they lose to user values and win over defaults.
+    """
+    registry = registry or EngineRegistry.load(use_env=False)
+    resolver = _Resolver(spec, registry, computed or {})
+    problems = resolver.problems
+    try:
+        instance = catalog.lookup(spec.instance_type)
+    except MlccError as error:
+        problems.extend(error.problems)
+        instance = None
+    try:
+        parse_model_source(spec.model)
+    except MlccError as error:
+        problems.extend(error.problems)
+    resolver.read_user_input()
+    if problems or instance is None:
+        raise MlccError(problems)
+    tier1, values, tp = resolver.tier1(instance)
+    if problems:
+        raise MlccError(problems)
+    return Resolution(
+        manifest=resolver.manifest,
+        instance=instance,
+        tensor_parallel_degree=tp,
+        tier1=tuple(tier1),
+        tier2=tuple(resolver.tier2),
+        plain=tuple(resolver.plain),
+        skipped=tuple(resolver.skipped),
+        warnings=tuple(resolver.warnings),
+        capability_values=values,
+    )
