@@ -1,0 +1,701 @@
+"""Render one :class:`DeploymentSpec` into the Kubernetes objects of its target (plain dicts).
+
+Target ``eks``: ServiceAccount, ConfigMap (engine env), PersistentVolume + PersistentVolumeClaim
+(static Mountpoint S3 CSI volume, ``s3://`` models only), Deployment, Service.
+Target ``hyperpod-eks``: one ``InferenceEndpointConfig``
+(``inference.sagemaker.aws.amazon.com/v1``).
+
+Every engine fact comes from the resolver and the engine manifest; nothing here branches on
+an engine name. The cdk8s constructs in ``mlcc_constructs.k8s`` only wrap these dicts.
+
+Decisions (documented for reviewers):
+
+* **Config delivery.** ``env`` (default): a Model-A engine's container runs the wrapper
+  (``python3 -m mlcc_constructs.core.wrapper``, ``MLCC_ENGINE=<engine>``) which turns the
+  ConfigMap's ``<PREFIX>*`` env into flags; the image must have mlcc-constructs installed.
+  ``args``: the container's ``command``/``args`` are the wrapper's argv computed now, so a stock
+  upstream image works; no ConfigMap is rendered and no engine env is set, because engines
+  read their own prefix as internal settings (``VLLM_*`` is vLLM's own env namespace) and the
+  flags already carry every value. Model-B engines (``entrypoint: image``) keep the image's
+  entrypoint and receive the env; ``args`` delivery is refused for them.
+* **Resources** (:func:`pod_resources`): the pod asks for ``tensor_parallel_degree`` GPUs and
+  that share of the node's vCPUs and memory after a node reserve for the kubelet, the OS and
+  the daemon-set pods (CNI, kube-proxy, CSI node, device plugin): 10% of the vCPUs (at least
+  1) and 10% of the memory (at least 3 GiB), rounded down. CPU has no limit (throttling a
+  tokenizer hurts latency); memory and GPUs are limited to the request.
+* **Security.** Pod and container run as UID/GID 1000, non-root, no privilege escalation, all
+  capabilities dropped, seccomp ``RuntimeDefault``, read-only root filesystem. Engines write
+  caches (Hugging Face, Triton, torch.compile) under ``$HOME`` and ``/tmp``, so both are
+  writable ``emptyDir`` volumes and ``HOME=/home/mlcc``; ``/dev/shm`` is a memory ``emptyDir``
+  (NCCL needs more than the 64 MiB default).
+* **Probes**: a startup probe allows 30 minutes (a cold start without prefetch measured ~15
+  minutes), then readiness and liveness probes, all on the manifest's ``health_path``.
+* **Rollout**: ``maxSurge: 1, maxUnavailable: 0`` never drops serving capacity.
+* **Names**: the base name (RFC 1035 label) names the Deployment, Service, ServiceAccount and
+  the IEC; the ConfigMap is ``<name>-config``, the claim ``<name>-model`` and the cluster-scoped
+  PersistentVolume ``<namespace>-<name>-model``. The engine container is always named
+  :data:`ENGINE_CONTAINER` (a contract for functions that post-process the Deployment).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+import yaml
+
+from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.catalog import InstanceType
+from mlcc_constructs.core.descriptors import bucket_name, bucket_patterns, load_target
+from mlcc_constructs.core.errors import MlccError, Problem
+from mlcc_constructs.core.k8s_validation import (
+    IEC_API_VERSION,
+    IEC_KIND,
+    name_problems,
+    namespace_problems,
+    validate_objects,
+)
+from mlcc_constructs.core.manifests import EngineRegistry
+from mlcc_constructs.core.resolve import MODEL_MOUNT_PATH, Resolution, resolve
+from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_source
+
+TARGETS = ("eks", "hyperpod-eks")
+"""Targets this module renders (``realtime-inference`` is a CDK surface)."""
+ENGINE_CONTAINER = "engine"
+"""Name of the engine container in the Deployment: stable, for post-processing functions."""
+WRAPPER_COMMAND = ("python3", "-m", "mlcc_constructs.core.wrapper")
+"""The container command in ``env`` delivery (the image must have mlcc-constructs)."""
+ENGINE_ENV = "MLCC_ENGINE"
+CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
+ENGINE_LABEL = "mlcc-constructs/engine"
+MODEL_VOLUME = "model-weights"
+INVOCATION_ENDPOINT = "v1/chat/completions"
+"""The OpenAI-compatible route every built-in engine serves (HyperPod ``invocationEndpoint``)."""
+RUN_AS = 1000
+HOME = "/home/mlcc"
+S3_CSI_DRIVER = "s3.csi.aws.com"
+PV_CAPACITY = "1200Gi"  # required by Kubernetes, ignored by Mountpoint
+CPU_RESERVE_FRACTION, CPU_RESERVE_MIN = 0.10, 1
+MEMORY_RESERVE_FRACTION, MEMORY_RESERVE_MIN_GIB = 0.10, 3
+SHM_MAX_GIB = 16
+STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180  # 30 minutes
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderContext:
+    """The environment a render targets. Every field defaults to ``None``.
+
+    ``account``/``region``/``profile`` name the TLS bucket of an IEC (``stacks/buckets.json``
+    ``tls``); ``region`` is also the model bucket's region when the spec gives none. Missing
+    account and region are inferred from a model bucket named by ``stacks/buckets.json``.
+    """
+
+    account: str | None = None
+    region: str | None = None
+    profile: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Names:
+    """Explicit Kubernetes names of one deployment's objects."""
+
+    base: str
+    namespace: str
+    config_map: str
+    claim: str
+    volume: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderInputs:
+    """Everything the per-kind renderers read: checked once by :func:`prepare`."""
+
+    spec: DeploymentSpec
+    resolution: Resolution
+    names: Names
+    image: str
+    source: ModelSource
+    model_region: str | None
+    tls_uri: str | None
+    warnings: tuple[str, ...]
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """Tier 1 then Tier 2: the ConfigMap data (and the IEC's engine env)."""
+        return dict(self.resolution.tier1 + self.resolution.tier2)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rendered:
+    """The objects of one deployment, in apply order, and the notes for the user."""
+
+    objects: tuple[dict[str, Any], ...]
+    warnings: tuple[str, ...]
+    inputs: RenderInputs
+
+
+# -- inputs -------------------------------------------------------------------------------
+
+
+@cache
+def default_images() -> Mapping[str, str]:
+    """Engine → pinned default image (``data/versions.json`` ``engine_images``)."""
+    document = json.loads(data_path("versions.json").read_text(encoding="utf-8"))
+    return dict(document["engine_images"])
+
+
+def infer_environment(bucket: str) -> dict[str, str]:
+    """Account/region/profile encoded in a bucket named by ``stacks/buckets.json`` (or ``{}``)."""
+    parts = {
+        "account": r"(?P<account>[0-9]{12})",
+        "region": r"(?P<region>[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9])",
+        "profile": r"(?P<profile>[a-z][a-z0-9-]{0,19})",
+    }
+    for pattern in bucket_patterns().values():
+        pieces = re.split(r"\$\{([a-z]+)\}", pattern)
+        regex = "".join(
+            parts[piece] if index % 2 else re.escape(piece) for index, piece in enumerate(pieces)
+        )
+        match = re.fullmatch(regex, bucket)
+        if match:
+            return {k: v for k, v in match.groupdict().items() if v}
+    return {}
+
+
+def object_names(name: str, namespace: str) -> Names:
+    """The names of every object of deployment ``name`` in ``namespace``."""
+    return Names(
+        base=name,
+        namespace=namespace,
+        config_map=f"{name}-config",
+        claim=f"{name}-model",
+        volume=f"{namespace}-{name}-model",
+    )
+
+
+def prepare(
+    spec: DeploymentSpec,
+    *,
+    context: RenderContext | None = None,
+    registry: EngineRegistry | None = None,
+) -> RenderInputs:
+    """Resolve ``spec`` and check every render input; all problems are raised at once."""
+    context = context or RenderContext()
+    problems: list[Problem] = []
+    if spec.target not in TARGETS:
+        problems.append(
+            Problem(
+                message="not a Kubernetes target",
+                pointer="target",
+                value=spec.target,
+                allowed=", ".join(TARGETS),
+                fix="use eks or hyperpod-eks (realtime-inference is rendered by the CDK app)",
+            )
+        )
+    else:
+        load_target(spec.target)
+    problems += name_problems(spec.name)
+    problems += namespace_problems(spec.namespace)
+    if spec.replicas < 1:
+        problems.append(
+            Problem(message="replicas must be at least 1", pointer="replicas", value=spec.replicas)
+        )
+    if spec.config_delivery not in ("env", "args"):
+        problems.append(
+            Problem(
+                message="unknown config delivery",
+                pointer="config_delivery",
+                value=spec.config_delivery,
+                allowed="env, args",
+            )
+        )
+    try:
+        resolution = resolve(spec, registry=registry)
+    except MlccError as error:
+        problems.extend(error.problems)
+        raise MlccError(problems) from None
+    manifest = resolution.manifest
+    warnings = [str(s) for s in resolution.skipped] + list(resolution.warnings)
+
+    image = spec.image or default_images().get(manifest.engine)
+    if image is None:
+        problems.append(
+            Problem(
+                message=f"engine {manifest.engine!r} has no pinned default image",
+                pointer="image",
+                fix="pass --image (DeploymentSpec.image) with the engine's container image",
+            )
+        )
+    elif spec.config_delivery == "env" and manifest.entrypoint == "wrapper" and not spec.image:
+        warnings.append(
+            f"config delivery 'env' runs the mlcc wrapper, which the default image {image} "
+            "does not contain: pass --image with mlcc-constructs installed, or use "
+            "--config-delivery args"
+        )
+    if spec.config_delivery == "args" and manifest.entrypoint != "wrapper":
+        problems.append(
+            Problem(
+                message=f"engine {manifest.engine!r} has entrypoint 'image': its image owns the "
+                "command line, so there is no argv to deliver",
+                pointer="config_delivery",
+                value="args",
+                allowed="env",
+                fix="use --config-delivery env (the image reads "
+                f"{manifest.env_var_prefix}* itself)",
+            )
+        )
+    for key in spec.secret_env:
+        if key in resolution.env:
+            problems.append(
+                Problem(
+                    message="set both as plain env and as a Secret reference",
+                    pointer=f"secret_env/{key}",
+                    value=key,
+                    fix="keep only the Secret reference",
+                )
+            )
+
+    source = parse_model_source(spec.model)
+    inferred = infer_environment(source.bucket) if source.bucket else {}
+    model_region = spec.region or inferred.get("region") or context.region
+    if source.kind == "s3" and model_region is None:
+        problems.append(
+            Problem(
+                message="the region of the model bucket is unknown",
+                pointer="region",
+                value=None,
+                fix="pass --region (DeploymentSpec.region); Mountpoint and the HyperPod "
+                "operator need it",
+            )
+        )
+    tls_uri = None
+    if spec.target == "hyperpod-eks":
+        account = context.account or inferred.get("account")
+        region = context.region or model_region
+        profile = context.profile or inferred.get("profile")
+        missing = [
+            n for n, v in (("account", account), ("region", region), ("profile", profile)) if not v
+        ]
+        if missing:
+            problems.append(
+                Problem(
+                    message="the IEC's TLS bucket (stacks/buckets.json 'tls') needs "
+                    + ", ".join(missing),
+                    pointer="/".join(missing),
+                    fix="pass " + " ".join(f"--{m}" for m in missing) + " (or set them in "
+                    "cdk.json context / RenderContext)",
+                )
+            )
+        else:
+            try:
+                tls = bucket_name(
+                    "tls", account=str(account), region=str(region), profile=str(profile)
+                )
+                tls_uri = f"s3://{tls}/{spec.namespace}/{spec.name}"
+            except MlccError as error:
+                problems.extend(error.problems)
+        if spec.service_account_role_arn:
+            warnings.append(
+                "service_account_role_arn is ignored on hyperpod-eks: the inference operator "
+                "owns the pod's identity"
+            )
+    if problems:
+        raise MlccError(problems)
+    assert spec.name is not None and image is not None  # checked above
+    return RenderInputs(
+        spec=spec,
+        resolution=resolution,
+        names=object_names(spec.name, spec.namespace),
+        image=image,
+        source=source,
+        model_region=model_region,
+        tls_uri=tls_uri,
+        warnings=tuple(warnings),
+    )
+
+
+# -- shared pieces ------------------------------------------------------------------------
+
+
+def config_hash(data: Mapping[str, str]) -> str:
+    """``sha256:<hex>`` of the engine config; a pod-template annotation, so a change rolls pods."""
+    text = json.dumps(dict(data), sort_keys=True, separators=(",", ":"))
+    return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pod_resources(instance: InstanceType, gpus: int) -> dict[str, str]:
+    """CPU, memory and GPU requests of a pod using ``gpus`` GPUs of ``instance`` (module doc)."""
+    share = gpus / instance.gpus
+    cpu_reserve = max(CPU_RESERVE_MIN, instance.vcpus * CPU_RESERVE_FRACTION)
+    memory_reserve = max(MEMORY_RESERVE_MIN_GIB, instance.memory_gib * MEMORY_RESERVE_FRACTION)
+    cpu = max(1, math.floor((instance.vcpus - cpu_reserve) * share))
+    memory = max(1, math.floor((instance.memory_gib - memory_reserve) * share))
+    return {"cpu": str(cpu), "memory": f"{memory}Gi", "nvidia.com/gpu": str(gpus)}
+
+
+def _labels(inputs: RenderInputs) -> dict[str, str]:
+    return {
+        "app.kubernetes.io/name": inputs.names.base,
+        "app.kubernetes.io/component": "inference-server",
+        "app.kubernetes.io/managed-by": "mlcc-constructs",
+        ENGINE_LABEL: inputs.resolution.manifest.engine,
+    }
+
+
+def _metadata(inputs: RenderInputs, name: str, *, namespaced: bool = True) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name}
+    if namespaced:
+        metadata["namespace"] = inputs.names.namespace
+    metadata["labels"] = _labels(inputs)
+    return metadata
+
+
+def _selector(inputs: RenderInputs) -> dict[str, str]:
+    return {"app.kubernetes.io/name": inputs.names.base}
+
+
+def _secret_env(spec: DeploymentSpec) -> list[dict[str, Any]]:
+    return [
+        {"name": key, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+        for key, ref in spec.secret_env.items()
+    ]
+
+
+def _command(inputs: RenderInputs) -> tuple[list[str], list[str]] | None:
+    """(command, args) of the engine container, or ``None`` to keep the image's entrypoint."""
+    manifest = inputs.resolution.manifest
+    if manifest.entrypoint != "wrapper":
+        return None
+    if inputs.spec.config_delivery == "args":
+        argv = inputs.resolution.argv()
+        split = len(manifest.launch["command"])
+        return argv[:split], argv[split:]
+    return list(WRAPPER_COMMAND), []
+
+
+def _delivers_env(inputs: RenderInputs) -> bool:
+    return inputs.spec.config_delivery == "env"
+
+
+# -- eks ----------------------------------------------------------------------------------
+
+
+def config_map(inputs: RenderInputs) -> dict[str, Any] | None:
+    """The engine env (Tier 1, then Tier 2); ``None`` in ``args`` delivery."""
+    if not _delivers_env(inputs):
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(inputs, inputs.names.config_map),
+        "data": inputs.engine_env,
+    }
+
+
+def service_account(inputs: RenderInputs) -> dict[str, Any]:
+    """The pod's identity; the IRSA role annotation when a role ARN is given."""
+    metadata = _metadata(inputs, inputs.names.base)
+    if inputs.spec.service_account_role_arn:
+        metadata["annotations"] = {
+            "eks.amazonaws.com/role-arn": inputs.spec.service_account_role_arn
+        }
+    return {
+        "apiVersion": "v1",
+        "kind": "ServiceAccount",
+        "metadata": metadata,
+        "automountServiceAccountToken": False,
+    }
+
+
+def model_volume(inputs: RenderInputs) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """Static Mountpoint S3 CSI PersistentVolume + claim for an ``s3://`` model (else ``None``)."""
+    source, names = inputs.source, inputs.names
+    if source.kind != "s3":
+        return None
+    volume = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": _metadata(inputs, names.volume, namespaced=False),
+        "spec": {
+            "capacity": {"storage": PV_CAPACITY},
+            "accessModes": ["ReadOnlyMany"],
+            "persistentVolumeReclaimPolicy": "Retain",
+            "storageClassName": "",
+            "claimRef": {"namespace": names.namespace, "name": names.claim},
+            "mountOptions": [
+                "read-only",
+                "allow-other",
+                f"uid={RUN_AS}",
+                f"gid={RUN_AS}",
+                f"prefix {source.prefix}",
+                f"region {inputs.model_region}",
+            ],
+            "csi": {
+                "driver": S3_CSI_DRIVER,
+                "volumeHandle": f"s3-csi-{names.volume}",
+                "readOnly": True,
+                "volumeAttributes": {"bucketName": source.bucket},
+            },
+        },
+    }
+    claim = {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": _metadata(inputs, names.claim),
+        "spec": {
+            "accessModes": ["ReadOnlyMany"],
+            "storageClassName": "",
+            "volumeName": names.volume,
+            "resources": {"requests": {"storage": PV_CAPACITY}},
+        },
+    }
+    return volume, claim
+
+
+def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
+    return {
+        "httpGet": {"path": path, "port": "http"},
+        "periodSeconds": period,
+        "timeoutSeconds": 5,
+        "failureThreshold": failures,
+    }
+
+
+def deployment(inputs: RenderInputs) -> dict[str, Any]:
+    """The engine Deployment (module doc: delivery, resources, security, probes)."""
+    spec, res, names = inputs.spec, inputs.resolution, inputs.names
+    launch = res.manifest.launch
+    requests = pod_resources(res.instance, res.tensor_parallel_degree)
+    memory_gib = int(requests["memory"].removesuffix("Gi"))
+    env: list[dict[str, Any]] = []
+    command = _command(inputs)
+    if command is not None and _delivers_env(inputs):
+        env.append({"name": ENGINE_ENV, "value": res.manifest.engine})
+    env.append({"name": "HOME", "value": HOME})
+    env += [{"name": k, "value": v} for k, v in res.plain]
+    env += _secret_env(spec)
+    container: dict[str, Any] = {"name": ENGINE_CONTAINER, "image": inputs.image}
+    if command is not None:
+        container["command"] = command[0]
+        if command[1]:
+            container["args"] = command[1]
+    container["ports"] = [{"name": "http", "containerPort": launch["port"], "protocol": "TCP"}]
+    if _delivers_env(inputs):
+        container["envFrom"] = [{"configMapRef": {"name": names.config_map}}]
+    container["env"] = env
+    container["resources"] = {
+        "requests": requests,
+        "limits": {"memory": requests["memory"], "nvidia.com/gpu": requests["nvidia.com/gpu"]},
+    }
+    health = launch["health_path"]
+    container["startupProbe"] = _probe(health, STARTUP_PERIOD_S, STARTUP_FAILURES)
+    container["readinessProbe"] = _probe(health, 10, 3)
+    container["livenessProbe"] = _probe(health, 20, 3)
+    container["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    mounts: list[dict[str, Any]] = [
+        {"name": "shm", "mountPath": "/dev/shm"},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "home", "mountPath": HOME},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {
+            "name": "shm",
+            "emptyDir": {
+                "medium": "Memory",
+                "sizeLimit": f"{min(SHM_MAX_GIB, max(1, memory_gib // 4))}Gi",
+            },
+        },
+        {"name": "tmp", "emptyDir": {}},
+        {"name": "home", "emptyDir": {}},
+    ]
+    if inputs.source.kind == "s3":
+        mounts.append({"name": MODEL_VOLUME, "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
+        volumes.append(
+            {
+                "name": MODEL_VOLUME,
+                "persistentVolumeClaim": {"claimName": names.claim, "readOnly": True},
+            }
+        )
+    container["volumeMounts"] = mounts
+    labels = _labels(inputs)
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": _metadata(inputs, names.base),
+        "spec": {
+            "replicas": spec.replicas,
+            "selector": {"matchLabels": _selector(inputs)},
+            "strategy": {
+                "type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
+            },
+            "template": {
+                "metadata": {
+                    "labels": labels,
+                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(inputs.engine_env)},
+                },
+                "spec": {
+                    "serviceAccountName": names.base,
+                    "automountServiceAccountToken": False,
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": RUN_AS,
+                        "runAsGroup": RUN_AS,
+                        "fsGroup": RUN_AS,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "nodeSelector": {"node.kubernetes.io/instance-type": res.instance.node_name},
+                    "tolerations": [
+                        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+                    ],
+                    "terminationGracePeriodSeconds": 60,
+                    "containers": [container],
+                    "volumes": volumes,
+                },
+            },
+        },
+    }
+
+
+def service(inputs: RenderInputs) -> dict[str, Any]:
+    """ClusterIP Service on the engine's port."""
+    port = inputs.resolution.manifest.launch["port"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(inputs, inputs.names.base),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": _selector(inputs),
+            "ports": [{"name": "http", "port": port, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+# -- hyperpod-eks -------------------------------------------------------------------------
+
+
+def prefetch_enabled(source: ModelSource, lora: bool) -> bool:
+    """Prefetch copies the model once at start, so adapters added later to the S3 prefix would
+    never be seen: it is off for LoRA with an S3 source (seed lora-delivery §2), on otherwise."""
+    return not (lora and source.kind == "s3")
+
+
+def inference_endpoint_config(inputs: RenderInputs) -> dict[str, Any]:
+    """The HyperPod ``InferenceEndpointConfig`` (v1) of the deployment."""
+    spec, res, source = inputs.spec, inputs.resolution, inputs.source
+    launch = res.manifest.launch
+    model_source: dict[str, Any] = {"modelSourceType": source.kind}
+    if source.kind == "s3":
+        model_source["s3Storage"] = {"bucketName": source.bucket, "region": inputs.model_region}
+        model_source["modelLocation"] = source.location
+    else:
+        hf: dict[str, Any] = {"modelId": source.hf_id}
+        token = spec.secret_env.get("HF_TOKEN")
+        if token is not None:
+            hf["tokenSecretRef"] = {"name": token.name, "key": token.key}
+        model_source["huggingFaceModel"] = hf
+    model_source["prefetchEnabled"] = prefetch_enabled(source, spec.lora)
+
+    command = _command(inputs)
+    env: list[dict[str, Any]] = []
+    if _delivers_env(inputs):
+        env += [{"name": k, "value": v} for k, v in inputs.engine_env.items()]
+        if command is not None:
+            env.append({"name": ENGINE_ENV, "value": res.manifest.engine})
+    env += [{"name": k, "value": v} for k, v in res.plain]
+    env += [
+        e
+        for e in _secret_env(spec)
+        if not (source.kind == "huggingface" and e["name"] == "HF_TOKEN")
+    ]
+    requests = pod_resources(res.instance, res.tensor_parallel_degree)
+    worker: dict[str, Any] = {"image": inputs.image}
+    if command is not None:
+        worker["command"] = command[0]
+        if command[1]:
+            worker["args"] = command[1]
+    worker["modelInvocationPort"] = {"containerPort": launch["port"], "name": "http"}
+    worker["modelVolumeMount"] = {"name": MODEL_VOLUME, "mountPath": MODEL_MOUNT_PATH}
+    worker["resources"] = {
+        "requests": requests,
+        "limits": {"memory": requests["memory"], "nvidia.com/gpu": requests["nvidia.com/gpu"]},
+    }
+    if env:
+        worker["environmentVariables"] = env
+    metrics: dict[str, Any] = {"enabled": "metrics_path" in launch}
+    if "metrics_path" in launch:
+        metrics["modelMetrics"] = {"port": launch["port"], "path": launch["metrics_path"]}
+    return {
+        "apiVersion": IEC_API_VERSION,
+        "kind": IEC_KIND,
+        "metadata": _metadata(inputs, inputs.names.base),
+        "spec": {
+            "modelName": inputs.names.base,
+            "endpointName": inputs.names.base,
+            "instanceType": res.instance.name,
+            "invocationEndpoint": INVOCATION_ENDPOINT,
+            "replicas": spec.replicas,
+            "modelSourceConfig": model_source,
+            "tlsConfig": {"tlsCertificateOutputS3Uri": inputs.tls_uri},
+            "metrics": metrics,
+            "loadBalancer": {"healthCheckPath": launch["health_path"]},
+            "worker": worker,
+        },
+    }
+
+
+# -- whole deployments --------------------------------------------------------------------
+
+
+def objects_for(inputs: RenderInputs) -> list[dict[str, Any]]:
+    """Every object of the deployment's target, in apply order."""
+    if inputs.spec.target == "hyperpod-eks":
+        return [inference_endpoint_config(inputs)]
+    objects = [service_account(inputs)]
+    config = config_map(inputs)
+    if config is not None:
+        objects.append(config)
+    volume = model_volume(inputs)
+    if volume is not None:
+        objects.extend(volume)
+    objects += [deployment(inputs), service(inputs)]
+    return objects
+
+
+def render(
+    spec: DeploymentSpec,
+    *,
+    context: RenderContext | None = None,
+    registry: EngineRegistry | None = None,
+    validate: bool = True,
+) -> Rendered:
+    """Resolve, render and (by default) validate ``spec``; raises :class:`MlccError`."""
+    inputs = prepare(spec, context=context, registry=registry)
+    objects = objects_for(inputs)
+    if validate:
+        validate_objects(objects)
+    return Rendered(objects=tuple(objects), warnings=inputs.warnings, inputs=inputs)
+
+
+def to_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
+    """Multi-document YAML, keys in render order (byte-stable)."""
+    return yaml.safe_dump_all(
+        [dict(o) for o in objects], sort_keys=False, default_flow_style=False, width=1000
+    )
+
+
+def file_name(obj: Mapping[str, Any]) -> str:
+    """``<kind>-<name>.yaml`` (lower-case kind), the ``--out`` file of one object."""
+    return f"{str(obj['kind']).lower()}-{obj['metadata']['name']}.yaml"
