@@ -1,0 +1,128 @@
+"""``ModelBuckets``: the project's S3 buckets, named only by ``stacks/buckets.json``.
+
+Every bucket is versioned, encrypted, blocks all public access, refuses plain HTTP, is
+retained when the stack goes away, and writes server access logs to one log bucket.
+
+Encryption is SSE-S3 (S3-managed keys), on purpose: the readers of these buckets (the
+Mountpoint S3 CSI driver role, the HyperPod inference operator, SageMaker) then need only
+their S3 grants; SSE-KMS would add ``kms:Decrypt`` on a key to every reader, and S3 server
+access logs can only be delivered to an SSE-S3 bucket anyway.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_s3 as s3
+from constructs import Construct
+
+from mlcc_constructs.core.descriptors import bucket_names, bucket_patterns
+from mlcc_constructs.core.errors import fail
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelBucketsProps:
+    """Props of :class:`ModelBuckets`.
+
+    ``profile`` fills ``${profile}`` in the descriptor's name patterns; ``${account}`` and
+    ``${region}`` come from the stack, which must have an explicit environment.
+    ``keys``: the descriptor buckets to create (default: every bucket in the descriptor).
+    """
+
+    profile: str
+    keys: Sequence[str] | None = None
+
+
+def concrete_environment(scope: Construct) -> tuple[str, str]:
+    """The stack's account and region; refuses an environment-agnostic stack."""
+    stack = cdk.Stack.of(scope)
+    account, region = stack.account, stack.region
+    if cdk.Token.is_unresolved(account) or cdk.Token.is_unresolved(region):
+        raise fail(
+            "bucket names need a concrete account and region",
+            where=stack.node.path,
+            fix="create the stack with env=cdk.Environment(account=..., region=...)",
+        )
+    return account, region
+
+
+class ModelBuckets(Construct):
+    """The descriptor's buckets plus one access-log bucket.
+
+    Children: ``AccessLogs`` and one bucket per descriptor key, with the key in
+    PascalCase as its id (``Core``, ``Artifacts``, ``Training``, ``Adapters``, ``Tls``).
+    These ids are the buckets' logical ids: renaming one would replace a retained bucket.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, props: ModelBucketsProps) -> None:
+        super().__init__(scope, id)
+        # Log delivery through a bucket policy (no ACLs, so BUCKET_OWNER_ENFORCED works),
+        # whatever feature flags the enclosing app sets.
+        self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
+        account, region = concrete_environment(self)
+        names = bucket_names(account=account, region=region, profile=props.profile)
+        keys = tuple(props.keys) if props.keys is not None else tuple(bucket_patterns())
+        unknown = [key for key in keys if key not in names]
+        if unknown:
+            raise fail(
+                f"unknown bucket key(s) {', '.join(unknown)}",
+                where="ModelBucketsProps.keys",
+                value=unknown,
+                allowed=", ".join(sorted(names)),
+            )
+        # No explicit name: bucket names are written only in stacks/buckets.json, and
+        # the log bucket is not one the rest of the project addresses.
+        self.log_bucket: s3.IBucket = s3.Bucket(
+            self,
+            "AccessLogs",
+            versioned=True,
+            encryption=s3.BucketEncryption.S3_MANAGED,
+            block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+            enforce_ssl=True,
+            object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+            removal_policy=cdk.RemovalPolicy.RETAIN,
+        )
+        cdk.Validations.of(self.log_bucket).acknowledge(
+            cdk.Acknowledgment(
+                id="AwsSolutions-S1",
+                reason="this is the server access log target of the model buckets; "
+                "logging it into itself would log its own log deliveries",
+            )
+        )
+        self._buckets: dict[str, s3.IBucket] = {}
+        for key in keys:
+            self._buckets[key] = s3.Bucket(
+                self,
+                _construct_id(key),
+                bucket_name=names[key],
+                versioned=True,
+                encryption=s3.BucketEncryption.S3_MANAGED,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                enforce_ssl=True,
+                object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
+                removal_policy=cdk.RemovalPolicy.RETAIN,
+                server_access_logs_bucket=self.log_bucket,
+                server_access_logs_prefix=f"{names[key]}/",
+            )
+
+    @property
+    def buckets(self) -> Mapping[str, s3.IBucket]:
+        """Descriptor key → bucket, in descriptor order."""
+        return dict(self._buckets)
+
+    def bucket(self, key: str) -> s3.IBucket:
+        """The bucket for descriptor key ``key`` (``"core"``, ``"tls"``, ...)."""
+        if key not in self._buckets:
+            raise fail(
+                f"no bucket {key!r} in this ModelBuckets",
+                where=self.node.path,
+                value=key,
+                allowed=", ".join(self._buckets),
+            )
+        return self._buckets[key]
+
+
+def _construct_id(key: str) -> str:
+    return "".join(part.capitalize() for part in key.split("_"))

@@ -1,0 +1,105 @@
+"""The app's environment (profile, account, region, availability zones) from CDK context.
+
+``cdk.json`` holds the defaults; ``cdk synth -c profile=prod -c account=... -c region=...``
+overrides them. Every bad value is reported at once, naming the context key, the value, what
+is allowed and how to fix it (the rules live in ``core.descriptors.check_environment``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+
+from mlcc_constructs.core.descriptors import check_environment
+from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
+
+CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")
+_WHERE = "CDK context (cdk.json or -c)"
+_MIN_ZONES = 2  # EKS needs subnets in at least two availability zones
+
+
+def _zones(value: object) -> tuple[str, ...]:
+    # `-c availability_zones=a,b` arrives as a string; cdk.json holds a list.
+    if isinstance(value, str):
+        return tuple(zone.strip() for zone in value.split(",") if zone.strip())
+    if isinstance(value, list):
+        return tuple(str(zone) for zone in value)
+    return ()
+
+
+def _zone_problems(zones: tuple[str, ...], region: str) -> list[Problem]:
+    pattern = re.compile(rf"^{re.escape(region)}[a-z]$")
+    if len(zones) >= _MIN_ZONES and len(set(zones)) == len(zones):
+        bad = [zone for zone in zones if not pattern.match(zone)]
+        if not bad:
+            return []
+    return [
+        Problem(
+            message=f"availability_zones must name at least {_MIN_ZONES} distinct zones "
+            f"of region {region}",
+            where=_WHERE,
+            pointer="availability_zones",
+            value=",".join(zones),
+            allowed=f"{region}a, {region}b, ... (the zones your account has in {region})",
+            fix=f"pass -c availability_zones={region}a,{region}b or edit cdk.json",
+        )
+    ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppEnvironment:
+    """Where the app's stacks deploy: ``mlcc-<profile>-*`` stacks in ``account``/``region``."""
+
+    profile: str
+    account: str
+    region: str
+    availability_zones: tuple[str, ...]
+
+    @property
+    def env(self) -> cdk.Environment:
+        """The explicit stack environment: no context lookup needs AWS credentials."""
+        return cdk.Environment(account=self.account, region=self.region)
+
+    def stack_name(self, suffix: str) -> str:
+        """``mlcc-<profile>-<suffix>``, e.g. ``mlcc-dev-eks-cluster``."""
+        return f"mlcc-{self.profile}-{suffix}"
+
+
+def environment_from_context(app: cdk.App) -> AppEnvironment:
+    """Read and check ``profile``, ``account`` and ``region`` from the app's context."""
+    values: dict[str, object] = {}
+    problems: list[Problem] = []
+    for key in CONTEXT_KEYS:
+        value = app.node.try_get_context(key)
+        if value is None:
+            problems.append(
+                Problem(
+                    message=f"missing context value {key!r}",
+                    where=_WHERE,
+                    pointer=key,
+                    fix=f'set "{key}" under "context" in cdk.json or pass -c {key}=VALUE',
+                )
+            )
+        else:
+            values[key] = value
+    if problems:
+        raise MlccError(problems)
+    profile, account, region = (str(values[key]) for key in ("profile", "account", "region"))
+    zones = _zones(values["availability_zones"])
+    try:
+        check_environment(account=account, region=region, profile=profile)
+    except MlccError as error:
+        problems.extend(
+            dataclasses.replace(
+                problem,
+                where=_WHERE,
+                fix=problem.fix or f"pass -c {problem.pointer}=VALUE or edit cdk.json",
+            )
+            for problem in error.problems
+        )
+    problems.extend(_zone_problems(zones, region))
+    raise_if_any(problems)
+    return AppEnvironment(profile=profile, account=account, region=region, availability_zones=zones)
