@@ -31,5 +31,9 @@ def run(args: argparse.Namespace) -> int:
         rows.append((manifest.engine, manifest.env_var_prefix, manifest.entrypoint, names))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False)) + "  " + row[3])
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=False))
+            + "  "
+            + row[3]
+        )
     return 0

@@ -8,9 +8,7 @@ from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser(
-        "validate", help="check engine manifest files or plugin folders"
-    )
+    parser = subparsers.add_parser("validate", help="check engine manifest files or plugin folders")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="manifest.json or plugin folder")
     parser.set_defaults(func=run)
 

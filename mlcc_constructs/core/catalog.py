@@ -36,9 +36,7 @@ class InstanceType:
 @cache
 def _catalog() -> dict[str, InstanceType]:
     document = json.loads(data_path("instance_catalog.json").read_text(encoding="utf-8"))
-    return {
-        name: InstanceType(name=name, **facts) for name, facts in document["instances"].items()
-    }
+    return {name: InstanceType(name=name, **facts) for name, facts in document["instances"].items()}
 
 
 def instance_names() -> tuple[str, ...]:

@@ -60,7 +60,9 @@ def fail(
 ) -> MlccError:
     """Build a single-problem error: ``raise fail("...", pointer=..., value=...)``."""
     return MlccError(
-        Problem(message=message, where=where, pointer=pointer, value=value, allowed=allowed, fix=fix)
+        Problem(
+            message=message, where=where, pointer=pointer, value=value, allowed=allowed, fix=fix
+        )
     )
 
 

@@ -41,7 +41,7 @@ def parse_version(text: str) -> tuple[int, int, int] | None:
 
 @dataclass(frozen=True, kw_only=True)
 class Capability:
-    """One ``capability_map`` entry. ``groups`` is ``requires_any_of`` (``requires`` → one group)."""
+    """One ``capability_map`` entry; ``groups`` is ``requires_any_of`` (``requires`` = 1 group)."""
 
     name: str
     suffix: str
@@ -354,10 +354,10 @@ class EngineRegistry:
         two plugins with one name, or two engines with one prefix, are refused.
         """
         builtins = {m.engine: m for m in builtin_engines()}
-        folders = list(plugin_dirs)
+        folders: list[str | Path] = []
         if use_env:
-            env_dirs = [p for p in os.environ.get(ENGINE_PATH_ENV, "").split(os.pathsep) if p]
-            folders = env_dirs + folders
+            folders += [p for p in os.environ.get(ENGINE_PATH_ENV, "").split(os.pathsep) if p]
+        folders += plugin_dirs
         if not folders:
             return _builtin_registry()
         overrides = set(allow_override)

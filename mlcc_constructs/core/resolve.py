@@ -264,7 +264,9 @@ class _Resolver:
             else:
                 self._set_user(capability.name, value, pointer)
         if spec.tensor_parallel_degree is not None:
-            self._option("tensor_parallel_degree", str(spec.tensor_parallel_degree), "tensor_parallel_degree")
+            self._option(
+                "tensor_parallel_degree", str(spec.tensor_parallel_degree), "tensor_parallel_degree"
+            )
         if spec.quantization is not None:
             self._option("quantization", spec.quantization, "quantization")
         if spec.lora:
@@ -297,7 +299,9 @@ class _Resolver:
             capability = manifest.capability(name)
             assert capability is not None  # requested names come from the manifest
             self._emit(capability, value, values)
-        emitted = [(manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values]
+        emitted = [
+            (manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values
+        ]
         return emitted, values, tp
 
     def _tensor_parallel(self, instance: InstanceType) -> int:
@@ -375,7 +379,7 @@ class _Resolver:
         return user.source if user else name
 
     def _emit(self, capability: Capability, value: str, values: dict[str, str]) -> None:
-        """Emit ``capability`` (and the companions of its first resolvable group) into ``values``."""
+        """Emit ``capability`` and the companions of its first resolvable group into ``values``."""
         key = self.manifest.key(capability)
         if not self._check_value(capability, value, self._source(capability.name)):
             return
@@ -415,7 +419,9 @@ class _Resolver:
                 value = self._companion_value(name)
                 gated = self._gate(companion)
                 if value is None or gated:
-                    missing.append(f"{name} ({gated or 'no value: set ' + self.manifest.key(companion)})")
+                    missing.append(
+                        f"{name} ({gated or 'no value: set ' + self.manifest.key(companion)})"
+                    )
                     continue
                 if not self._check_value(companion, value, self._source(name)):
                     return None
@@ -426,7 +432,11 @@ class _Resolver:
         groups = " or ".join(", ".join(g) for g in capability.groups)
         detail = "; ".join(", ".join(m) for m in missing_by_group)
         self.skipped.append(
-            Skipped(capability.name, self.manifest.key(capability), f"requires {groups} — missing {detail}")
+            Skipped(
+                capability.name,
+                self.manifest.key(capability),
+                f"requires {groups} — missing {detail}",
+            )
         )
         return None
 

@@ -45,8 +45,10 @@ def parse_model_source(model: str, *, pointer: str = "model") -> ModelSource:
     s3 = _S3_URI.match(model)
     if s3:
         prefix = s3.group("prefix")
-        if not prefix.strip("/") or "//" in prefix or any(
-            part in (".", "..") for part in prefix.split("/")
+        if (
+            not prefix.strip("/")
+            or "//" in prefix
+            or any(part in (".", "..") for part in prefix.split("/"))
         ):
             raise fail(
                 "the S3 model URI needs a key prefix (the folder holding config.json)",

@@ -22,7 +22,7 @@ from typing import Any
 
 from mlcc_constructs.core._resources import shipped_path
 
-BIND_ALL = "0.0.0.0"  # noqa: S104 - the engine serves the pod's port to the Service
+BIND_ALL = "0.0.0.0"
 
 
 class WrapperError(ValueError):
@@ -79,7 +79,9 @@ def build_argv(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]
     skip: frozenset[str] = frozenset()
     if launch["model"] == "positional":
         if key is None or not env.get(key):
-            raise WrapperError(f"{name}: the model is positional but {key or 'no model key'} is unset")
+            raise WrapperError(
+                f"{name}: the model is positional but {key or 'no model key'} is unset"
+            )
         argv.append(env[key])
         skip = frozenset({key})
     argv.extend(engine_flags(env, prefix, style, skip=skip))
@@ -114,7 +116,9 @@ def main(args: Sequence[str] | None = None) -> int:
     args = list(sys.argv[1:] if args is None else args)
     engine = os.environ.get("MLCC_ENGINE", "")
     if not engine:
-        print("mlcc wrapper: MLCC_ENGINE is not set (the engine's name, e.g. vllm)", file=sys.stderr)
+        print(
+            "mlcc wrapper: MLCC_ENGINE is not set (the engine's name, e.g. vllm)", file=sys.stderr
+        )
         return 2
     paths = [Path(p) for p in os.environ.get("MLCC_ENGINE_PATH", "").split(os.pathsep) if p]
     try:
@@ -127,7 +131,7 @@ def main(args: Sequence[str] | None = None) -> int:
         print(json.dumps(argv))
         return 0
     sys.stdout.flush()
-    os.execvp(argv[0], argv)  # noqa: S606 - replacing this process with the engine is the job
+    os.execvp(argv[0], argv)
 
 
 if __name__ == "__main__":

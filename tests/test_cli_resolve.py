@@ -1,0 +1,96 @@
+"""``mlcc engines``, ``validate``, ``env`` and ``argv`` as a user runs them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+MLCC = [sys.executable, "-m", "mlcc_constructs.cli"]
+SGLANG_LORA = [
+    "--engine",
+    "sglang",
+    "--model",
+    "s3://b/m/",
+    "--instance-type",
+    "ml.g5.12xlarge",
+    "--lora",
+]
+
+
+def run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*MLCC, *args], capture_output=True, text=True)
+
+
+def test_env_sglang_lora_prints_tier1_exactly() -> None:
+    out = run("env", *SGLANG_LORA)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "SGLANG_MODEL_PATH=/opt/ml/model",
+        "SGLANG_TP_SIZE=4",
+        "SGLANG_ENABLE_LORA=true",
+        "SGLANG_MAX_LORA_RANK=16",
+        "SGLANG_LORA_TARGET_MODULES=all",
+    ]
+    assert "engine version not given" in out.stderr
+
+
+def test_env_vllm_lora_has_no_companion_defaults_and_argv_has_bare_flag() -> None:
+    vllm = ["--engine", "vllm", *SGLANG_LORA[2:]]
+    out = run("env", *vllm)
+    assert out.stdout.splitlines() == [
+        "VLLM_MODEL=/opt/ml/model",
+        "VLLM_TENSOR_PARALLEL_SIZE=4",
+        "VLLM_ENABLE_LORA=true",
+    ]
+    argv = json.loads(run("argv", *vllm).stdout)
+    assert "--enable-lora" in argv
+    assert argv[argv.index("--enable-lora") + 1] != "true"
+
+
+def test_env_json_format_and_tier2() -> None:
+    out = run("env", *SGLANG_LORA, "--set", "SGLANG_MAX_RUNNING_REQUESTS=32", "--format", "json")
+    document = json.loads(out.stdout)
+    assert list(document) == ["env", "skipped", "warnings"]
+    assert list(document["env"])[-1] == "SGLANG_MAX_RUNNING_REQUESTS"
+    assert document["skipped"] == []
+
+
+def test_bad_input_exits_1_with_every_problem_on_its_own_line() -> None:
+    out = run("env", *SGLANG_LORA, "--set", "VLLM_X=1", "--set", "HF_TOKEN=x")
+    assert out.returncode == 1
+    lines = out.stderr.splitlines()
+    assert [line.split(":")[2].strip() for line in lines] == ["env/VLLM_X", "env/HF_TOKEN"]
+    assert out.stdout == ""
+
+
+def test_engines_table_and_show() -> None:
+    table = run("engines").stdout.splitlines()
+    assert table[0].split() == ["ENGINE", "PREFIX", "ENTRYPOINT", "CAPABILITIES"]
+    assert [row.split()[0] for row in table[1:]] == [
+        "llama-cpp",
+        "lmi",
+        "sglang",
+        "tensorrt-llm",
+        "vllm",
+    ]
+    shown = json.loads(run("engines", "show", "sglang").stdout)
+    assert shown["env_var_prefix"] == "SGLANG_"
+
+
+def test_validate_reports_every_error_and_exits_1(tmp_path: Path) -> None:
+    bad = tmp_path / "bad" / "manifest.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"engine": "bad", "env_var_prefix": "bad", "entrypoint": "image",
+                               "min_version": "1", "launch": {"port": 1, "health_path": "/"},
+                               "capability_map": {}}))  # fmt: skip
+    out = run("validate", str(bad))
+    assert out.returncode == 1
+    assert out.stderr.splitlines() == [
+        f"{bad}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' (got 'bad'; "
+        "allowed: ^[A-Z][A-Z0-9_]*_$, e.g. VLLM_)",
+        f"{bad}:/min_version: '1' does not match '^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$'",
+    ]
+    builtin = Path(__file__).resolve().parent.parent / "engines" / "vllm" / "manifest.json"
+    assert run("validate", str(builtin)).returncode == 0

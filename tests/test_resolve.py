@@ -1,0 +1,272 @@
+"""Tier-1 resolution and Tier-2 pass-through (ADR-010)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.resolve import resolve
+from mlcc_constructs.core.spec import DeploymentSpec
+
+S3_MODEL = "s3://b/m/"
+
+
+def spec(**overrides: Any) -> DeploymentSpec:
+    values: dict[str, Any] = {
+        "engine": "vllm",
+        "model": S3_MODEL,
+        "instance_type": "ml.g5.12xlarge",
+        "engine_version": "0.11.0",
+    }
+    values.update(overrides)
+    return DeploymentSpec(**values)
+
+
+def test_sglang_lora_gets_both_companion_defaults_and_nothing_else() -> None:
+    resolution = resolve(spec(engine="sglang", lora=True, engine_version="0.5.3"))
+    assert resolution.tier1 == (
+        ("SGLANG_MODEL_PATH", "/opt/ml/model"),
+        ("SGLANG_TP_SIZE", "4"),
+        ("SGLANG_ENABLE_LORA", "true"),
+        ("SGLANG_MAX_LORA_RANK", "16"),
+        ("SGLANG_LORA_TARGET_MODULES", "all"),
+    )
+    assert resolution.tier2 == ()
+    assert resolution.skipped == ()
+
+
+def test_vllm_lora_stays_bare_with_no_companion_defaults() -> None:
+    resolution = resolve(spec(lora=True))
+    assert resolution.env == {
+        "VLLM_MODEL": "/opt/ml/model",
+        "VLLM_TENSOR_PARALLEL_SIZE": "4",
+        "VLLM_ENABLE_LORA": "true",
+    }
+    assert "--enable-lora" in resolution.argv()
+    assert resolution.argv()[resolution.argv().index("--enable-lora") + 1].startswith("--")
+
+
+def test_huggingface_model_is_passed_by_id() -> None:
+    resolution = resolve(spec(model="meta-llama/Llama-3.1-8B-Instruct"))
+    assert resolution.env["VLLM_MODEL"] == "meta-llama/Llama-3.1-8B-Instruct"
+
+
+def test_tensor_parallel_defaults_to_gpus_and_a_user_value_wins() -> None:
+    assert resolve(spec(instance_type="g5.48xlarge")).env["VLLM_TENSOR_PARALLEL_SIZE"] == "8"
+    assert resolve(spec(tensor_parallel_degree=2)).env["VLLM_TENSOR_PARALLEL_SIZE"] == "2"
+    via_env = resolve(spec(env={"VLLM_TENSOR_PARALLEL_SIZE": "2"}))
+    assert via_env.tier1[1] == ("VLLM_TENSOR_PARALLEL_SIZE", "2")
+    assert via_env.tier2 == ()
+
+
+def test_quantization_only_when_set() -> None:
+    assert "VLLM_QUANTIZATION" not in resolve(spec()).env
+    assert resolve(spec(quantization="awq")).env["VLLM_QUANTIZATION"] == "awq"
+
+
+def test_tier2_is_forwarded_verbatim_after_tier1_in_user_order() -> None:
+    resolution = resolve(
+        spec(
+            engine="sglang",
+            engine_version="0.5.3",
+            env={"SGLANG_MAX_RUNNING_REQUESTS": "64", "SGLANG_CHUNKED_PREFILL_SIZE": "8192"},
+        )
+    )
+    assert list(resolution.env) == [
+        "SGLANG_MODEL_PATH",
+        "SGLANG_TP_SIZE",
+        "SGLANG_MAX_RUNNING_REQUESTS",
+        "SGLANG_CHUNKED_PREFILL_SIZE",
+    ]
+
+
+def test_user_companion_value_overrides_the_default_via_tier2_key() -> None:
+    resolution = resolve(
+        spec(engine="sglang", lora=True, env={"SGLANG_MAX_LORA_RANK": "64"}, engine_version="0.5.3")
+    )
+    assert resolution.env["SGLANG_MAX_LORA_RANK"] == "64"
+    assert resolution.tier2 == ()
+
+
+def test_plain_env_is_kept_after_engine_env() -> None:
+    resolution = resolve(spec(env={"NCCL_DEBUG": "INFO", "VLLM_MAX_NUM_SEQS": "8"}))
+    assert list(resolution.env)[-2:] == ["VLLM_MAX_NUM_SEQS", "NCCL_DEBUG"]
+    assert "--nccl-debug" not in resolution.argv()
+
+
+def test_model_b_engine_gets_no_tier1_and_keeps_tier2() -> None:
+    resolution = resolve(
+        spec(engine="lmi", engine_version="0.33.0", env={"OPTION_ROLLING_BATCH": "vllm"})
+    )
+    assert resolution.tier1 == ()
+    assert resolution.env == {"OPTION_ROLLING_BATCH": "vllm"}
+
+
+def test_unknown_version_fails_open_with_a_warning() -> None:
+    resolution = resolve(spec(engine_version=None))
+    assert resolution.warnings == (
+        "engine version not given: min_version 0.6.0 and 'since' gates are not checked "
+        "(pass --engine-version)",
+    )
+    garbled = resolve(spec(engine_version="nightly"))
+    assert garbled.warnings == (
+        "engine version 'nightly' is not a version number: version gates fail open",
+    )
+
+
+def test_a_false_boolean_is_not_emitted() -> None:
+    assert "VLLM_ENABLE_LORA" not in resolve(spec(env={"VLLM_ENABLE_LORA": "false"})).env
+
+
+def test_computed_values_lose_to_user_values_and_win_over_defaults() -> None:
+    computed = {"lora_max_rank": "64"}
+    fitted = resolve(spec(lora=True), computed=computed)
+    assert fitted.env["VLLM_MAX_LORA_RANK"] == "64"
+    user = resolve(spec(lora=True, env={"VLLM_MAX_LORA_RANK": "32"}), computed=computed)
+    assert user.env["VLLM_MAX_LORA_RANK"] == "32"
+
+
+# ---- bad input: each case asserts the exact error text ---------------------------------
+
+BAD_SPECS = [
+    (
+        "foreign-prefix user key",
+        {"env": {"SGLANG_TP_SIZE": "2"}},
+        "env/SGLANG_TP_SIZE: key has the prefix SGLANG_ of engine 'sglang', but the active "
+        "engine 'vllm' reads only VLLM_* (got 'SGLANG_TP_SIZE'; fix: rename it to VLLM_TP_SIZE "
+        "or drop it)",
+    ),
+    (
+        "empty value",
+        {"env": {"VLLM_MAX_NUM_SEQS": ""}},
+        "env/VLLM_MAX_NUM_SEQS: empty value: an engine would receive a flag with no argument "
+        "(got ''; fix: remove the key to leave the setting unset, or give it a value)",
+    ),
+    (
+        "sentinel valued capability",
+        {"quantization": "none"},
+        "quantization: VLLM_QUANTIZATION needs a concrete value: an empty or sentinel value "
+        "makes engines reject startup (got 'none'; fix: omit the setting to leave it unset)",
+    ),
+    (
+        "TP above GPUs",
+        {"tensor_parallel_degree": 8},
+        "tensor_parallel_degree: tensor-parallel degree must be a whole number from 1 to the 4 "
+        "GPU(s) of ml.g5.12xlarge (got '8'; allowed: 1..4; fix: lower it, or pick an instance "
+        "type with more GPUs)",
+    ),
+    (
+        "version below minimum",
+        {"engine": "sglang", "engine_version": "0.4.9"},
+        "engine_version: sglang 0.4.9 is below the engine's min_version (got '0.4.9'; "
+        "allowed: >= 0.5.0; fix: use a sglang image of version 0.5.0 or later)",
+    ),
+    (
+        "unknown engine",
+        {"engine": "vlm"},
+        "engine: unknown engine (got 'vlm'; allowed: llama-cpp, lmi, sglang, tensorrt-llm, "
+        "vllm; fix: did you mean vllm or lmi? a plugin engine needs --plugin-dir or "
+        "MLCC_ENGINE_PATH)",
+    ),
+    (
+        "unknown instance type",
+        {"instance_type": "ml.g5.12xlrge"},
+        "instance_type: unknown instance type (got 'ml.g5.12xlrge'; allowed: the types in "
+        "mlcc_constructs/data/instance_catalog.json; fix: did you mean ml.g5.12xlarge or "
+        "ml.g5.2xlarge or ml.g6.12xlarge?)",
+    ),
+    (
+        "secret-like key in plain env",
+        {"env": {"HF_TOKEN": "hf_abc"}},
+        "env/HF_TOKEN: looks like a credential: it would be stored in plain text in a ConfigMap "
+        "or the pod spec (got 'HF_TOKEN'; fix: reference a Kubernetes Secret instead "
+        "(secret_env={'HF_TOKEN': SecretRef(name=..., key=...)}, or --secret-env "
+        "HF_TOKEN=SECRET:KEY))",
+    ),
+    (
+        "secret-like engine key",
+        {"env": {"VLLM_API_KEY": "abc"}},
+        "env/VLLM_API_KEY: looks like a credential: it would be stored in plain text in a "
+        "ConfigMap or the pod spec (got 'VLLM_API_KEY'; fix: reference a Kubernetes Secret "
+        "instead (secret_env={'VLLM_API_KEY': SecretRef(name=..., key=...)}, or --secret-env "
+        "VLLM_API_KEY=SECRET:KEY))",
+    ),
+    (
+        "value outside allowed",
+        {"env": {"VLLM_MAX_LORA_RANK": "48"}},
+        "env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '48'; allowed: "
+        "1, 8, 16, 32, 64, 128, 256, 320, 512; fix: use one of the allowed values (declared in "
+        "the engine manifest))",
+    ),
+    (
+        "non-boolean for a boolean",
+        {"env": {"VLLM_ENABLE_LORA": "yes"}},
+        "env/VLLM_ENABLE_LORA: VLLM_ENABLE_LORA is a presence-only flag (got 'yes'; allowed: "
+        "true, false)",
+    ),
+    (
+        "LoRA on an engine without the capability",
+        {"engine": "tensorrt-llm", "lora": True, "engine_version": "1.0.0"},
+        "lora: engine 'tensorrt-llm' declares no 'lora_enable' capability (declared: model, "
+        "tensor_parallel_degree) (got 'true'; fix: drop lora, or pass the engine's own flag "
+        "through Tier 2 (TRTLLM_<FLAG>=<value>))",
+    ),
+    (
+        "model through the env",
+        {"env": {"VLLM_MODEL": "/elsewhere"}},
+        "env/VLLM_MODEL: the model is Tier 1: it is computed from the model source (got "
+        "'/elsewhere'; fix: set the model with --model (DeploymentSpec.model), not the env)",
+    ),
+    (
+        "port owned by the launch section",
+        {"env": {"VLLM_PORT": "9000"}},
+        "env/VLLM_PORT: VLLM_PORT would set --port, which the manifest's launch section owns "
+        "(port 8000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
+        "it; change launch.port in the engine manifest instead)",
+    ),
+    (
+        "not a model source",
+        {"model": "llama-3"},
+        "model: not a model source (got 'llama-3'; allowed: s3://<bucket>/<prefix>/ or a "
+        "Hugging Face id <org>/<name>; fix: stage the model to S3 or name its Hugging Face "
+        "repository)",
+    ),
+    (
+        "S3 URI without a prefix",
+        {"model": "s3://bucket/"},
+        "model: the S3 model URI needs a key prefix (the folder holding config.json) (got "
+        "'s3://bucket/'; allowed: s3://<bucket>/<prefix>/; fix: point at the staged model "
+        "folder, e.g. s3://my-bucket/models/org/name/)",
+    ),
+    (
+        "set twice with different values",
+        {"tensor_parallel_degree": 2, "env": {"VLLM_TENSOR_PARALLEL_SIZE": "1"}},
+        "tensor_parallel_degree: capability 'tensor_parallel_degree' is set twice with "
+        "different values (env/VLLM_TENSOR_PARALLEL_SIZE='1') (got '2'; fix: set it once, "
+        "either env/VLLM_TENSOR_PARALLEL_SIZE or tensor_parallel_degree)",
+    ),
+    (
+        "invalid env name",
+        {"env": {"1BAD": "x"}},
+        "env/1BAD: not an environment variable name (got '1BAD'; allowed: letters, digits and "
+        "'_', not starting with a digit)",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"), [c[1:] for c in BAD_SPECS], ids=[c[0] for c in BAD_SPECS]
+)
+def test_bad_spec_errors(overrides: dict[str, Any], expected: str) -> None:
+    with pytest.raises(MlccError) as caught:
+        resolve(spec(**overrides))
+    assert str(caught.value) == expected
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    with pytest.raises(MlccError) as caught:
+        resolve(spec(env={"SGLANG_X": "1", "HF_TOKEN": "t", "VLLM_Y": ""}, instance_type="zz"))
+    pointers = [p.pointer for p in caught.value.problems]
+    assert pointers == ["instance_type", "env/SGLANG_X", "env/HF_TOKEN", "env/VLLM_Y"]
