@@ -12,7 +12,12 @@ from typing import Any
 __version__ = "0.1.0"
 
 # public name -> module that defines it; filled in as constructs land
-_LAZY: dict[str, str] = {}
+_LAZY: dict[str, str] = {
+    "EngineConfigMap": "mlcc_constructs.k8s.config_map",
+    "EngineDeployment": "mlcc_constructs.k8s.deployment",
+    "InferenceEndpointConfig": "mlcc_constructs.k8s.inference_endpoint",
+    "ServingChart": "mlcc_constructs.k8s.serving_chart",
+}
 
 
 def __getattr__(name: str) -> Any:
