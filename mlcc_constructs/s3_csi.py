@@ -1,21 +1,48 @@
-"""``S3CsiDriver``: the Mountpoint for Amazon S3 CSI driver add-on and its IRSA role."""
+"""``S3CsiDriver``: the Mountpoint for Amazon S3 CSI driver add-on and its IRSA role.
+
+The driver mounts S3 prefixes into pods (the model volume, and LoRA adapters under it), so
+its role only reads: ``s3:ListBucket`` and ``s3:GetBucketLocation`` on the buckets,
+``s3:GetObject`` on their objects. The TLS bucket gets the same read access and nothing
+more: the HyperPod inference operator writes the certificates with its own role; the CSI
+driver only mounts them for the pods that read them. Buckets are objects (``IBucket``) or
+descriptor keys of ``stacks/buckets.json``, never ARN strings, so a grant cannot name a
+wildcard bucket.
+
+Logical ids: by default the role and the add-on are this construct's children ``Role`` and
+``Addon``. ``parent_ids`` creates them directly in the parent scope instead; the app's
+eks-cluster stack uses it because the deployed stack has them as ``S3CsiRole`` and
+``S3CsiDriverAddon`` (policy ``S3CsiRoleDefaultPolicyE2B11437``), and a changed logical id
+replaces the resource. That beats overriding logical ids: construct paths keep matching the
+logical ids that ``cdk diff`` and cdk-nag print, and no hashed suffix is hard-coded.
+"""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cache
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from mlcc_constructs.buckets import concrete_environment
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.descriptors import bucket_name
+from mlcc_constructs.core.errors import fail
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"
 SERVICE_ACCOUNT = "system:serviceaccount:kube-system:s3-csi-driver-sa"
 AUDIENCE = "sts.amazonaws.com"
+READ_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
+READ_OBJECT_ACTIONS = ("s3:GetObject",)
+DEFAULT_READ_BUCKETS = ("core", "training", "adapters")
+
+BucketRef = s3.IBucket | str
 
 
 @cache
@@ -39,6 +66,12 @@ class S3CsiDriverProps:
 
     ``cluster``: the EKS cluster the add-on is installed on.
     ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
+    ``read_buckets``: buckets the driver mounts read-only; default: the descriptor's
+    ``core``, ``training`` and ``adapters`` buckets.
+    ``tls_bucket``: the bucket the HyperPod operator writes TLS certificates to; default:
+    the descriptor's ``tls`` bucket.
+    ``profile``: fills ``${profile}`` when a bucket is given by descriptor key; required
+    then (account and region come from the stack).
     ``addon_version``: default: the version pinned in ``versions.json``.
     ``resolve_conflicts``: ``ResolveConflicts`` of the add-on; default ``OVERWRITE``.
     ``parent_ids``: default ``None``: the role and the add-on are this construct's
@@ -47,6 +80,9 @@ class S3CsiDriverProps:
 
     cluster: eks.ICluster | eks.Cluster
     oidc_provider: iam.IOpenIdConnectProvider
+    read_buckets: Sequence[BucketRef] = DEFAULT_READ_BUCKETS
+    tls_bucket: BucketRef = "tls"
+    profile: str | None = None
     addon_version: str | None = None
     resolve_conflicts: str = "OVERWRITE"
     parent_ids: S3CsiParentIds | None = field(default=None)
@@ -74,21 +110,80 @@ class S3CsiDriver(Construct):
                 props.oidc_provider, conditions={"StringEquals": condition}
             ),
         )
+        self.read_buckets = tuple(self._bucket(ref, props) for ref in props.read_buckets)
+        self.tls_bucket = self._bucket(props.tls_bucket, props)
+        if self.read_buckets:
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ReadModelBuckets",
+                    actions=list(READ_BUCKET_ACTIONS),
+                    resources=[bucket.bucket_arn for bucket in self.read_buckets],
+                )
+            )
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="ReadModelObjects",
+                    actions=list(READ_OBJECT_ACTIONS),
+                    resources=[bucket.arn_for_objects("*") for bucket in self.read_buckets],
+                )
+            )
         self.role.add_to_policy(
             iam.PolicyStatement(
                 sid="TlsBucket",
-                actions=["s3:GetBucketLocation", "s3:GetObject", "s3:ListBucket"],
-                resources=[
-                    f"arn:{stack.partition}:s3:::hyperpod-tls-*",
-                    f"arn:{stack.partition}:s3:::hyperpod-tls-*/*",
-                ],
+                actions=sorted(READ_BUCKET_ACTIONS + READ_OBJECT_ACTIONS),
+                resources=[self.tls_bucket.bucket_arn, self.tls_bucket.arn_for_objects("*")],
             )
         )
+        # Object-level grants are "<bucket>/*" by nature; acknowledge exactly those.
+        for bucket in (*self.read_buckets, self.tls_bucket):
+            objects = _nag_text(stack, bucket.arn_for_objects("*"))
+            cdk.Validations.of(self.role).acknowledge(
+                cdk.Acknowledgment(
+                    id=f"AwsSolutions-IAM5[Resource::{objects}]",
+                    reason="s3:GetObject on the objects of one named bucket the CSI driver "
+                    "mounts read-only; no wildcard bucket and no wildcard action",
+                )
+            )
         self.addon = eks.CfnAddon(
             owner,
             addon_id,
             addon_name=ADDON_NAME,
             cluster_name=props.cluster.cluster_name,
             addon_version=props.addon_version or pinned_addon_version(),
+            service_account_role_arn=self.role.role_arn,
             resolve_conflicts=props.resolve_conflicts,
         )
+
+    def _bucket(self, ref: BucketRef, props: S3CsiDriverProps) -> s3.IBucket:
+        if not isinstance(ref, str):
+            return ref
+        if props.profile is None:
+            raise fail(
+                f"bucket {ref!r} is given by descriptor key but no profile is set",
+                where="S3CsiDriverProps.profile",
+                fix="pass profile=... (fills ${profile} in stacks/buckets.json) or pass "
+                "the bucket object",
+            )
+        account, region = concrete_environment(self)
+        name = bucket_name(ref, account=account, region=region, profile=props.profile)
+        construct_id = "".join(part.capitalize() for part in ref.split("_")) + "Bucket"
+        return s3.Bucket.from_bucket_name(self, construct_id, name)
+
+
+def _nag_text(stack: cdk.Stack, value: str) -> str:
+    """``value`` as cdk-nag prints it in a finding id (``<Ref>``, ``<Res.Attr>``)."""
+    return _render(stack.resolve(value))
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((function, argument),) = value.items()
+        if function == "Ref":
+            return f"<{argument}>"
+        if function == "Fn::GetAtt":
+            return f"<{argument[0]}.{argument[1]}>"
+        if function == "Fn::Join":
+            return str(argument[0]).join(_render(part) for part in argument[1])
+    return json.dumps(value, sort_keys=True)

@@ -82,6 +82,7 @@ class EksClusterStack(cdk.Stack):
             props=S3CsiDriverProps(
                 cluster=self.cluster,
                 oidc_provider=self.oidc_provider,
+                profile=environment.profile,
                 parent_ids=S3CSI_IDS,
             ),
         )
