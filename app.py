@@ -23,9 +23,38 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     return app
 
 
+def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
+    """Write one cdk8s chart per cdk.json ``reference_deployments`` entry to
+    ``<outdir>/<name>-<target>.k8s.yaml``; entries use the ``mlcc render -f`` spec schema, and
+    the app's context supplies the account, region and profile they do not set."""
+    import cdk8s
+
+    from mlcc_constructs.core.render import RenderContext
+    from mlcc_constructs.core.spec_file import spec_from_mapping
+    from mlcc_constructs.k8s.serving_chart import ServingChart
+
+    charts = cdk8s.App(outdir=outdir)
+    ids = []
+    for index, entry in enumerate(app.node.try_get_context("reference_deployments") or []):
+        loaded = spec_from_mapping(entry, where=f"cdk.json:/context/reference_deployments/{index}")
+        context = RenderContext(
+            **{
+                key: getattr(loaded.context, key) or app.node.try_get_context(key)
+                for key in ("account", "region", "profile")
+            }
+        )
+        chart_id = f"{loaded.spec.name}-{loaded.spec.target}"
+        ServingChart(charts, chart_id, spec=loaded.spec, context=context)
+        ids.append(chart_id)
+    charts.synth()
+    return [f"{outdir}/{chart_id}.k8s.yaml" for chart_id in ids]
+
+
 if __name__ == "__main__":
     try:
-        build_app().synth()
+        cdk_app = build_app()
+        synth_reference_charts(cdk_app)
+        cdk_app.synth()
     except MlccError as error:
         for problem in error.problems:
             print(f"app.py: error: {problem}", file=sys.stderr)
