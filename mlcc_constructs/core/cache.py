@@ -1500,15 +1500,16 @@ def inject_cache_backend(
                 fix="pass engine_container= the engine container's name",
             )
         )
-    problems: list[Problem] = []
     if INJECTED_BY_ANNOTATION in annotations:
-        problems.append(
+        # Everything below would restate this one problem (sidecar, volumes, ports taken).
+        raise MlccError(
             Problem(
                 message=f"already injected by {annotations[INJECTED_BY_ANNOTATION]}",
                 pointer=f"spec.template.metadata.annotations.{INJECTED_BY_ANNOTATION}",
                 fix="inject into the un-injected template",
             )
         )
+    problems: list[Problem] = []
     if adapter.client_config is not None and config_map_name is None:
         workload_name = (result.get("metadata") or {}).get("name")
         if not workload_name:
