@@ -17,6 +17,11 @@ _LAZY: dict[str, str] = {
     "EngineDeployment": "mlcc_constructs.k8s.deployment",
     "InferenceEndpointConfig": "mlcc_constructs.k8s.inference_endpoint",
     "ServingChart": "mlcc_constructs.k8s.serving_chart",
+    "ModelBuckets": "mlcc_constructs.buckets",
+    "ModelBucketsProps": "mlcc_constructs.buckets",
+    "S3CsiDriver": "mlcc_constructs.s3_csi",
+    "S3CsiDriverProps": "mlcc_constructs.s3_csi",
+    "S3CsiParentIds": "mlcc_constructs.s3_csi",
 }
 
 

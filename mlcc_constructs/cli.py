@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from mlcc_constructs.core.errors import MlccError
 
 # Order is the order of `mlcc --help`.
-COMMAND_MODULES: tuple[str, ...] = ("engines", "validate", "resolve", "render")
+COMMAND_MODULES: tuple[str, ...] = ("engines", "validate", "resolve", "render", "diff_guard")
 
 
 def build_parser() -> argparse.ArgumentParser:
