@@ -22,6 +22,8 @@ _LAZY: dict[str, str] = {
     "S3CsiDriver": "mlcc_constructs.s3_csi",
     "S3CsiDriverProps": "mlcc_constructs.s3_csi",
     "S3CsiParentIds": "mlcc_constructs.s3_csi",
+    "CacheBackend": "mlcc_constructs.k8s.cache_backend",
+    "CacheBackendProps": "mlcc_constructs.k8s.cache_backend",
 }
 
 

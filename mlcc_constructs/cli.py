@@ -13,7 +13,14 @@ from collections.abc import Sequence
 from mlcc_constructs.core.errors import MlccError
 
 # Order is the order of `mlcc --help`.
-COMMAND_MODULES: tuple[str, ...] = ("engines", "validate", "resolve", "render", "diff_guard")
+COMMAND_MODULES: tuple[str, ...] = (
+    "engines",
+    "validate",
+    "resolve",
+    "render",
+    "diff_guard",
+    "cache",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,65 @@
+"""``mlcc cache``: the CacheBackend runtime adapters' reserved sets, and admission of a
+CacheBackend YAML.
+
+- ``mlcc cache reserved [--runtime VLLM|SGLang] [--format table|json]`` prints every
+  adapter's reserved args and env: what ``spec.integration.engineOverrides`` may not touch.
+- ``mlcc cache check FILE`` parses and admits every CacheBackend in FILE; exit 1 with every
+  problem (field path, adapter, reserved token) when one is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from mlcc_constructs.core.cache_adapters import runtimes
+
+    parser = subparsers.add_parser(
+        "cache", help="CacheBackend (LMCache): reserved engine args/env, admission check"
+    )
+    actions = parser.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
+    reserved = actions.add_parser(
+        "reserved", help="print each runtime adapter's reserved args and env"
+    )
+    reserved.add_argument(
+        "--runtime", choices=runtimes(), help="only this runtime (case-sensitive)"
+    )
+    reserved.add_argument("--format", choices=["table", "json"], default="table")
+    reserved.set_defaults(func=run_reserved)
+    check = actions.add_parser(
+        "check", help="admit every CacheBackend in a YAML file (exit 1 with every problem)"
+    )
+    check.add_argument("file", metavar="FILE", help="CacheBackend YAML (multi-document is fine)")
+    check.set_defaults(func=run_check)
+
+
+def run_reserved(args: argparse.Namespace) -> int:
+    from mlcc_constructs.core.cache_adapters import reserved_table
+
+    rows = reserved_table(args.runtime)
+    if args.format == "json":
+        print(json.dumps(rows, indent=2))
+        return 0
+    table = [("ADAPTER", "RUNTIME", "TYPE", "KIND", "RESERVED")]
+    for row in rows:
+        for kind, key in (("arg", "reserved_args"), ("env", "reserved_env")):
+            for token in row[key]:
+                table.append((row["adapter"], row["runtime"], row["type"], kind, token))
+    widths = [max(len(line[i]) for line in table) for i in range(4)]
+    for line in table:
+        cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
+        print("  ".join([*cells, line[4]]))
+    return 0
+
+
+def run_check(args: argparse.Namespace) -> int:
+    from mlcc_constructs.core.cache import load_cache_backends
+
+    for document in load_cache_backends(args.file):
+        spec = document.spec
+        adapter = spec.adapter
+        assert adapter is not None
+        print(f"{args.file}: CacheBackend {document.name}: admitted ({adapter.label})")
+    return 0

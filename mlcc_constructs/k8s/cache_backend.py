@@ -1,0 +1,98 @@
+"""``CacheBackend``: the ``inferencecache.io/v1alpha1`` CacheBackend object itself, for
+clusters that run the inference-cache operator (operator mode).
+
+Without the operator, wire the engine pods directly with
+:func:`mlcc_constructs.core.cache.inject_cache_backend` instead; both take the same
+:class:`~mlcc_constructs.core.cache.CacheBackendSpec`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import cdk8s
+import constructs
+import jsii
+
+from mlcc_constructs.core.cache import (
+    API_VERSION,
+    KIND,
+    CacheBackendSpec,
+    admit,
+    parse_cache_backend,
+)
+from mlcc_constructs.core.errors import MlccError
+
+
+@dataclass(frozen=True, kw_only=True)
+class CacheBackendProps:
+    """Props of :class:`CacheBackend`."""
+
+    name: str
+    """``metadata.name`` of the CacheBackend."""
+    spec: CacheBackendSpec
+    """The typed spec (admitted when the construct is created and again at synth)."""
+    namespace: str | None = None
+    """``metadata.namespace``. Default: none (the chart's or kubectl's namespace)."""
+    labels: Mapping[str, str] | None = None
+    """``metadata.labels``. Default: none."""
+
+
+@jsii.implements(constructs.IValidation)
+class _Admission:
+    """Re-admits the final JSON at synth, so a JSON patch cannot slip a reserved override in."""
+
+    def __init__(self, resource: cdk8s.ApiObject) -> None:
+        self._resource = resource
+
+    def validate(self) -> list[str]:
+        try:
+            parse_cache_backend(self._resource.to_json(), where=self._resource.node.path)
+        except MlccError as error:
+            return [str(problem) for problem in error.problems]
+        return []
+
+
+class CacheBackend(constructs.Construct):
+    """An ``inferencecache.io/v1alpha1`` CacheBackend object (child ``Resource``).
+
+    Admission runs on construction (raises :class:`MlccError` with every problem) and again
+    at synth on the emitted JSON.
+
+    :param name: ``metadata.name``.
+    :param spec: the typed CacheBackend spec.
+    :param namespace: ``metadata.namespace``. Default: none.
+    :param labels: ``metadata.labels``. Default: none.
+    """
+
+    def __init__(
+        self,
+        scope: constructs.Construct,
+        id: str,
+        *,
+        name: str,
+        spec: CacheBackendSpec,
+        namespace: str | None = None,
+        labels: Mapping[str, str] | None = None,
+    ) -> None:
+        super().__init__(scope, id)
+        self.props = CacheBackendProps(name=name, spec=spec, namespace=namespace, labels=labels)
+        """The props this object was made from."""
+        admit(spec, where=f"{self.node.path}/Resource")
+        self.resource: cdk8s.ApiObject = cdk8s.ApiObject(
+            self,
+            "Resource",
+            api_version=API_VERSION,
+            kind=KIND,
+            metadata=cdk8s.ApiObjectMetadata(
+                name=name, namespace=namespace, labels=dict(labels) if labels else None
+            ),
+        )
+        """The CacheBackend ApiObject."""
+        self.resource.add_json_patch(cdk8s.JsonPatch.add("/spec", spec.to_dict()))
+        self.resource.node.add_validation(_Admission(self.resource))
+        self.name: str = name
+        """``metadata.name``."""
+        self.spec: CacheBackendSpec = spec
+        """The admitted spec."""
