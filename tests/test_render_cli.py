@@ -1,0 +1,212 @@
+"""``mlcc render``: the done-when command, --out, -f spec files and their errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from mlcc_constructs import cli
+from mlcc_constructs.core.k8s_validation import core_object_problems, strict
+
+MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+DONE_WHEN = [
+    "render",
+    "--engine",
+    "sglang",
+    "--model",
+    MODEL,
+    "--instance-type",
+    "ml.g5.12xlarge",
+    "--name",
+    "llama-sglang",
+    "--lora",
+]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def in_repo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run where the repository's cdk.json supplies the profile (as `make`/users do)."""
+    monkeypatch.chdir(Path(__file__).resolve().parent.parent)
+
+
+def test_done_when_hyperpod_sglang_lora(
+    capsys: pytest.CaptureFixture[str], in_repo: None, shared_dir: Path
+) -> None:
+    code, out, err = run(capsys, *DONE_WHEN, "--target", "hyperpod-eks")
+    assert code == 0, err
+    [iec] = list(yaml.safe_load_all(out))
+    crd = yaml.safe_load(
+        (
+            shared_dir / "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
+        ).read_text()
+    )
+    schema = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")["schema"][
+        "openAPIV3Schema"
+    ]
+    jsonschema.validate(iec, strict(schema))
+    assert iec["spec"]["modelSourceConfig"]["prefetchEnabled"] is False
+    env = {e["name"]: e["value"] for e in iec["spec"]["worker"]["environmentVariables"]}
+    assert env["SGLANG_TP_SIZE"] == "4"
+    assert env["SGLANG_ENABLE_LORA"] == "true"
+    assert env["SGLANG_MAX_LORA_RANK"] == "16" and env["SGLANG_LORA_TARGET_MODULES"] == "all"
+    assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"].startswith(
+        "s3://mlcc-tls-dev-123456789012-us-east-1/"
+    )
+
+
+def test_done_when_eks_passes_kubernetes_validate(
+    capsys: pytest.CaptureFixture[str], in_repo: None
+) -> None:
+    code, out, err = run(capsys, *DONE_WHEN, "--target", "eks")
+    assert code == 0, err
+    documents = list(yaml.safe_load_all(out))
+    assert [d["kind"] for d in documents] == [
+        "ServiceAccount",
+        "ConfigMap",
+        "PersistentVolume",
+        "PersistentVolumeClaim",
+        "Deployment",
+        "Service",
+    ]
+    for document in documents:
+        assert core_object_problems(document) == []
+
+
+def test_out_writes_one_file_per_object(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    code, out, _ = run(capsys, *DONE_WHEN, "--out", str(tmp_path))
+    assert code == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "configmap-llama-sglang-config.yaml",
+        "deployment-llama-sglang.yaml",
+        "persistentvolume-default-llama-sglang-model.yaml",
+        "persistentvolumeclaim-llama-sglang-model.yaml",
+        "service-llama-sglang.yaml",
+        "serviceaccount-llama-sglang.yaml",
+    ]
+    assert out.splitlines()[0] == str(tmp_path / "serviceaccount-llama-sglang.yaml")
+
+
+def write_spec(tmp_path: Path, document: dict[str, Any], suffix: str = ".yaml") -> Path:
+    path = tmp_path / f"spec{suffix}"
+    path.write_text(json.dumps(document) if suffix == ".json" else yaml.safe_dump(document))
+    return path
+
+
+SPEC = {
+    "engine": "vllm",
+    "model": "mistralai/Mistral-7B-Instruct-v0.3",
+    "instance_type": "g5.2xlarge",
+    "name": "mistral",
+    "namespace": "inference",
+    "target": "hyperpod-eks",
+    "account": "123456789012",
+    "region": "eu-west-1",
+    "profile": "prod",
+    "env": {"VLLM_MAX_NUM_SEQS": 16, "VLLM_ENFORCE_EAGER": True},
+    "secret_env": {"HF_TOKEN": {"name": "hf", "key": "token"}},
+    "config_delivery": "args",
+}
+
+
+@pytest.mark.parametrize("suffix", [".yaml", ".json"])
+def test_spec_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, suffix: str) -> None:
+    code, out, err = run(capsys, "render", "-f", str(write_spec(tmp_path, SPEC, suffix)))
+    assert code == 0, err
+    [iec] = list(yaml.safe_load_all(out))
+    worker = iec["spec"]["worker"]
+    assert worker["args"][:2] == ["mistralai/Mistral-7B-Instruct-v0.3", "--enforce-eager"]
+    assert "--max-num-seqs" in worker["args"]
+    assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"] == (
+        "s3://mlcc-tls-prod-123456789012-eu-west-1/inference/mistral"
+    )
+    assert iec["spec"]["modelSourceConfig"]["huggingFaceModel"]["tokenSecretRef"] == {
+        "name": "hf",
+        "key": "token",
+    }
+
+
+def test_flags_override_the_spec_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = write_spec(tmp_path, SPEC)
+    code, out, err = run(
+        capsys,
+        "render",
+        "-f",
+        str(path),
+        "--target",
+        "eks",
+        "--name",
+        "other",
+        "--set",
+        "NCCL_DEBUG=INFO",
+    )
+    assert code == 0, err
+    deployment = next(d for d in yaml.safe_load_all(out) if d["kind"] == "Deployment")
+    assert deployment["metadata"]["name"] == "other"
+    env = deployment["spec"]["template"]["spec"]["containers"][0]["env"]
+    assert {"name": "NCCL_DEBUG", "value": "INFO"} in env
+
+
+@pytest.mark.parametrize(
+    ("document", "expected"),
+    [
+        (
+            {**SPEC, "instance-type": "x"},
+            [
+                "mlcc: error: {path}:/: Additional properties are not allowed ('instance-type' was "
+                "unexpected) (fix: see mlcc_constructs/data/deployment-spec.schema.json for the "
+                "fields)"
+            ],
+        ),
+        (
+            {**SPEC, "replicas": 0, "target": "gke"},
+            [
+                "mlcc: error: {path}:/replicas: 0 is less than the minimum of 1 (fix: see "
+                "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+                "mlcc: error: {path}:/target: 'gke' is not one of ['eks', 'hyperpod-eks'] (fix: "
+                "see mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+            ],
+        ),
+    ],
+)
+def test_bad_spec_file_names_file_and_field(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    document: dict[str, Any],
+    expected: list[str],
+) -> None:
+    path = write_spec(tmp_path, document)
+    code, out, err = run(capsys, "render", "-f", str(path))
+    assert code == 1 and out == ""
+    assert err.splitlines() == [line.format(path=path) for line in expected]
+
+
+def test_missing_required_inputs(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "render", "--engine", "vllm")
+    assert code == 1
+    assert err.strip() == (
+        "mlcc: error: model, instance_type: missing model, instance_type "
+        "(fix: pass --model --instance-type or -f FILE)"
+    )
+
+
+def test_bad_secret_env(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, *DONE_WHEN, "--secret-env", "HF_TOKEN=hf")
+    assert code == 1
+    assert err.strip() == (
+        "mlcc: error: --secret-env: --secret-env takes NAME=SECRET:KEY (got 'HF_TOKEN=hf'; "
+        "fix: e.g. --secret-env HF_TOKEN=hf-token:token)"
+    )
