@@ -558,12 +558,11 @@ class _Reader:
         good = True
         for index, item in enumerate(value):
             if not isinstance(item, str):
-                self.problem(key, "must be a string", value=item)
-                self.problems[-1] = Problem(
-                    message="must be a string",
-                    where=self.where,
-                    pointer=f"{self.at(key)}[{index}]",
-                    value=item,
+                pointer = f"{self.at(key)}[{index}]"
+                self.problems.append(
+                    Problem(
+                        message="must be a string", where=self.where, pointer=pointer, value=item
+                    )
                 )
                 good = False
         return tuple(value) if good else ()
