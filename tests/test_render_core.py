@@ -475,3 +475,21 @@ def test_yaml_is_byte_stable() -> None:
     first = to_yaml(objects(make_spec("sglang", lora=True)))
     assert first == to_yaml(objects(make_spec("sglang", lora=True)))
     assert yaml.safe_load_all(first)
+
+
+def test_validation_uses_a_bundled_kubernetes_1_29_plus_schema() -> None:
+    import kubernetes_validate
+
+    from mlcc_constructs.core.k8s_validation import kubernetes_version
+
+    major, minor = (int(p) for p in kubernetes_version().split("."))
+    assert (major, minor) >= (1, 29)
+    for obj in objects(make_spec("vllm", lora=True)):
+        # our cached validator and the library's own entry point agree (strict, offline)
+        kubernetes_validate.validate(obj, kubernetes_version(), strict=True)
+    bad = {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x"}, "spec": {"portz": []}}
+    assert [str(p) for p in core_object_problems(bad)] == [
+        "Service/x:/spec: Additional properties are not allowed ('portz' was unexpected) "
+        f"(Kubernetes {kubernetes_version()} strict schema) "
+        "(fix: fix the field, or remove a JSON patch that set it)"
+    ]
