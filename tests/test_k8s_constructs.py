@@ -4,6 +4,7 @@ fails on an invalid object. jsii is started once per session (one App, several c
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -43,12 +44,12 @@ def api_objects(chart: Any) -> list[Any]:
 
 
 @pytest.fixture(scope="session")
-def synthesized() -> dict[str, list[dict[str, Any]]]:
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
     import cdk8s
 
     from mlcc_constructs import ServingChart
 
-    app = cdk8s.App()
+    app = cdk8s.App(outdir=str(tmp_path_factory.mktemp("dist")))
     charts = {
         key: ServingChart(app, key, spec=spec, context=CONTEXT) for key, spec in SPECS.items()
     }
@@ -83,12 +84,12 @@ def test_names_are_explicit(synthesized: dict[str, list[dict[str, Any]]]) -> Non
     ]
 
 
-def test_synth_fails_naming_object_field_and_fix() -> None:
+def test_synth_fails_naming_object_field_and_fix(tmp_path: Path) -> None:
     import cdk8s
 
     from mlcc_constructs.k8s.deployment import EngineDeployment
 
-    app = cdk8s.App()
+    app = cdk8s.App(outdir=str(tmp_path))
     chart = cdk8s.Chart(app, "user-chart", disable_resource_name_hashes=True)
     deployment = EngineDeployment(chart, "Llama", spec=SPECS["vllm-eks"], context=CONTEXT)
     deployment.resource.add_json_patch(
