@@ -16,6 +16,17 @@ from stacks.app_context import AppEnvironment
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.
 S3CSI_IDS = S3CsiParentIds(role="S3CsiRole", addon="S3CsiDriverAddon")
 
+# AWS-managed policies aws_eks_v2.Cluster attaches (Auto Mode): cdk-nag IAM4 findings.
+_EKS_MANAGED_POLICIES = (
+    ("AmazonEKSClusterPolicy", "cluster role"),
+    ("AmazonEKSComputePolicy", "cluster role"),
+    ("AmazonEKSBlockStoragePolicy", "cluster role"),
+    ("AmazonEKSLoadBalancingPolicy", "cluster role"),
+    ("AmazonEKSNetworkingPolicy", "cluster role"),
+    ("AmazonEKSWorkerNodePolicy", "Auto Mode node role"),
+    ("AmazonEC2ContainerRegistryReadOnly", "Auto Mode node role"),
+)
+
 
 def kubernetes_version() -> str:
     """The Kubernetes version pinned in ``mlcc_constructs/data/versions.json``."""
@@ -72,6 +83,14 @@ class EksClusterStack(cdk.Stack):
                 eks.ClusterLoggingTypes.AUTHENTICATOR,
             ],
         )
+        for policy, role in _EKS_MANAGED_POLICIES:
+            cdk.Validations.of(self.cluster).acknowledge(
+                cdk.Acknowledgment(
+                    id=f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
+                    reason=f"the EKS {role} must carry the AWS-managed {policy}: EKS (Auto Mode) "
+                    "requires exactly these policies and AWS keeps them current with the service",
+                )
+            )
         # The native AWS::IAM::OIDCProvider: no custom-resource Lambda.
         self.oidc_provider = eks.OidcProviderNative(
             self, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url

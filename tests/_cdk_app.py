@@ -1,0 +1,63 @@
+"""The CDK app of ``app.py``, built and synthesised once per test session (jsii is slow to
+start; later synths are cheap but there is no reason to repeat them)."""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+BEFORE_FIX = REPO / "snapshots" / "eks-cluster.before-s3csi-fix.template.json"
+EXPECTED_DIFF = REPO / "snapshots" / "eks-cluster.s3csi-fix.expected-diff.json"
+EKS_STACK = "mlcc-dev-eks-cluster"
+BUCKETS_STACK = "mlcc-dev-buckets"
+_ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
+
+
+def cdk_context() -> dict[str, Any]:
+    """The context ``cdk synth`` gives the app: cdk.json's ``context``."""
+    context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]
+    return context
+
+
+def build(**overrides: Any) -> Any:
+    """A fresh ``cdk.App`` composed by ``app.build_app`` (not synthesised)."""
+    import aws_cdk as cdk
+
+    from app import build_app
+
+    return build_app(cdk.App(context={**cdk_context(), **overrides}))
+
+
+@cache
+def synthesised() -> tuple[Any, dict[str, str]]:
+    """(app, stack name -> template text exactly as ``cdk synth`` writes it)."""
+    app = build()
+    assembly = app.synth()
+    texts = {stack.stack_name: json.dumps(stack.template, indent=1) for stack in assembly.stacks}
+    return app, texts
+
+
+def template(stack_name: str) -> dict[str, Any]:
+    return json.loads(synthesised()[1][stack_name])  # type: ignore[no-any-return]
+
+
+def stack(stack_name: str) -> Any:
+    app = synthesised()[0]
+    return app.node.find_child(stack_name)
+
+
+def mask_asset_hashes(text: str) -> str:
+    """Asset hashes change with aws-cdk-lib releases, not with this code."""
+    return _ASSET_HASH.sub("<asset-hash>", text)
+
+
+@cache
+def assertions_template(stack_name: str) -> Any:
+    """``aws_cdk.assertions.Template.from_stack`` for one of the app's stacks."""
+    from aws_cdk.assertions import Template
+
+    return Template.from_stack(stack(stack_name))
