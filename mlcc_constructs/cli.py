@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "render",
     "diff_guard",
     "cache",
+    "adapter",
 )
 
 

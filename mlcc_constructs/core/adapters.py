@@ -380,9 +380,9 @@ class _PrefixSource(_Source):
         problems = []
         for item in _list(s3, location):
             key = item["Key"]
-            if key.endswith("/"):
-                continue  # a console "folder" marker, not a file
             name = location.relative(key)
+            if key.endswith("/") or name == layout.ADAPTER_RECORD:
+                continue  # a console "folder" marker, or metadata (never content)
             if (problem := file_name_problem(name)) is not None:
                 problems.append(replace(problem, where=self.uri))
                 continue
