@@ -24,6 +24,8 @@ _LAZY: dict[str, str] = {
     "S3CsiParentIds": "mlcc_constructs.s3_csi",
     "CacheBackend": "mlcc_constructs.k8s.cache_backend",
     "CacheBackendProps": "mlcc_constructs.k8s.cache_backend",
+    "AdapterInferenceComponents": "mlcc_constructs.inference_components",
+    "AdapterInferenceComponentsProps": "mlcc_constructs.inference_components",
 }
 
 
