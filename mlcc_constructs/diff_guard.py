@@ -238,7 +238,10 @@ def offending_changes(diff: TemplateDiff, expected: Mapping[str, ExpectedChange]
 
 def _reasons(change: ResourceChange, want: ExpectedChange | None) -> list[str]:
     if want is None:
-        return ["not declared in the expectation"]
+        reasons = ["not declared in the expectation"]
+        if change.replaces:
+            reasons.append("would be replaced")
+        return reasons
     reasons = []
     if change.type != want.type:
         reasons.append(f"declared type {want.type}")

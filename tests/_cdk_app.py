@@ -61,3 +61,34 @@ def assertions_template(stack_name: str) -> Any:
     from aws_cdk.assertions import Template
 
     return Template.from_stack(stack(stack_name))
+
+
+@cache
+def team() -> tuple[Any, dict[str, Any]]:
+    """A team's own stack composing ModelBuckets and S3CsiDriver with default child ids and
+    buckets passed as objects: (stack, template)."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+
+    from mlcc_constructs import ModelBuckets, ModelBucketsProps, S3CsiDriver, S3CsiDriverProps
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    buckets = ModelBuckets(
+        stack, "Buckets", props=ModelBucketsProps(profile="dev", keys=["core", "tls"])
+    )
+    S3CsiDriver(
+        stack,
+        "TeamCsi",
+        props=S3CsiDriverProps(
+            cluster=eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="team"),
+            oidc_provider=eks.OidcProviderNative(
+                stack, "Oidc", url="https://oidc.eks.us-east-1.amazonaws.com/id/EXAMPLE"
+            ),
+            read_buckets=[buckets.bucket("core")],
+            tls_bucket=buckets.bucket("tls"),
+            resolve_conflicts="PRESERVE",
+        ),
+    )
+    synthesised_template = app.synth().get_stack_by_name("Team").template
+    return stack, synthesised_template

@@ -1,0 +1,177 @@
+"""The exact two-resource diff (seed lora-delivery §5) with the real CDK diff engine, and the
+reusable guard (`mlcc diff-guard`)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _cdk_app import BEFORE_FIX, EKS_STACK, EXPECTED_DIFF, REPO, template
+
+from mlcc_constructs.cli import main
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.diff_guard import (
+    TemplateDiff,
+    diff_guard,
+    load_expectation,
+    offending_changes,
+    template_diff,
+)
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("node") is None
+    or not (REPO / "node_modules" / "@aws-cdk" / "cloudformation-diff").is_dir(),
+    reason="needs node and `npm ci` (@aws-cdk/cloudformation-diff)",
+)
+
+
+@pytest.fixture(scope="module")
+def fix_diff() -> TemplateDiff:
+    return template_diff(BEFORE_FIX, template(EKS_STACK))
+
+
+def test_exactly_two_resources_modified(fix_diff: TemplateDiff) -> None:
+    summary = [
+        (c.change, c.type, c.logical_id, dict(c.properties), c.other, c.replaces)
+        for c in fix_diff.resources
+    ]
+    assert summary == [
+        (
+            "modified",
+            "AWS::EKS::Addon",
+            "S3CsiDriverAddon",
+            {"ServiceAccountRoleArn": "WILL_UPDATE"},
+            (),
+            False,
+        ),
+        (
+            "modified",
+            "AWS::IAM::Policy",
+            "S3CsiRoleDefaultPolicyE2B11437",
+            {"PolicyDocument": "WILL_UPDATE"},
+            (),
+            False,
+        ),
+    ]
+    assert fix_diff.sections == ()
+
+
+def test_cdk_diff_text_shows_the_two_resources(fix_diff: TemplateDiff) -> None:
+    marked = [line for line in fix_diff.text.splitlines() if line.startswith("[")]
+    assert marked == [
+        "[~] AWS::IAM::Policy S3CsiRoleDefaultPolicyE2B11437",
+        "[~] AWS::EKS::Addon S3CsiDriverAddon",
+    ]
+
+
+def test_guard_accepts_the_declared_fix() -> None:
+    assert diff_guard(BEFORE_FIX, template(EKS_STACK), EXPECTED_DIFF) == []
+
+
+def _after(**edits: Any) -> dict[str, Any]:
+    after = copy.deepcopy(template(EKS_STACK))
+    resources = after["Resources"]
+    if "addon_version" in edits:
+        resources["S3CsiDriverAddon"]["Properties"]["AddonVersion"] = edits["addon_version"]
+    if "traffic_type" in edits:
+        flow_log = next(k for k, v in resources.items() if v["Type"] == "AWS::EC2::FlowLog")
+        resources[flow_log]["Properties"]["TrafficType"] = edits["traffic_type"]
+    if edits.get("add_queue"):
+        resources["Extra"] = {"Type": "AWS::SQS::Queue", "Properties": {}}
+    return after
+
+
+def test_guard_reports_an_add_on_version_bump() -> None:
+    lines = diff_guard(BEFORE_FIX, _after(addon_version="v2.0.0-eksbuild.1"), EXPECTED_DIFF)
+    assert lines == [
+        "[~] AWS::EKS::Addon S3CsiDriverAddon",
+        " ├─ [~] AddonVersion",
+        " └─ [~] ServiceAccountRoleArn",
+        "    ! undeclared property change(s): AddonVersion",
+    ]
+
+
+def test_guard_reports_a_replacement_and_an_addition() -> None:
+    lines = diff_guard(BEFORE_FIX, _after(traffic_type="REJECT", add_queue=True), EXPECTED_DIFF)
+    assert lines == [
+        "[+] AWS::SQS::Queue Extra",
+        "    ! not declared in the expectation",
+        "[~] AWS::EC2::FlowLog VpcFlowLog8FF33A73",
+        " └─ [~] TrafficType (requires replacement)",
+        "    ! not declared in the expectation",
+        "    ! would be replaced",
+    ]
+
+
+def test_guard_reports_a_declared_change_that_did_not_happen() -> None:
+    lines = diff_guard(BEFORE_FIX, BEFORE_FIX, EXPECTED_DIFF)
+    assert lines == [
+        "[ ] AWS::EKS::Addon S3CsiDriverAddon",
+        "    ! declared as modified but the diff does not change it",
+        "[ ] AWS::IAM::Policy S3CsiRoleDefaultPolicyE2B11437",
+        "    ! declared as modified but the diff does not change it",
+    ]
+
+
+def test_guard_reports_changes_outside_resources() -> None:
+    after = copy.deepcopy(template(EKS_STACK))
+    after["Outputs"] = {"ClusterName": {"Value": "x"}}
+    expected = load_expectation(EXPECTED_DIFF)
+    assert offending_changes(template_diff(BEFORE_FIX, after), expected) == [
+        "[+] outputs ClusterName",
+        "    ! only Resources changes can be declared",
+    ]
+
+
+BAD_EXPECTATIONS = [
+    (
+        "[]",
+        [
+            'x.json:/resources: missing object \'resources\' (fix: {"resources": {"LogicalId": '
+            '{"type": ..., "change": ..., "properties": [...]}}})'
+        ],
+    ),
+    (
+        '{"resources": {"A": {"type": "Queue", "change": "changed", "properties": "X", "why": 1}}}',
+        [
+            "x.json:/resources/A: unknown key(s) why (allowed: type, change, properties, "
+            "replacement)",
+            "x.json:/resources/A/type: 'type' must be a CloudFormation type (got 'Queue'; "
+            "allowed: e.g. AWS::IAM::Policy)",
+            "x.json:/resources/A/change: bad 'change' (got 'changed'; allowed: added, removed, "
+            "modified)",
+            "x.json:/resources/A/properties: 'properties' must be a list of property names "
+            "(got 'X')",
+        ],
+    ),
+    ("{", ["x.json: not valid JSON: Expecting property name enclosed in double quotes at line 1"]),
+]
+
+
+@pytest.mark.parametrize(("text", "messages"), BAD_EXPECTATIONS)
+def test_bad_expectation_file(
+    text: str, messages: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("x.json").write_text(text, encoding="utf-8")
+    with pytest.raises(MlccError) as caught:
+        load_expectation("x.json")
+    assert [str(p) for p in caught.value.problems] == messages
+
+
+def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    after = tmp_path / "after.json"
+    after.write_text(json.dumps(template(EKS_STACK)), encoding="utf-8")
+    args = ["diff-guard", str(BEFORE_FIX), str(after), "--expect", str(EXPECTED_DIFF)]
+    assert main(args) == 0
+    assert capsys.readouterr().out.startswith("ok: 2 resource change(s) as declared")
+    bumped = tmp_path / "bumped.json"
+    bumped.write_text(json.dumps(_after(addon_version="v2.0.0-eksbuild.1")), encoding="utf-8")
+    assert main(["diff-guard", str(BEFORE_FIX), str(bumped), "--expect", str(EXPECTED_DIFF)]) == 1
+    err = capsys.readouterr().err
+    assert "[~] AWS::EKS::Addon S3CsiDriverAddon" in err
+    assert "! undeclared property change(s): AddonVersion" in err
