@@ -559,3 +559,27 @@ def test_remove_deletes_only_serving_copies(s3: Any) -> None:
     assert sorted(_objects(s3, own)) == sorted(FILES)
     assert _objects(s3, promoted.adapter.home) == canonical_before
     assert A.remove_serving_copies(s3, deployment, "bot") == []
+
+
+def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
+    from mlcc_constructs.core.lora import fit_max_rank
+
+    _promote(s3, _raw(s3, "job-1"))
+    big = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 48}).encode()}
+    A.promote(
+        s3,
+        source_uri=_raw(s3, "job-2", big),
+        core_bucket=CORE,
+        project="other",
+        name="wide",
+        created_by="t",
+    )
+    _upload(s3, L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "old"), FILES)
+    records = A.recorded_adapters(s3, CANONICAL_MODEL)
+    assert [(r.project, r.name, r.rank().need) for r in records] == [
+        ("acme", "bot", 32),
+        ("other", "wide", 48),
+    ]
+    assert [r.name for r in A.recorded_adapters(s3, CANONICAL_MODEL, project="acme")] == ["bot"]
+    fit = fit_max_rank([r.rank() for r in records], {}, 16, (1, 8, 16, 32, 64, 128, 256, 320, 512))
+    assert fit.rank == 64

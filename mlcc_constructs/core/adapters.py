@@ -1,7 +1,8 @@
 """LoRA adapter versions, promotion and delivery (seed lora-delivery §1-2).
 
-- :class:`AdapterRecord` is the ``mlcc-adapter.json`` of a version; :func:`parse_adapter_record`
-  validates a document, :func:`read_adapter_record` reads one from S3.
+- :class:`AdapterRecord` is the record of a version (``s3_layout.ADAPTER_RECORD``);
+  :func:`parse_adapter_record` validates one, :func:`read_adapter_record` reads one from S3,
+  :func:`recorded_adapters` lists every record under a model prefix (for the rank fit).
 - :func:`content_hash` is deterministic over the adapter's file names and bytes and
   independent of listing order; a version directory is ``v<hash12>``.
 - :func:`promote` copies a source prefix or ``.tar.gz`` to its canonical version. Identical
@@ -57,7 +58,7 @@ S3Client = Any
 
 @dataclass(frozen=True, kw_only=True)
 class AdapterRecord:
-    """``mlcc-adapter.json``: what an adapter version is and where it came from."""
+    """The record of a version (``s3_layout.ADAPTER_RECORD``): what it is, where it came from."""
 
     project: str
     name: str
@@ -117,7 +118,7 @@ def _get(document: Any, *path: str) -> Any:
 
 
 def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> AdapterRecord:
-    """Validate an ``mlcc-adapter.json`` document; every problem is reported at once."""
+    """Validate an adapter record document; every problem is reported at once."""
     problems: list[Problem] = []
 
     def need_str(*path: str, optional: bool = False) -> str | None:
@@ -235,6 +236,35 @@ def read_adapter_record(s3: S3Client, adapter: S3Location) -> AdapterRecord | No
     return parse_adapter_record(document, where=record.uri)
 
 
+def recorded_adapters(
+    s3: S3Client, model: S3Location, *, project: str | None = None
+) -> list[AdapterRecord]:
+    """Every adapter version with a record under a staged model prefix (all projects, or one).
+
+    For the rank fit: ``fit_max_rank([r.rank() for r in recorded_adapters(...)], ...)``.
+    Serving copies are included (they serve here too). Sorted by project, name, version.
+    """
+    root = (
+        layout.project_adapters(model, project)
+        if project is not None
+        else layout.adapters_root(model)
+    )
+    records = []
+    for item in _list(s3, root):
+        key = item["Key"]
+        if not key.endswith("/" + layout.ADAPTER_RECORD):
+            continue
+        adapter = layout.parse_canonical_adapter(
+            S3Location(bucket=root.bucket, key=key.rsplit("/", 1)[0] + "/").uri
+        )
+        if adapter is None:
+            continue
+        record = read_adapter_record(s3, adapter.location)
+        if record is not None:
+            records.append(record)
+    return sorted(records, key=lambda r: (r.project, r.name, r.version))
+
+
 # --- content hash -----------------------------------------------------------------------
 
 
@@ -251,8 +281,9 @@ def file_name_problem(name: str) -> Problem | None:
 def content_hash(file_digests: Mapping[str, str]) -> str:
     """sha256 over ``name NUL sha256(bytes) LF`` for every file, sorted by name.
 
-    ``file_digests`` maps relative names to each file's sha256 hex; ``mlcc-adapter.json``
-    is metadata and never part of the content. Listing order does not matter.
+    ``file_digests`` maps relative names to each file's sha256 hex; the adapter record
+    (``s3_layout.ADAPTER_RECORD``) is metadata and never part of the content. Listing order
+    does not matter.
     """
     digest = hashlib.sha256()
     for name in sorted(file_digests):
@@ -607,7 +638,7 @@ def promote(
 
     A canonical source (a version or an unversioned home) is used as-is (``canonical``).
     Identical content finds its version already there (``unchanged``, nothing copied). New
-    content is copied file by file and ``mlcc-adapter.json`` is written last, so a version
+    content is copied file by file and the adapter record is written last, so a version
     with a record is complete. A version directory left without a record by an interrupted
     promotion is completed, never overwritten: a file there with other bytes is refused.
     ``dry_run`` reads and hashes but writes nothing (``dry-run``).

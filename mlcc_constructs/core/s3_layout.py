@@ -278,6 +278,12 @@ def project_adapters(model: S3Location, project: str) -> S3Location:
     return S3Location(bucket=checked.bucket, key=f"{checked.key}{ADAPTER_DIR}/{project}/")
 
 
+def adapters_root(model: S3Location) -> S3Location:
+    """``<model prefix>/.mlcc-adapters/``: every project's adapters for one staged base."""
+    checked = model_location(model.bucket, model.key)
+    return S3Location(bucket=checked.bucket, key=f"{checked.key}{ADAPTER_DIR}/")
+
+
 def adapter_version(home: S3Location, version: str) -> S3Location:
     """``<home>/v<hash12>/``."""
     check_version(version)
