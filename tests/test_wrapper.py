@@ -102,3 +102,20 @@ def test_wrapper_never_emits_a_flag_followed_by_true(suffixes: dict[str, str], s
     # one flag per key that is not 'false', and never a flag followed by a literal boolean
     assert len(flags) == sum(v.lower() != "false" for v in suffixes.values())
     assert not any(i + 1 < len(argv) and argv[i + 1].lower() in ("true", "false") for i in flags)
+
+
+def test_container_args_follow_the_env_flags() -> None:
+    """Args the pod spec adds (e.g. a CacheBackend's --kv-transfer-config) reach the engine."""
+    env = {**os.environ, "MLCC_ENGINE": "vllm", "VLLM_MODEL": "org/name"}
+    command = [sys.executable, "-m", "mlcc_constructs.core.wrapper", "--print"]
+    command += [
+        "--kv-transfer-config",
+        '{"kv_role":"kv_both"}',
+        "--disable-hybrid-kv-cache-manager",
+    ]
+    out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout)[-3:] == [
+        "--kv-transfer-config",
+        '{"kv_role":"kv_both"}',
+        "--disable-hybrid-kv-cache-manager",
+    ]

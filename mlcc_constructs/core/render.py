@@ -61,7 +61,7 @@ from mlcc_constructs.core.k8s_validation import (
     namespace_problems,
     validate_objects,
 )
-from mlcc_constructs.core.manifests import EngineRegistry
+from mlcc_constructs.core.manifests import EngineManifest, EngineRegistry
 from mlcc_constructs.core.resolve import MODEL_MOUNT_PATH, Resolution, resolve
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_source
 
@@ -250,6 +250,7 @@ def prepare(
                 f"{manifest.env_var_prefix}* itself)",
             )
         )
+    problems += _cache_problems(spec, manifest)
     for key in spec.secret_env:
         if key in resolution.env:
             problems.append(
@@ -318,6 +319,40 @@ def prepare(
         tls_uri=tls_uri,
         warnings=tuple(warnings),
     )
+
+
+def _cache_problems(spec: DeploymentSpec, manifest: EngineManifest) -> list[Problem]:
+    """A CacheBackend is injected into an eks Deployment of the engine that serves its runtime."""
+    backend = spec.cache_backend
+    if backend is None:
+        return []
+    from mlcc_constructs.core.cache import admission_problems
+
+    problems = admission_problems(backend, path="cache_backend")
+    if spec.target != "eks":
+        problems.append(
+            Problem(
+                message="LMCache injection applies to target eks; the HyperPod inference "
+                "operator wires its own KV cache (InferenceEndpointConfig kvCacheSpec)",
+                pointer="cache_backend",
+                value=spec.target,
+                allowed="eks",
+                fix="drop cache_backend, or render for target eks",
+            )
+        )
+    served = manifest.raw.get("cache_runtime")
+    if served != backend.runtime:
+        problems.append(
+            Problem(
+                message=f"engine {manifest.engine!r} serves CacheBackend runtime "
+                f"{served or '(none)'}",
+                pointer="cache_backend/runtime",
+                value=backend.runtime,
+                allowed=served or "no runtime: the engine manifest declares no cache_runtime",
+                fix="pick the CacheBackend runtime of this engine, or another engine",
+            )
+        )
+    return problems
 
 
 # -- shared pieces ------------------------------------------------------------------------
@@ -468,7 +503,18 @@ def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
 
 
 def deployment(inputs: RenderInputs) -> dict[str, Any]:
-    """The engine Deployment (module doc: delivery, resources, security, probes)."""
+    """The engine Deployment (module doc: delivery, resources, security, probes), with the
+    spec's CacheBackend injected when it has one."""
+    plain = _deployment(inputs)
+    backend = inputs.spec.cache_backend
+    if backend is None:
+        return plain
+    from mlcc_constructs.core.cache import inject_cache_backend
+
+    return inject_cache_backend(plain, backend, engine_container=ENGINE_CONTAINER)
+
+
+def _deployment(inputs: RenderInputs) -> dict[str, Any]:
     spec, res, names = inputs.spec, inputs.resolution, inputs.names
     launch = res.manifest.launch
     requests = pod_resources(res.instance, res.tensor_parallel_degree)
@@ -670,8 +716,21 @@ def objects_for(inputs: RenderInputs) -> list[dict[str, Any]]:
     volume = model_volume(inputs)
     if volume is not None:
         objects.extend(volume)
+    objects += cache_config_maps(inputs)
     objects += [deployment(inputs), service(inputs)]
     return objects
+
+
+def cache_config_maps(inputs: RenderInputs) -> list[dict[str, Any]]:
+    """The CacheBackend's client-config ConfigMap the injected pod mounts (SGLang), or ``[]``."""
+    backend = inputs.spec.cache_backend
+    if backend is None:
+        return []
+    from mlcc_constructs.core.cache import render_cache_config_maps
+
+    return render_cache_config_maps(
+        backend, workload_name=inputs.names.base, namespace=inputs.names.namespace
+    )
 
 
 def render(

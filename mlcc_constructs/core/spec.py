@@ -6,9 +6,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from mlcc_constructs.core.errors import fail
+
+if TYPE_CHECKING:  # the cache module is large; only renders that use it import it
+    from mlcc_constructs.core.cache import CacheBackendSpec
 
 ConfigDelivery = Literal["env", "args"]
 
@@ -117,6 +120,10 @@ class DeploymentSpec:
     """AWS region of the model bucket. Default: none (required for an s3:// model)."""
     service_account_role_arn: str | None = None
     """IRSA role for the pod's ServiceAccount (eks). Default: none."""
+    cache_backend: CacheBackendSpec | None = None
+    """LMCache wiring injected into the eks Deployment (an inferencecache.io CacheBackend
+    ``spec``, admission-checked). Its runtime must be the engine manifest's ``cache_runtime``.
+    Default: none."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen(self.env))

@@ -69,6 +69,12 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
         k: SecretRef(name=v["name"], key=v["key"])
         for k, v in document.get("secret_env", {}).items()
     }
+    if "cache_backend" in document:
+        from mlcc_constructs.core.cache import CacheBackendSpec
+
+        values["cache_backend"] = CacheBackendSpec.from_dict(
+            document["cache_backend"], where=where, path="cache_backend"
+        )
     context = RenderContext(**{k: document.get(k) for k in _CONTEXT_FIELDS})
     return SpecFile(spec=DeploymentSpec(**values), context=context)
 

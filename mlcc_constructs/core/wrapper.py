@@ -20,8 +20,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.core._resources import shipped_path
-
 BIND_ALL = "0.0.0.0"
 
 
@@ -97,6 +95,8 @@ def find_manifest(engine: str, search_dirs: Sequence[Path]) -> Path:
 
     A plugin folder holds ``<engine>/manifest.json`` entries or is one engine's folder.
     """
+    from mlcc_constructs.core._resources import shipped_path  # absent when run as a lone file
+
     for folder in [*search_dirs, shipped_path("engines")]:
         for candidate in (folder / engine / "manifest.json", folder / "manifest.json"):
             if candidate.is_file() and _engine_name(candidate) == engine:
@@ -112,8 +112,12 @@ def _engine_name(path: Path) -> object:
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    """Entrypoint: ``MLCC_ENGINE`` names the engine; ``--print`` shows the argv instead of exec."""
+    """Entrypoint: ``MLCC_ENGINE`` names the engine. The container's own args (e.g. flags a
+    CacheBackend injected) follow the env-derived flags; a leading ``--print`` shows the argv
+    as JSON instead of exec'ing the engine."""
     args = list(sys.argv[1:] if args is None else args)
+    show = bool(args) and args[0] == "--print"
+    extra = args[1:] if show else args
     engine = os.environ.get("MLCC_ENGINE", "")
     if not engine:
         print(
@@ -123,11 +127,11 @@ def main(args: Sequence[str] | None = None) -> int:
     paths = [Path(p) for p in os.environ.get("MLCC_ENGINE_PATH", "").split(os.pathsep) if p]
     try:
         manifest = json.loads(find_manifest(engine, paths).read_text(encoding="utf-8"))
-        argv = build_argv(manifest, os.environ)
+        argv = build_argv(manifest, os.environ) + extra
     except WrapperError as error:
         print(f"mlcc wrapper: {error}", file=sys.stderr)
         return 2
-    if "--print" in args:
+    if show:
         print(json.dumps(argv))
         return 0
     sys.stdout.flush()

@@ -1,0 +1,133 @@
+"""LMCache wiring through the renderer: DeploymentSpec.cache_backend → injected eks Deployment."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from test_cache_admission import seed_safe_spec
+
+from mlcc_constructs.core.cache import CacheBackendSpec
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.render import ENGINE_CONTAINER, RenderContext, render
+from mlcc_constructs.core.spec import DeploymentSpec
+
+MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
+
+
+def _spec(engine: str, runtime: str, **extra: Any) -> DeploymentSpec:
+    values: dict[str, Any] = {
+        "engine": engine,
+        "model": MODEL,
+        "instance_type": "ml.g5.12xlarge",
+        "name": "cached",
+        "engine_version": "0.11.0" if engine == "vllm" else "0.5.3",
+        "cache_backend": CacheBackendSpec.from_dict(seed_safe_spec(runtime)),
+    }
+    values.update(extra)
+    return DeploymentSpec(**values)
+
+
+def _kind(objects: Any, kind: str) -> list[dict[str, Any]]:
+    return [o for o in objects if o["kind"] == kind]
+
+
+@pytest.mark.parametrize("delivery", ["env", "args"])
+def test_vllm_deployment_carries_the_adapter_wire_and_sidecar(delivery: str) -> None:
+    rendered = render(_spec("vllm", "VLLM", config_delivery=delivery), context=CONTEXT)
+    (deployment,) = _kind(rendered.objects, "Deployment")
+    pod = deployment["spec"]["template"]["spec"]
+    engine = next(c for c in pod["containers"] if c["name"] == ENGINE_CONTAINER)
+    argv = engine["command"] + engine.get("args", [])
+    assert "--disable-hybrid-kv-cache-manager" in argv
+    kv = json.loads(argv[argv.index("--kv-transfer-config") + 1])
+    assert kv["kv_connector"] == "LMCacheMPConnector"
+    assert argv[argv.index("--max-model-len") + 1] == "32768"
+    env = {e["name"]: e.get("value") for e in engine["env"]}
+    assert env["PYTHONHASHSEED"] == "0"
+    assert env["LMCACHE_LOG_LEVEL"] == "DEBUG"
+    (sidecar,) = pod["initContainers"]
+    assert sidecar["restartPolicy"] == "Always"
+    if delivery == "args":  # the engine argv from the resolver still leads
+        assert argv[:3] == ["vllm", "serve", "/opt/ml/model"]
+
+
+def test_sglang_gets_its_client_config_map() -> None:
+    rendered = render(_spec("sglang", "SGLang"), context=CONTEXT)
+    kinds = [o["kind"] for o in rendered.objects]
+    assert kinds.count("ConfigMap") == 2
+    assert kinds.index("ConfigMap") < kinds.index("Deployment")
+
+
+def test_env_delivery_passes_the_injected_args_through_the_wrapper(tmp_path: Path) -> None:
+    """What the pod runs: the wrapper with the ConfigMap env and the container's own args."""
+    rendered = render(_spec("vllm", "VLLM"), context=CONTEXT)
+    config_map = next(o for o in rendered.objects if o["kind"] == "ConfigMap")
+    (deployment,) = _kind(rendered.objects, "Deployment")
+    engine = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e["value"] for e in engine["env"] if "value" in e}
+    command = [sys.executable, *engine["command"][1:], "--print", *engine["args"]]
+    out = subprocess.run(
+        command, env={**config_map["data"], **env}, capture_output=True, text=True, check=True
+    )
+    argv = json.loads(out.stdout)
+    assert argv[:3] == ["vllm", "serve", "/opt/ml/model"]
+    assert argv[-len(engine["args"]) :] == engine["args"]
+
+
+@pytest.mark.parametrize(
+    ("engine", "runtime", "target", "expected"),
+    [
+        (
+            "vllm",
+            "SGLang",
+            "eks",
+            "cache_backend/runtime: engine 'vllm' serves CacheBackend runtime VLLM (got 'SGLang'; "
+            "allowed: VLLM; fix: pick the CacheBackend runtime of this engine, or another engine)",
+        ),
+        (
+            "vllm",
+            "VLLM",
+            "hyperpod-eks",
+            "cache_backend: LMCache injection applies to target eks; the HyperPod inference "
+            "operator wires its own KV cache (InferenceEndpointConfig kvCacheSpec) (got "
+            "'hyperpod-eks'; allowed: eks; fix: drop cache_backend, or render for target eks)",
+        ),
+    ],
+)
+def test_mismatches_are_refused(engine: str, runtime: str, target: str, expected: str) -> None:
+    with pytest.raises(MlccError) as caught:
+        render(_spec(engine, runtime, target=target), context=CONTEXT)
+    assert str(caught.value) == expected
+
+
+def test_engine_without_a_cache_runtime_is_refused() -> None:
+    with pytest.raises(MlccError) as caught:
+        render(_spec("tensorrt-llm", "VLLM", engine_version="1.0.0"), context=CONTEXT)
+    assert "engine 'tensorrt-llm' serves CacheBackend runtime (none)" in str(caught.value)
+
+
+def test_spec_file_takes_a_cache_backend(tmp_path: Path) -> None:
+    document = {
+        "name": "cached",
+        "engine": "vllm",
+        "model": MODEL,
+        "instance_type": "ml.g5.12xlarge",
+        "cache_backend": seed_safe_spec("VLLM"),
+    }
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(document))
+    out = subprocess.run(
+        [sys.executable, "-m", "mlcc_constructs.cli", "render", "-f", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    deployment = next(d for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["initContainers"][0]["restartPolicy"] == "Always"
