@@ -62,7 +62,12 @@ from mlcc_constructs.core.k8s_validation import (
     validate_objects,
 )
 from mlcc_constructs.core.manifests import EngineManifest, EngineRegistry
-from mlcc_constructs.core.resolve import MODEL_MOUNT_PATH, Resolution, resolve
+from mlcc_constructs.core.resolve import (
+    COMPANION_DEFAULTS,
+    MODEL_MOUNT_PATH,
+    Resolution,
+    resolve,
+)
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_source
 
 TARGETS = ("eks", "hyperpod-eks")
@@ -216,12 +221,14 @@ def prepare(
             )
         )
     try:
-        resolution = resolve(spec, registry=registry)
+        fit_warnings, computed = lora_fit(spec, registry)
+        resolution = resolve(spec, registry=registry, computed=computed)
+        lora_memory_cap(spec, resolution)
     except MlccError as error:
         problems.extend(error.problems)
         raise MlccError(problems) from None
     manifest = resolution.manifest
-    warnings = [str(s) for s in resolution.skipped] + list(resolution.warnings)
+    warnings = [str(s) for s in resolution.skipped] + list(resolution.warnings) + fit_warnings
 
     image = spec.image or default_images().get(manifest.engine)
     if image is None:
@@ -318,6 +325,60 @@ def prepare(
         model_region=model_region,
         tls_uri=tls_uri,
         warnings=tuple(warnings),
+    )
+
+
+def lora_fit(
+    spec: DeploymentSpec, registry: EngineRegistry | None
+) -> tuple[list[str], dict[str, str]]:
+    """With LoRA on and recorded adapters or tune ranks, the max LoRA rank they need
+    (seed lora-delivery §3), as a computed Tier-1 value; a user's explicit rank wins."""
+    if not spec.lora or not (spec.lora_adapters or spec.lora_tune_ranks):
+        return [], {}
+    from mlcc_constructs.core.lora import fit_max_rank
+
+    manifest = (registry or EngineRegistry.load(use_env=False)).get(spec.engine)
+    capability = manifest.capability("lora_max_rank")
+    if capability is None:
+        return [
+            f"{manifest.engine} declares no lora_max_rank capability: the max LoRA rank is not "
+            "fitted to the recorded adapters"
+        ], {}
+    default = int(capability.default or COMPANION_DEFAULTS["lora_max_rank"])
+    given = spec.env.get(manifest.key(capability))
+    explicit = int(given) if given and given.isdigit() else None
+    if capability.allowed is not None:
+        allowed = [int(a) for a in capability.allowed]
+    else:  # the engine takes any rank: the need itself (or the user's value) is allowed
+        needs = [default, *spec.lora_tune_ranks, *(a.need for a in spec.lora_adapters)]
+        allowed = sorted({max(needs), *([explicit] if explicit else [])})
+    fit = fit_max_rank(
+        spec.lora_adapters, spec.lora_tune_ranks, default, allowed, explicit=explicit
+    )
+    return list(fit.warnings), {"lora_max_rank": str(fit.rank)}
+
+
+def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution) -> None:
+    """Refuse a LoRA buffer above the memory cap when the model's config.json is given."""
+    if not spec.lora or spec.model_config is None:
+        return
+    from mlcc_constructs.core.lora import check_memory_cap, model_geometry
+
+    manifest, values = resolution.manifest, resolution.capability_values
+
+    def value_of(name: str, fallback: int) -> int:
+        capability = manifest.capability(name)
+        text = values.get(name) or (capability.default if capability else None)
+        return int(text) if text and text.isdigit() else fallback
+
+    check_memory_cap(
+        model_geometry(spec.model_config),
+        gpu_memory_gib=resolution.instance.gpu_memory_gib,
+        tp=resolution.tensor_parallel_degree,
+        max_loras=value_of("lora_max", 1),
+        rank=value_of("lora_max_rank", int(COMPANION_DEFAULTS["lora_max_rank"])),
+        utilization=spec.gpu_memory_utilization,
+        adapters=[a.name for a in spec.lora_adapters],
     )
 
 

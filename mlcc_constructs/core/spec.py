@@ -6,12 +6,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mlcc_constructs.core.errors import fail
 
-if TYPE_CHECKING:  # the cache module is large; only renders that use it import it
+if TYPE_CHECKING:  # only renders that use these import them
     from mlcc_constructs.core.cache import CacheBackendSpec
+    from mlcc_constructs.core.lora import AdapterRank
 
 ConfigDelivery = Literal["env", "args"]
 
@@ -120,6 +121,17 @@ class DeploymentSpec:
     """AWS region of the model bucket. Default: none (required for an s3:// model)."""
     service_account_role_arn: str | None = None
     """IRSA role for the pod's ServiceAccount (eks). Default: none."""
+    lora_adapters: tuple[AdapterRank, ...] = ()
+    """Recorded adapters this deployment must serve (``r`` / ``rank_pattern``, e.g. from
+    ``adapters.recorded_adapters``): with LoRA on, the max LoRA rank is fitted to them.
+    Default: none (the engine's own default rank applies)."""
+    lora_tune_ranks: tuple[int, ...] = ()
+    """Ranks recorded at tune submit, also fitted. Default: none."""
+    model_config: Mapping[str, Any] | None = None
+    """The staged model's ``config.json``: with LoRA on, the LoRA buffer is checked against
+    the memory cap at synth. Default: none (no check)."""
+    gpu_memory_utilization: float = 0.9
+    """Share of GPU memory the engine may use, for the memory cap. Default: 0.9."""
     cache_backend: CacheBackendSpec | None = None
     """LMCache wiring injected into the eks Deployment (an inferencecache.io CacheBackend
     ``spec``, admission-checked). Its runtime must be the engine manifest's ``cache_runtime``.
@@ -128,6 +140,8 @@ class DeploymentSpec:
     def __post_init__(self) -> None:
         object.__setattr__(self, "env", _frozen(self.env))
         object.__setattr__(self, "secret_env", MappingProxyType(dict(self.secret_env)))
+        object.__setattr__(self, "lora_adapters", tuple(self.lora_adapters))
+        object.__setattr__(self, "lora_tune_ranks", tuple(self.lora_tune_ranks))
 
     @property
     def source(self) -> ModelSource:

@@ -69,6 +69,10 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
         k: SecretRef(name=v["name"], key=v["key"])
         for k, v in document.get("secret_env", {}).items()
     }
+    if "lora_adapters" in document:
+        from mlcc_constructs.core.lora import AdapterRank
+
+        values["lora_adapters"] = tuple(AdapterRank(**a) for a in document["lora_adapters"])
     if "cache_backend" in document:
         from mlcc_constructs.core.cache import CacheBackendSpec
 

@@ -1,0 +1,101 @@
+"""Rank fit and memory cap wired into rendering (seed lora-delivery §3)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.render import RenderContext, render
+from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.spec_file import spec_from_mapping
+
+MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
+LLAMA_8B = {
+    "num_hidden_layers": 32,
+    "hidden_size": 4096,
+    "intermediate_size": 14336,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 128256,
+    "tie_word_embeddings": False,
+}
+
+
+def _spec(**extra: Any) -> DeploymentSpec:
+    values: dict[str, Any] = {
+        "engine": "vllm",
+        "model": MODEL,
+        "instance_type": "ml.g5.12xlarge",
+        "name": "llama",
+        "lora": True,
+        "engine_version": "0.11.0",
+    }
+    values.update(extra)
+    return DeploymentSpec(**values)
+
+
+def _env(spec: DeploymentSpec) -> dict[str, str]:
+    rendered = render(spec, context=CONTEXT)
+    return dict(next(o for o in rendered.objects if o["kind"] == "ConfigMap")["data"])
+
+
+def test_recorded_adapters_set_the_max_rank() -> None:
+    adapters = (AdapterRank(name="a", r=8), AdapterRank(name="b", r=48))
+    assert _env(_spec(lora_adapters=adapters))["VLLM_MAX_LORA_RANK"] == "64"
+
+
+def test_without_recorded_adapters_vllm_stays_bare() -> None:
+    assert "VLLM_MAX_LORA_RANK" not in _env(_spec())
+
+
+def test_explicit_rank_below_need_wins_with_a_warning() -> None:
+    spec = _spec(lora_adapters=(AdapterRank(name="big", r=64),), env={"VLLM_MAX_LORA_RANK": "32"})
+    rendered = render(spec, context=CONTEXT)
+    env = next(o for o in rendered.objects if o["kind"] == "ConfigMap")["data"]
+    assert env["VLLM_MAX_LORA_RANK"] == "32"
+    assert any("big (r 64) will not load" in w for w in rendered.warnings)
+
+
+def test_sglang_companion_takes_the_fitted_rank() -> None:
+    # SGLang declares no allowed set: any rank is accepted, so the need is used as is.
+    adapters = (AdapterRank(name="a", r=100),)
+    spec = _spec(engine="sglang", engine_version="0.5.3", lora_adapters=adapters)
+    assert _env(spec)["SGLANG_MAX_LORA_RANK"] == "100"
+
+
+def test_the_memory_cap_passes_for_a_small_buffer_and_refuses_a_large_one() -> None:
+    assert _env(_spec(model_config=LLAMA_8B))["VLLM_ENABLE_LORA"] == "true"
+    big = _spec(
+        instance_type="ml.g5.xlarge",
+        model_config=LLAMA_8B,
+        env={"VLLM_MAX_LORAS": "8"},
+        lora_adapters=(AdapterRank(name="wide", r=200),),
+    )
+    with pytest.raises(MlccError) as caught:
+        render(big, context=CONTEXT)
+    message = str(caught.value)
+    assert message.startswith("lora: LoRA buffer ")
+    assert "max_loras 8 x rank 256" in message
+    assert "adapters: wide" in message
+
+
+def test_spec_file_takes_adapters() -> None:
+    loaded = spec_from_mapping(
+        {
+            "name": "llama",
+            "engine": "vllm",
+            "model": MODEL,
+            "instance_type": "ml.g5.12xlarge",
+            "lora": True,
+            "lora_adapters": [{"name": "a", "r": 8, "rank_pattern": {"q_proj": 200}}],
+        },
+        where="spec.yaml",
+    )
+    assert loaded.spec.lora_adapters == (AdapterRank(name="a", r=8, rank_pattern={"q_proj": 200}),)
+    assert _env(loaded.spec)["VLLM_MAX_LORA_RANK"] == "256"
