@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 from typing import Any, Literal
 
@@ -160,6 +159,8 @@ def _deployment(args: argparse.Namespace) -> Any:
 
 
 def _kubectl(*argv: str) -> Any:
+    import subprocess  # only this handler needs it: keep `mlcc` start-up small
+
     try:
         done = subprocess.run(
             ["kubectl", *argv, "-o", "json"], capture_output=True, text=True, check=False

@@ -274,7 +274,17 @@ def _build(document: Mapping[str, Any], where: str) -> EngineManifest:
 
 def load_manifest(path: str | Path) -> EngineManifest:
     """Load and check one manifest file; every problem is reported in one :class:`MlccError`."""
-    path = Path(path)
+    where = str(path)
+    document = _read_document(Path(path))
+    problems = _problems_from_schema(document, where)
+    if not problems:
+        problems = _semantic_problems(document, where)
+    if problems:
+        raise MlccError(problems)
+    return _build(document, where)
+
+
+def _read_document(path: Path) -> Any:
     where = str(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -288,12 +298,7 @@ def load_manifest(path: str | Path) -> EngineManifest:
             where=where,
             fix="fix the JSON syntax (a trailing comma or a missing quote is typical)",
         ) from error
-    problems = _problems_from_schema(document, where)
-    if not problems:
-        problems = _semantic_problems(document, where)
-    if problems:
-        raise MlccError(problems)
-    return _build(document, where)
+    return document
 
 
 def manifest_files(folder: str | Path) -> list[Path]:
@@ -318,9 +323,17 @@ def manifest_files(folder: str | Path) -> list[Path]:
     return found
 
 
+def builtin_manifest_files() -> list[Path]:
+    """The manifest files shipped with the library."""
+    return sorted(shipped_path("engines").glob("*/manifest.json"))
+
+
 @cache
 def _builtin() -> tuple[EngineManifest, ...]:
-    return tuple(load_manifest(p) for p in sorted(shipped_path("engines").glob("*/manifest.json")))
+    # The shipped manifests are checked against the schema and the semantic rules by the test
+    # suite (tests/test_manifests.py), so loading them skips jsonschema: importing it costs more
+    # than the whole start-up of the pure `mlcc` commands. Plugins always get the full check.
+    return tuple(_build(_read_document(p), str(p)) for p in builtin_manifest_files())
 
 
 def builtin_engines() -> tuple[EngineManifest, ...]:

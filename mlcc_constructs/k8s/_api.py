@@ -1,15 +1,28 @@
-"""Plain dict → ``cdk8s.ApiObject``, with the object validated again at synth.
+"""Plain dict → ``cdk8s.ApiObject``, validated in Python and emitted without jsii round trips.
 
-The core renders complete objects; an ``ApiObject`` is created with the same apiVersion, kind
-and metadata, and every other top-level field is added with a JSON patch (the Python binding
-takes no ``spec=``/``data=``), so the synthesized object is the dict, key order included.
-A validation registered on the object re-checks the final JSON at synth (core kinds against
-the strict Kubernetes schemas, the IEC against the v1 CRD rules), which also catches a user's
-own JSON patches.
+The core renders complete objects. Each becomes one :class:`_RenderedObject`: an ``ApiObject``
+(same apiVersion, kind and metadata name/namespace, so cdk8s sees a normal object) whose
+Python ``to_json`` override returns the rendered dict. cdk8s calls that override at synth
+(jsii routes the JavaScript ``toJson`` to it), so an object costs one ``create`` and one
+``toJson`` call over jsii, whatever its size.
+
+Why not JSON patches plus a synth-time validation per object: cdk8s validates the WHOLE app
+once per chart it synthesizes (``App._synthChart``), so a validation per object is called
+charts x objects times over jsii, each fetching the object's JSON back; 500 deployments cost
+minutes. Here the rendered dict is validated in Python once, when the object is created (core
+kinds against the strict Kubernetes schemas, the IEC against the v1 CRD rules).
+
+Trade-off, and how user edits are still caught: a synth-time validation is registered only on
+an object that needs one, i.e. one whose rendered dict has problems (reported at synth, as
+before) or one a user patched with ``add_json_patch``. The first patch switches the object to
+cdk8s's own rendering (the rendered content is applied as JSON patches ahead of the user's),
+and the validation then re-checks the final patched JSON at synth. As before, edits through
+``resource.metadata`` (``add_label``...) do not reach the output: the rendered metadata wins.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,35 +30,76 @@ import cdk8s
 import constructs
 import jsii
 
+from mlcc_constructs.core.errors import Problem
 from mlcc_constructs.core.k8s_validation import object_problems
 
 _HEADER = ("apiVersion", "kind", "metadata")
 
 
+class _RenderedObject(cdk8s.ApiObject):
+    """An ``ApiObject`` whose JSON is a rendered dict (see the module docstring)."""
+
+    def __init__(self, scope: constructs.Construct, id: str, obj: Mapping[str, Any]) -> None:
+        metadata = obj["metadata"]
+        super().__init__(
+            scope,
+            id,
+            api_version=obj["apiVersion"],
+            kind=obj["kind"],
+            metadata=cdk8s.ApiObjectMetadata(
+                name=metadata["name"], namespace=metadata.get("namespace")
+            ),
+        )
+        # The same top-level key order as ApiObject.toJson: apiVersion, kind, metadata, rest.
+        self._rendered: dict[str, Any] = {k: obj[k] for k in _HEADER if k in obj}
+        self._rendered.update((k, v) for k, v in obj.items() if k not in _HEADER)
+        self._patched = False
+        self._validation: _ObjectValidation | None = None
+        self._problems: list[Problem] = object_problems(self._rendered)
+        if self._problems:
+            self._validate_at_synth()
+
+    def _validate_at_synth(self) -> None:
+        if self._validation is None:
+            self._validation = _ObjectValidation(self)
+            self.node.add_validation(self._validation)
+
+    def add_json_patch(self, *ops: cdk8s.JsonPatch) -> None:
+        """Apply RFC 6902 operations to the synthesized object (validated again at synth)."""
+        if not self._patched:
+            self._patched = True
+            content = [cdk8s.JsonPatch.replace("/metadata", self._rendered["metadata"])]
+            content += [
+                cdk8s.JsonPatch.add(f"/{key}", value)
+                for key, value in self._rendered.items()
+                if key not in _HEADER
+            ]
+            super().add_json_patch(*content)
+            self._validate_at_synth()
+        super().add_json_patch(*ops)
+
+    def to_json(self) -> Any:
+        """The object's Kubernetes JSON: the rendered dict, or cdk8s's once patched."""
+        if self._patched:
+            return super().to_json()
+        return copy.deepcopy(self._rendered)
+
+    def problems(self) -> list[Problem]:
+        """Problems of the JSON this object synthesizes."""
+        if self._patched:
+            return object_problems(super().to_json())
+        return self._problems
+
+
 @jsii.implements(constructs.IValidation)
 class _ObjectValidation:
-    def __init__(self, api_object: cdk8s.ApiObject) -> None:
+    def __init__(self, api_object: _RenderedObject) -> None:
         self._api_object = api_object
 
     def validate(self) -> list[str]:
-        return [str(problem) for problem in object_problems(self._api_object.to_json())]
+        return [str(problem) for problem in self._api_object.problems()]
 
 
 def api_object(scope: constructs.Construct, id: str, obj: Mapping[str, Any]) -> cdk8s.ApiObject:
     """Emit ``obj`` (a rendered Kubernetes object) as an ``ApiObject`` child ``id`` of ``scope``."""
-    metadata = dict(obj["metadata"])
-    resource = cdk8s.ApiObject(
-        scope,
-        id,
-        api_version=obj["apiVersion"],
-        kind=obj["kind"],
-        metadata=cdk8s.ApiObjectMetadata(
-            name=metadata["name"], namespace=metadata.get("namespace")
-        ),
-    )
-    resource.add_json_patch(cdk8s.JsonPatch.replace("/metadata", metadata))
-    for key, value in obj.items():
-        if key not in _HEADER:
-            resource.add_json_patch(cdk8s.JsonPatch.add(f"/{key}", value))
-    resource.node.add_validation(_ObjectValidation(resource))
-    return resource
+    return _RenderedObject(scope, id, obj)
