@@ -116,6 +116,19 @@ def test_unknown_version_fails_open_with_a_warning() -> None:
     )
 
 
+def test_engine_env_settings_pass_through_as_env() -> None:
+    """VLLM_PORT is vLLM's internal port setting (engine_env), not the API server's --port."""
+    resolution = resolve(
+        spec(env={"VLLM_PORT": "29500", "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True"})
+    )
+    assert resolution.tier2 == (
+        ("VLLM_PORT", "29500"),
+        ("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "True"),
+    )
+    assert resolution.argv()[-2:] == ["--port", "8000"]
+    assert "--allow-runtime-lora-updating" not in resolution.argv()
+
+
 def test_a_false_boolean_is_not_emitted() -> None:
     assert "VLLM_ENABLE_LORA" not in resolve(spec(env={"VLLM_ENABLE_LORA": "false"})).env
 
@@ -221,9 +234,9 @@ BAD_SPECS = [
     ),
     (
         "port owned by the launch section",
-        {"env": {"VLLM_PORT": "9000"}},
-        "env/VLLM_PORT: VLLM_PORT would set --port, which the manifest's launch section owns "
-        "(port 8000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
+        {"engine": "sglang", "engine_version": "0.5.3", "env": {"SGLANG_PORT": "9000"}},
+        "env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch section owns "
+        "(port 30000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
         "it; change launch.port in the engine manifest instead)",
     ),
     (

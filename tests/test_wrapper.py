@@ -119,3 +119,17 @@ def test_container_args_follow_the_env_flags() -> None:
         '{"kv_role":"kv_both"}',
         "--disable-hybrid-kv-cache-manager",
     ]
+
+
+def test_engine_env_settings_stay_env() -> None:
+    """vLLM reads VLLM_ALLOW_RUNTIME_LORA_UPDATING itself: a flag of that name would crash it."""
+    env = {
+        "VLLM_MODEL": "org/name",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
+        "VLLM_LOGGING_LEVEL": "DEBUG",
+        "VLLM_MAX_NUM_SEQS": "8",
+    }
+    argv = build_argv(MANIFESTS["vllm"], env)
+    assert argv == [
+        "vllm", "serve", "org/name", "--max-num-seqs", "8", "--host", "0.0.0.0", "--port", "8000",
+    ]  # fmt: skip

@@ -74,14 +74,15 @@ def build_argv(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]
     prefix, style = manifest["env_var_prefix"], launch.get("flag_style", "kebab")
     key = model_key(manifest)
     argv = list(launch["command"])
-    skip: frozenset[str] = frozenset()
+    # The engine's own environment settings stay env; they are not flags.
+    skip = frozenset(prefix + suffix for suffix in manifest.get("engine_env", ()))
     if launch["model"] == "positional":
         if key is None or not env.get(key):
             raise WrapperError(
                 f"{name}: the model is positional but {key or 'no model key'} is unset"
             )
         argv.append(env[key])
-        skip = frozenset({key})
+        skip |= {key}
     argv.extend(engine_flags(env, prefix, style, skip=skip))
     if "host_flag" in launch:
         argv.extend([launch["host_flag"], BIND_ALL])
