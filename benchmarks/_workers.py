@@ -54,9 +54,34 @@ def scale(count: int) -> None:
         charts.synth()
 
 
+def scale_floor(count: int) -> None:
+    """The jsii floor of :func:`scale`: the same construct tree (a chart, two constructs and six
+    ``ApiObject`` s with only a name per deployment), nothing rendered or validated."""
+    import cdk8s
+    import constructs
+
+    with tempfile.TemporaryDirectory() as out:
+        charts = cdk8s.App(outdir=out)
+        for index in range(count):
+            chart = cdk8s.Chart(charts, f"d{index}", disable_resource_name_hashes=True)
+            serving = constructs.Construct(chart, "Serving")
+            config = constructs.Construct(serving, "ConfigMap")
+            for number in range(6):
+                cdk8s.ApiObject(
+                    config if number == 0 else serving,
+                    f"o{number}",
+                    api_version="v1",
+                    kind="ConfigMap",
+                    metadata=cdk8s.ApiObjectMetadata(name=f"d{index}-{number}"),
+                )
+        charts.synth()
+
+
 if __name__ == "__main__":
     name, *args = sys.argv[1:]
     if name == "scale":
         scale(int(args[0]))
+    elif name == "scale_floor":
+        scale_floor(int(args[0]))
     else:
         {"floor": floor, "reference_app": reference_app}[name]()

@@ -16,11 +16,13 @@ Every violation becomes a :class:`Problem` naming the object, the field path and
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
@@ -99,9 +101,16 @@ def kubernetes_version() -> str:
     return str(document["kubernetes"])
 
 
+@cache
 def _schema_dir() -> Any:
     version = kubernetes_version()
-    root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
+    # find_spec locates the package without importing it: kubernetes_validate's own import
+    # costs ~50 ms, paid by every synth and `mlcc render`, for a folder path.
+    package = importlib.util.find_spec("kubernetes_validate")
+    if package is not None and package.submodule_search_locations:
+        root: Any = Path(package.submodule_search_locations[0], "kubernetes-json-schema")
+    else:  # pragma: no cover - a zipped install: let importlib.resources find it
+        root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
     folder = root.joinpath(f"v{version}.0-local-strict")
     if not folder.is_dir():  # pragma: no cover - guarded by a test on the pinned version
         raise MlccError(
