@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import socket
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -71,3 +73,17 @@ def shared_dir() -> Path:
     if not (SHARED / "crds").is_dir():
         pytest.skip(f"{SHARED}/crds is absent: the upstream CRDs are not on this machine")
     return SHARED
+
+
+@pytest.fixture(scope="module")
+def moto_s3() -> Iterator[str]:
+    """A real S3 API on loopback (moto's ThreadedMotoServer), one per test module."""
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()

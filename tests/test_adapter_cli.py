@@ -45,14 +45,8 @@ def _free_port() -> int:
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+def endpoint(moto_s3: str) -> str:
+    return moto_s3
 
 
 @pytest.fixture

@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import io
 import json
-import socket
 import tarfile
 import urllib.request
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -37,21 +35,9 @@ FILES = {
 }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    from moto.server import ThreadedMotoServer
-
-    port = _free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    yield f"http://127.0.0.1:{port}"
-    server.stop()
+def endpoint(moto_s3: str) -> str:
+    return moto_s3
 
 
 @pytest.fixture
