@@ -24,20 +24,38 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Command → the module that registers it. Running one command builds only its module's parser
+# (start-up time); `mlcc --help` builds them all. A test keeps this table in step.
+COMMAND_OWNERS: dict[str, str] = {
+    "engines": "engines",
+    "validate": "validate",
+    "env": "resolve",
+    "argv": "resolve",
+    "render": "render",
+    "diff-guard": "diff_guard",
+    "cache": "cache",
+    "adapter": "adapter",
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``mlcc`` parser: every command group, or only the one that owns ``command``."""
     parser = argparse.ArgumentParser(
         prog="mlcc",
         description="Engine-aware configuration for serving LLMs on EKS and SageMaker HyperPod.",
     )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
+    owner = COMMAND_OWNERS.get(command or "")
+    modules = [owner] if owner in COMMAND_MODULES else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(f"mlcc_constructs.commands.{name}").register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mlcc``; returns the exit code (0 ok, 1 bad input or failed check, 2 usage)."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)

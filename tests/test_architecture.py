@@ -79,3 +79,18 @@ def test_the_wrapper_is_stdlib_only() -> None:
         and m not in ("__future__", "mlcc_constructs.core._resources")
     }
     assert third_party == set()
+
+
+def test_the_cli_command_table_matches_what_each_module_registers() -> None:
+    import argparse
+    import importlib
+
+    from mlcc_constructs import cli
+
+    registered: dict[str, str] = {}
+    for module in cli.COMMAND_MODULES:
+        parser = argparse.ArgumentParser()
+        subparsers = parser.add_subparsers()
+        importlib.import_module(f"mlcc_constructs.commands.{module}").register(subparsers)
+        registered.update(dict.fromkeys(subparsers.choices, module))
+    assert registered == cli.COMMAND_OWNERS
