@@ -70,6 +70,7 @@ def test_names_are_explicit(synthesized: dict[str, list[dict[str, Any]]]) -> Non
     assert names == {
         ("ServiceAccount", "llama-vllm"),
         ("ConfigMap", "llama-vllm-config"),
+        ("ConfigMap", "llama-vllm-wrapper"),
         ("PersistentVolume", "default-llama-vllm-model"),
         ("PersistentVolumeClaim", "llama-vllm-model"),
         ("Deployment", "llama-vllm"),
@@ -122,7 +123,8 @@ def test_composable_config_map_and_deployment() -> None:
         "VLLM_TENSOR_PARALLEL_SIZE": "4",
         "VLLM_ENABLE_LORA": "true",
     }
-    assert [o.kind for o in api_objects(chart)].count("ConfigMap") == 1
+    # one engine-env ConfigMap (the one passed in) and the deployment's wrapper ConfigMap
+    assert [o.kind for o in api_objects(chart)].count("ConfigMap") == 2
     assert EngineDeployment.container_name == "engine"
     other = dataclasses.replace(spec, name="other")
     with pytest.raises(MlccError, match="config_map: the ConfigMap belongs to another deployment"):

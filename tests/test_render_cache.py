@@ -61,20 +61,29 @@ def test_vllm_deployment_carries_the_adapter_wire_and_sidecar(delivery: str) -> 
 def test_sglang_gets_its_client_config_map() -> None:
     rendered = render(_spec("sglang", "SGLang"), context=CONTEXT)
     kinds = [o["kind"] for o in rendered.objects]
-    assert kinds.count("ConfigMap") == 2
-    assert kinds.index("ConfigMap") < kinds.index("Deployment")
+    names = [o["metadata"]["name"] for o in rendered.objects if o["kind"] == "ConfigMap"]
+    assert len(names) == 3  # engine env, wrapper, LMCache client config
+    assert "cached-config" in names and "cached-wrapper" in names
+    assert max(i for i, k in enumerate(kinds) if k == "ConfigMap") < kinds.index("Deployment")
 
 
 def test_env_delivery_passes_the_injected_args_through_the_wrapper(tmp_path: Path) -> None:
-    """What the pod runs: the wrapper with the ConfigMap env and the container's own args."""
+    """What the pod runs: the mounted wrapper, the ConfigMap env and the container's own args."""
     rendered = render(_spec("vllm", "VLLM"), context=CONTEXT)
-    config_map = next(o for o in rendered.objects if o["kind"] == "ConfigMap")
+    config_maps = {o["metadata"]["name"]: o for o in rendered.objects if o["kind"] == "ConfigMap"}
+    for name, text in config_maps["cached-wrapper"]["data"].items():
+        (tmp_path / name).write_text(text)
     (deployment,) = _kind(rendered.objects, "Deployment")
     engine = deployment["spec"]["template"]["spec"]["containers"][0]
     env = {e["name"]: e["value"] for e in engine["env"] if "value" in e}
-    command = [sys.executable, *engine["command"][1:], "--print", *engine["args"]]
+    env["MLCC_ENGINE_MANIFEST"] = str(tmp_path / "manifest.json")
+    command = [sys.executable, "-I", "-S", str(tmp_path / "wrapper.py"), "--print", *engine["args"]]
     out = subprocess.run(
-        command, env={**config_map["data"], **env}, capture_output=True, text=True, check=True
+        command,
+        env={**config_maps["cached-config"]["data"], **env},
+        capture_output=True,
+        text=True,
+        check=True,
     )
     argv = json.loads(out.stdout)
     assert argv[:3] == ["vllm", "serve", "/opt/ml/model"]

@@ -75,6 +75,7 @@ def test_done_when_eks_passes_kubernetes_validate(
     assert [d["kind"] for d in documents] == [
         "ServiceAccount",
         "ConfigMap",
+        "ConfigMap",
         "PersistentVolume",
         "PersistentVolumeClaim",
         "Deployment",
@@ -91,6 +92,7 @@ def test_out_writes_one_file_per_object(
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "configmap-llama-sglang-config.yaml",
+        "configmap-llama-sglang-wrapper.yaml",
         "deployment-llama-sglang.yaml",
         "persistentvolume-default-llama-sglang-model.yaml",
         "persistentvolumeclaim-llama-sglang-model.yaml",

@@ -206,9 +206,39 @@ def test_env_delivery_runs_the_wrapper_with_the_config_map() -> None:
     rendered = objects(make_spec("vllm"))
     container = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert container["name"] == ENGINE_CONTAINER
-    assert container["command"] == ["python3", "-m", "mlcc_constructs.core.wrapper"]
+    assert container["command"] == ["python3", "/opt/mlcc/wrapper.py"]
     assert container["envFrom"] == [{"configMapRef": {"name": "llama-vllm-config"}}]
     assert {"name": "MLCC_ENGINE", "value": "vllm"} in container["env"]
+    assert {"name": "mlcc-wrapper", "mountPath": "/opt/mlcc", "readOnly": True} in container[
+        "volumeMounts"
+    ]
+
+
+def test_the_mounted_wrapper_runs_on_its_own_in_a_stock_image(tmp_path: Path) -> None:
+    """What the pod runs, with nothing of this package importable: python3 -I -S (isolated,
+    no site-packages) on the two files of the wrapper ConfigMap, with the pod's env."""
+    import subprocess
+    import sys
+
+    rendered = objects(make_spec("vllm", lora=True, env={"VLLM_MAX_NUM_SEQS": "8"}))
+    wrapper = next(o for o in rendered if o["metadata"]["name"] == "llama-vllm-wrapper")
+    config = next(o for o in rendered if o["metadata"]["name"] == "llama-vllm-config")
+    container = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    for name, text in wrapper["data"].items():
+        (tmp_path / name).write_text(text)
+    env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
+    env["MLCC_ENGINE_MANIFEST"] = str(tmp_path / "manifest.json")
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", str(tmp_path / "wrapper.py"), "--print"],
+        env={**config["data"], **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert json.loads(out.stdout) == [
+        "vllm", "serve", "/opt/ml/model", "--enable-lora", "--max-num-seqs", "8",
+        "--tensor-parallel-size", "4", "--host", "0.0.0.0", "--port", "8000",
+    ]  # fmt: skip
 
 
 def test_model_b_engine_keeps_the_image_entrypoint_and_refuses_args() -> None:
@@ -281,9 +311,10 @@ def test_config_hash_follows_the_config_map_data() -> None:
     hashes = []
     for rendered in (first, second):
         annotations = by_kind(rendered, "Deployment")["spec"]["template"]["metadata"]["annotations"]
-        assert annotations[CONFIG_HASH_ANNOTATION] == config_hash(
-            by_kind(rendered, "ConfigMap")["data"]
-        )
+        env_data = next(o for o in rendered if o["metadata"]["name"] == "llama-vllm-config")
+        wrapper = next(o for o in rendered if o["metadata"]["name"] == "llama-vllm-wrapper")
+        mounted = {f"/opt/mlcc/{name}": text for name, text in wrapper["data"].items()}
+        assert annotations[CONFIG_HASH_ANNOTATION] == config_hash({**env_data["data"], **mounted})
         hashes.append(annotations[CONFIG_HASH_ANNOTATION])
     assert hashes[0] != hashes[1]
 
@@ -493,3 +524,10 @@ def test_validation_uses_a_bundled_kubernetes_1_29_plus_schema() -> None:
         f"(Kubernetes {kubernetes_version()} strict schema) "
         "(fix: fix the field, or remove a JSON patch that set it)"
     ]
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])
+def test_yaml_round_trips_exactly(engine: str) -> None:
+    """Block-literal strings (wrapper script, manifest JSON) load back byte for byte."""
+    rendered = objects(make_spec(engine, lora=engine != "tensorrt-llm"))
+    assert list(yaml.safe_load_all(to_yaml(rendered))) == rendered

@@ -10,9 +10,13 @@ an engine name. The cdk8s constructs in ``mlcc_constructs.k8s`` only wrap these 
 
 Decisions (documented for reviewers):
 
-* **Config delivery.** ``env`` (default): a Model-A engine's container runs the wrapper
-  (``python3 -m mlcc_constructs.core.wrapper``, ``MLCC_ENGINE=<engine>``) which turns the
-  ConfigMap's ``<PREFIX>*`` env into flags; the image must have mlcc-constructs installed.
+* **Config delivery.** ``env`` (default): a Model-A engine's container runs the wrapper,
+  which turns the ConfigMap's ``<PREFIX>*`` env into flags. On eks the wrapper (a stdlib-only
+  script) and the engine manifest are mounted from a second ConfigMap ``<name>-wrapper`` at
+  ``/opt/mlcc`` (``python3 /opt/mlcc/wrapper.py``), so a stock upstream image works and a
+  plugin engine needs nothing baked in; its content is part of the pod's config hash, so a
+  wrapper upgrade rolls the pods. An IEC worker has no volumes, so on hyperpod-eks the image
+  must hold the package (``python3 -m mlcc_constructs.core.wrapper``); a warning says so.
   ``args``: the container's ``command``/``args`` are the wrapper's argv computed now, so a stock
   upstream image works; no ConfigMap is rendered and no engine env is set, because engines
   read their own prefix as internal settings (``VLLM_*`` is vLLM's own env namespace) and the
@@ -31,6 +35,11 @@ Decisions (documented for reviewers):
 * **Probes**: a startup probe allows 30 minutes (a cold start without prefetch measured ~15
   minutes), then readiness and liveness probes, all on the manifest's ``health_path``.
 * **Rollout**: ``maxSurge: 1, maxUnavailable: 0`` never drops serving capacity.
+* **Service links off** (``enableServiceLinks: false``): Kubernetes would otherwise inject
+  ``<SERVICE>_PORT=tcp://...`` variables, and one whose service name starts with the engine's
+  prefix (a Service ``vllm-x`` gives ``VLLM_X_PORT``) would reach the wrapper as a flag.
+* **Engine version**: with the pinned default image, the version gates use that image's
+  version (``versions.json`` ``engine_versions``); with your own image, pass it.
 * **Names**: the base name (RFC 1035 label) names the Deployment, Service, ServiceAccount and
   the IEC; the ConfigMap is ``<name>-config``, the claim ``<name>-model`` and the cluster-scoped
   PersistentVolume ``<namespace>-<name>-model``. The engine container is always named
@@ -44,7 +53,7 @@ import json
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -75,8 +84,14 @@ TARGETS = ("eks", "hyperpod-eks")
 ENGINE_CONTAINER = "engine"
 """Name of the engine container in the Deployment: stable, for post-processing functions."""
 WRAPPER_COMMAND = ("python3", "-m", "mlcc_constructs.core.wrapper")
-"""The container command in ``env`` delivery (the image must have mlcc-constructs)."""
+"""The container command in ``env`` delivery on hyperpod-eks (the image must hold the package)."""
+WRAPPER_MOUNT = "/opt/mlcc"
+"""Where the eks Deployment mounts the wrapper ConfigMap (``wrapper.py``, ``manifest.json``)."""
+MOUNTED_WRAPPER_COMMAND = ("python3", f"{WRAPPER_MOUNT}/wrapper.py")
+"""The container command in ``env`` delivery on eks: any image with python3 runs it."""
+WRAPPER_VOLUME = "mlcc-wrapper"
 ENGINE_ENV = "MLCC_ENGINE"
+MANIFEST_ENV = "MLCC_ENGINE_MANIFEST"
 CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
 ENGINE_LABEL = "mlcc-constructs/engine"
 MODEL_VOLUME = "model-weights"
@@ -113,6 +128,7 @@ class Names:
     base: str
     namespace: str
     config_map: str
+    wrapper: str
     claim: str
     volume: str
 
@@ -149,6 +165,13 @@ class Rendered:
 
 
 @cache
+def default_engine_versions() -> Mapping[str, str]:
+    """Engine → the version of its pinned default image (``versions.json`` ``engine_versions``)."""
+    document = json.loads(data_path("versions.json").read_text(encoding="utf-8"))
+    return dict(document["engine_versions"])
+
+
+@cache
 def default_images() -> Mapping[str, str]:
     """Engine → pinned default image (``data/versions.json`` ``engine_images``)."""
     document = json.loads(data_path("versions.json").read_text(encoding="utf-8"))
@@ -179,6 +202,7 @@ def object_names(name: str, namespace: str) -> Names:
         base=name,
         namespace=namespace,
         config_map=f"{name}-config",
+        wrapper=f"{name}-wrapper",
         claim=f"{name}-model",
         volume=f"{namespace}-{name}-model",
     )
@@ -220,6 +244,10 @@ def prepare(
                 allowed="env, args",
             )
         )
+    if spec.engine_version is None and spec.image is None:
+        # The pinned default image's version is known: version gates are checked against it.
+        pinned = default_engine_versions().get(spec.engine)
+        spec = replace(spec, engine_version=pinned) if pinned else spec
     try:
         fit_warnings, computed = lora_fit(spec, registry)
         resolution = resolve(spec, registry=registry, computed=computed)
@@ -239,11 +267,17 @@ def prepare(
                 fix="pass --image (DeploymentSpec.image) with the engine's container image",
             )
         )
-    elif spec.config_delivery == "env" and manifest.entrypoint == "wrapper" and not spec.image:
+    elif (
+        spec.config_delivery == "env"
+        and manifest.entrypoint == "wrapper"
+        and spec.target == "hyperpod-eks"
+        and not spec.image
+    ):
+        # eks mounts the wrapper from a ConfigMap; an IEC worker has no volumes for it.
         warnings.append(
-            f"config delivery 'env' runs the mlcc wrapper, which the default image {image} "
-            "does not contain: pass --image with mlcc-constructs installed, or use "
-            "--config-delivery args"
+            f"config delivery 'env' on hyperpod-eks runs the mlcc wrapper from the image, and "
+            f"the default image {image} does not contain it: pass --image with "
+            "mlcc-constructs installed, or use --config-delivery args"
         )
     if spec.config_delivery == "args" and manifest.entrypoint != "wrapper":
         problems.append(
@@ -419,6 +453,16 @@ def _cache_problems(spec: DeploymentSpec, manifest: EngineManifest) -> list[Prob
 # -- shared pieces ------------------------------------------------------------------------
 
 
+def _pod_config_hash(inputs: RenderInputs) -> str:
+    """Hash of everything the pod reads from ConfigMaps: the engine env and the wrapper."""
+    if not _mounts_wrapper(inputs):
+        return config_hash(inputs.engine_env)
+    wrapper = {
+        f"{WRAPPER_MOUNT}/{k}": v for k, v in _wrapper_files(inputs.resolution.manifest).items()
+    }
+    return config_hash({**inputs.engine_env, **wrapper})
+
+
 def config_hash(data: Mapping[str, str]) -> str:
     """``sha256:<hex>`` of the engine config; a pod-template annotation, so a change rolls pods."""
     text = json.dumps(dict(data), sort_keys=True, separators=(",", ":"))
@@ -472,6 +516,8 @@ def _command(inputs: RenderInputs) -> tuple[list[str], list[str]] | None:
         argv = inputs.resolution.argv()
         split = len(manifest.launch["command"])
         return argv[:split], argv[split:]
+    if inputs.spec.target == "eks":
+        return list(MOUNTED_WRAPPER_COMMAND), []
     return list(WRAPPER_COMMAND), []
 
 
@@ -491,6 +537,35 @@ def config_map(inputs: RenderInputs) -> dict[str, Any] | None:
         "kind": "ConfigMap",
         "metadata": _metadata(inputs, inputs.names.config_map),
         "data": inputs.engine_env,
+    }
+
+
+def _mounts_wrapper(inputs: RenderInputs) -> bool:
+    return _delivers_env(inputs) and inputs.resolution.manifest.entrypoint == "wrapper"
+
+
+def wrapper_config_map(inputs: RenderInputs) -> dict[str, Any] | None:
+    """The wrapper (stdlib-only Python) and the engine manifest it reads, mounted read-only
+    at :data:`WRAPPER_MOUNT`: ``env`` delivery then runs on a stock engine image. ``None``
+    unless a Model-A engine is delivered by env."""
+    if not _mounts_wrapper(inputs):
+        return None
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(inputs, inputs.names.wrapper),
+        "data": _wrapper_files(inputs.resolution.manifest),
+    }
+
+
+def _wrapper_files(manifest: EngineManifest) -> dict[str, str]:
+    from mlcc_constructs.core import wrapper
+
+    with open(wrapper.__file__, encoding="utf-8") as source:
+        script = source.read()
+    return {
+        "manifest.json": json.dumps(manifest.raw, indent=2, ensure_ascii=False) + "\n",
+        "wrapper.py": script,
     }
 
 
@@ -584,6 +659,7 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
     command = _command(inputs)
     if command is not None and _delivers_env(inputs):
         env.append({"name": ENGINE_ENV, "value": res.manifest.engine})
+        env.append({"name": MANIFEST_ENV, "value": f"{WRAPPER_MOUNT}/manifest.json"})
     env.append({"name": "HOME", "value": HOME})
     env += [{"name": k, "value": v} for k, v in res.plain]
     env += _secret_env(spec)
@@ -615,6 +691,8 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
         {"name": "tmp", "mountPath": "/tmp"},
         {"name": "home", "mountPath": HOME},
     ]
+    if _mounts_wrapper(inputs):
+        mounts.append({"name": WRAPPER_VOLUME, "mountPath": WRAPPER_MOUNT, "readOnly": True})
     volumes: list[dict[str, Any]] = [
         {
             "name": "shm",
@@ -626,6 +704,8 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
         {"name": "tmp", "emptyDir": {}},
         {"name": "home", "emptyDir": {}},
     ]
+    if _mounts_wrapper(inputs):
+        volumes.append({"name": WRAPPER_VOLUME, "configMap": {"name": names.wrapper}})
     if inputs.source.kind == "s3":
         mounts.append({"name": MODEL_VOLUME, "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
         volumes.append(
@@ -650,11 +730,14 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
             "template": {
                 "metadata": {
                     "labels": labels,
-                    "annotations": {CONFIG_HASH_ANNOTATION: config_hash(inputs.engine_env)},
+                    "annotations": {CONFIG_HASH_ANNOTATION: _pod_config_hash(inputs)},
                 },
                 "spec": {
                     "serviceAccountName": names.base,
                     "automountServiceAccountToken": False,
+                    # Service links inject <SERVICE>_PORT=tcp://... env vars; one whose name
+                    # starts with the engine prefix would reach the wrapper as a flag.
+                    "enableServiceLinks": False,
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": RUN_AS,
@@ -771,9 +854,9 @@ def objects_for(inputs: RenderInputs) -> list[dict[str, Any]]:
     if inputs.spec.target == "hyperpod-eks":
         return [inference_endpoint_config(inputs)]
     objects = [service_account(inputs)]
-    config = config_map(inputs)
-    if config is not None:
-        objects.append(config)
+    for config in (config_map(inputs), wrapper_config_map(inputs)):
+        if config is not None:
+            objects.append(config)
     volume = model_volume(inputs)
     if volume is not None:
         objects.extend(volume)
@@ -809,10 +892,29 @@ def render(
     return Rendered(objects=tuple(objects), warnings=inputs.warnings, inputs=inputs)
 
 
+class _ReviewDumper(yaml.SafeDumper):
+    """Multi-line strings (the wrapper script, JSON files) as ``|`` blocks a reviewer can read."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, text: str) -> yaml.Node:
+    lines = text.split("\n")
+    if len(lines) > 1 and not any(line != line.rstrip() for line in lines):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", text, style="|")
+    return dumper.represent_scalar("tag:yaml.org,2002:str", text)
+
+
+_ReviewDumper.add_representer(str, _represent_str)
+
+
 def to_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
     """Multi-document YAML, keys in render order (byte-stable)."""
-    return yaml.safe_dump_all(
-        [dict(o) for o in objects], sort_keys=False, default_flow_style=False, width=1000
+    return yaml.dump_all(
+        [dict(o) for o in objects],
+        Dumper=_ReviewDumper,
+        sort_keys=False,
+        default_flow_style=False,
+        width=1000,
+        allow_unicode=True,
     )
 
 

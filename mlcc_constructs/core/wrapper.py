@@ -1,7 +1,9 @@
 """Container-side wrapper: turn the active engine's ``<PREFIX>*`` env into its command line.
 
-Standard library only: this module runs inside engine images as the entrypoint
-(``python -m mlcc_constructs.core.wrapper``) and execs the engine. The same functions
+Standard library only: this file runs inside engine images as the entrypoint and execs the
+engine, either as a lone script mounted from a ConfigMap (``python3 /opt/mlcc/wrapper.py`` with
+``MLCC_ENGINE_MANIFEST`` naming the mounted manifest; any image with python3) or from an
+installed package (``python -m mlcc_constructs.core.wrapper``). The same functions
 compute the argv at synth time for ``config_delivery="args"`` and for ``mlcc argv``, so
 what a reviewer sees is exactly what the container runs.
 
@@ -126,10 +128,16 @@ def main(args: Sequence[str] | None = None) -> int:
         )
         return 2
     paths = [Path(p) for p in os.environ.get("MLCC_ENGINE_PATH", "").split(os.pathsep) if p]
+    given = os.environ.get("MLCC_ENGINE_MANIFEST")  # a mounted manifest, e.g. from a ConfigMap
     try:
-        manifest = json.loads(find_manifest(engine, paths).read_text(encoding="utf-8"))
+        path = Path(given) if given else find_manifest(engine, paths)
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+        if manifest.get("engine") != engine:
+            raise WrapperError(
+                f"{path} is the manifest of {manifest.get('engine')!r}, not {engine!r}"
+            )
         argv = build_argv(manifest, os.environ) + extra
-    except WrapperError as error:
+    except (OSError, ValueError) as error:  # WrapperError is a ValueError
         print(f"mlcc wrapper: {error}", file=sys.stderr)
         return 2
     if show:

@@ -71,6 +71,11 @@ class EngineDeployment(constructs.Construct):
                 value=config_map.name,
                 fix="drop config_map, or use config_delivery='env'",
             )
+        self.wrapper_config_map: cdk8s.ApiObject | None = None
+        """The wrapper script and engine manifest the pods mount (``env`` delivery, Model-A)."""
+        wrapper = render.wrapper_config_map(inputs)
+        if wrapper is not None:
+            self.wrapper_config_map = api_object(self, "WrapperConfigMap", wrapper)
         self.model_volume: cdk8s.ApiObject | None = None
         """The static S3 CSI PersistentVolume (``s3://`` models only)."""
         self.model_claim: cdk8s.ApiObject | None = None
