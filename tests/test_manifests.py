@@ -190,6 +190,15 @@ BAD_MANIFESTS = [
         ["{F}:/launch: 'command' is a required property"],
     ),
     (
+        "capability suffix listed in engine_env",
+        _with(engine_env=["LORA_RANK"]),
+        [
+            "{F}:/capability_map/lora_rank/suffix: a capability's suffix is also listed in "
+            "engine_env: it cannot be both a flag and the engine's own env setting (got "
+            "'LORA_RANK'; fix: remove it from engine_env or rename the capability's suffix)"
+        ],
+    ),
+    (
         "unknown field",
         _with(capabilities={}),
         [

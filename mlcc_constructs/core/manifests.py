@@ -66,6 +66,8 @@ class EngineManifest:
     adapter_api: Mapping[str, str] | None
     source: str
     raw: Mapping[str, Any]
+    engine_env: frozenset[str] = frozenset()
+    """Env keys (prefix included) the engine reads itself: forwarded as env, never flags."""
 
     def capability(self, name: str) -> Capability | None:
         """The capability called ``name``, or ``None`` when the engine does not declare it."""
@@ -80,9 +82,11 @@ class EngineManifest:
         """Env keys the wrapper sets itself (host/port flags) → the flag they would collide with."""
         flags = (self.launch.get(f) for f in ("port_flag", "host_flag"))
         return {
-            self.env_var_prefix + flag.lstrip("-").upper().replace("-", "_"): flag
+            key: flag
             for flag in flags
             if flag
+            and (key := self.env_var_prefix + flag.lstrip("-").upper().replace("-", "_"))
+            not in self.engine_env
         }
 
 
@@ -231,6 +235,19 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
                     fix="remove default/allowed, or make it 'valued'",
                 )
             )
+    engine_env = set(document.get("engine_env", ()))
+    for name, cap in capabilities.items():
+        if cap["suffix"] in engine_env:
+            problems.append(
+                Problem(
+                    message="a capability's suffix is also listed in engine_env: it cannot be "
+                    "both a flag and the engine's own env setting",
+                    where=where,
+                    pointer=json_pointer("capability_map", name, "suffix"),
+                    value=cap["suffix"],
+                    fix="remove it from engine_env or rename the capability's suffix",
+                )
+            )
     return problems
 
 
@@ -264,6 +281,9 @@ def _build(document: Mapping[str, Any], where: str) -> EngineManifest:
         launch=MappingProxyType(dict(document["launch"])),
         capabilities=tuple(capabilities),
         dimension_map=MappingProxyType(dict(document.get("dimension_map", {}))),
+        engine_env=frozenset(
+            document["env_var_prefix"] + s for s in document.get("engine_env", ())
+        ),
         adapter_api=(
             MappingProxyType(dict(document["adapter_api"])) if "adapter_api" in document else None
         ),

@@ -183,7 +183,6 @@ class _Resolver:
         spec, manifest = self.spec, self.manifest
         by_suffix = {c.suffix: c for c in manifest.capabilities}
         reserved = manifest.reserved_keys
-        engine_env = frozenset(manifest.raw.get("engine_env", ()))
         model_key = self._key_of("model")
         for key, raw_value in spec.env.items():
             pointer = f"env/{key}"
@@ -237,7 +236,7 @@ class _Resolver:
             if owner is None:
                 self.plain.append((key, value))
                 continue
-            if key in reserved and key[len(manifest.env_var_prefix) :] not in engine_env:
+            if key in reserved:
                 self.problems.append(
                     Problem(
                         message=f"{key} would set {reserved[key]}, which the manifest's launch "
