@@ -313,8 +313,10 @@ def test_config_hash_follows_the_config_map_data() -> None:
         annotations = by_kind(rendered, "Deployment")["spec"]["template"]["metadata"]["annotations"]
         env_data = next(o for o in rendered if o["metadata"]["name"] == "llama-vllm-config")
         wrapper = next(o for o in rendered if o["metadata"]["name"] == "llama-vllm-wrapper")
-        mounted = {f"/opt/mlcc/{name}": text for name, text in wrapper["data"].items()}
-        assert annotations[CONFIG_HASH_ANNOTATION] == config_hash({**env_data["data"], **mounted})
+        mounted = config_hash(wrapper["data"])  # the wrapper files, hashed as one entry
+        assert annotations[CONFIG_HASH_ANNOTATION] == config_hash(
+            {**env_data["data"], "/opt/mlcc": mounted}
+        )
         hashes.append(annotations[CONFIG_HASH_ANNOTATION])
     assert hashes[0] != hashes[1]
 

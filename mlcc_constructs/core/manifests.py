@@ -14,7 +14,7 @@ import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
@@ -68,6 +68,11 @@ class EngineManifest:
     raw: Mapping[str, Any]
     engine_env: frozenset[str] = frozenset()
     """Env keys (prefix included) the engine reads itself: forwarded as env, never flags."""
+
+    @cached_property
+    def json_text(self) -> str:
+        """The manifest as indented JSON (what the eks wrapper ConfigMap mounts)."""
+        return json.dumps(self.raw, indent=2, ensure_ascii=False) + "\n"
 
     def capability(self, name: str) -> Capability | None:
         """The capability called ``name``, or ``None`` when the engine does not declare it."""

@@ -454,13 +454,13 @@ def _cache_problems(spec: DeploymentSpec, manifest: EngineManifest) -> list[Prob
 
 
 def _pod_config_hash(inputs: RenderInputs) -> str:
-    """Hash of everything the pod reads from ConfigMaps: the engine env and the wrapper."""
+    """Hash of everything the pod reads from ConfigMaps: the engine env and, when mounted,
+    the wrapper files (by their own hash, computed once per manifest)."""
     if not _mounts_wrapper(inputs):
         return config_hash(inputs.engine_env)
-    wrapper = {
-        f"{WRAPPER_MOUNT}/{k}": v for k, v in _wrapper_files(inputs.resolution.manifest).items()
-    }
-    return config_hash({**inputs.engine_env, **wrapper})
+    manifest = inputs.resolution.manifest
+    mounted = config_hash(_wrapper_files(manifest))
+    return config_hash({**inputs.engine_env, WRAPPER_MOUNT: mounted})
 
 
 def config_hash(data: Mapping[str, str]) -> str:
@@ -559,14 +559,15 @@ def wrapper_config_map(inputs: RenderInputs) -> dict[str, Any] | None:
 
 
 def _wrapper_files(manifest: EngineManifest) -> dict[str, str]:
+    return {"manifest.json": manifest.json_text, "wrapper.py": _wrapper_script()}
+
+
+@cache
+def _wrapper_script() -> str:
     from mlcc_constructs.core import wrapper
 
     with open(wrapper.__file__, encoding="utf-8") as source:
-        script = source.read()
-    return {
-        "manifest.json": json.dumps(manifest.raw, indent=2, ensure_ascii=False) + "\n",
-        "wrapper.py": script,
-    }
+        return source.read()
 
 
 def service_account(inputs: RenderInputs) -> dict[str, Any]:
