@@ -11,8 +11,14 @@ from typing import Any
 
 __version__ = "0.1.0"
 
-# public name -> module that defines it; filled in as constructs land
+# public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
+    "DeploymentSpec": "mlcc_constructs.core.spec",
+    "SecretRef": "mlcc_constructs.core.spec",
+    "RenderContext": "mlcc_constructs.core.render",
+    "EngineRegistry": "mlcc_constructs.core.manifests",
+    "AdapterRank": "mlcc_constructs.core.lora",
+    "CacheBackendSpec": "mlcc_constructs.core.cache",
     "EngineConfigMap": "mlcc_constructs.k8s.config_map",
     "EngineDeployment": "mlcc_constructs.k8s.deployment",
     "InferenceEndpointConfig": "mlcc_constructs.k8s.inference_endpoint",
@@ -36,6 +42,9 @@ def __getattr__(name: str) -> Any:
     value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
+
+
+__all__ = sorted(_LAZY)  # resolved on first use by __getattr__
 
 
 def __dir__() -> list[str]:

@@ -94,3 +94,10 @@ def test_the_cli_command_table_matches_what_each_module_registers() -> None:
         importlib.import_module(f"mlcc_constructs.commands.{module}").register(subparsers)
         registered.update(dict.fromkeys(subparsers.choices, module))
     assert registered == cli.COMMAND_OWNERS
+
+
+def test_every_public_name_resolves() -> None:
+    import mlcc_constructs
+
+    for name in mlcc_constructs.__all__:
+        assert getattr(mlcc_constructs, name).__name__ == name
