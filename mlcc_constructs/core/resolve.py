@@ -449,6 +449,10 @@ def resolve(
 ) -> Resolution:
     """Resolve ``spec`` against its engine's manifest. Raises :class:`MlccError` with every problem.
 
+    ``registry`` defaults to the built-in engines only (library calls do not depend on the
+    process environment); pass ``EngineRegistry.load(...)`` for plugins, which also reads
+    ``$MLCC_ENGINE_PATH`` as the CLI does.
+
     ``computed`` holds library-computed capability values (e.g. ``lora_max_rank`` from the rank
     fit): they lose to user values and win over defaults.
     """
