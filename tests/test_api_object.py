@@ -98,6 +98,31 @@ def test_user_patch_reaches_the_output_and_is_validated(tmp_path: Path) -> None:
     assert list(by_kind["Deployment"]) == ["apiVersion", "kind", "metadata", "spec"]
 
 
+@pytest.mark.parametrize("patched", [False, True])
+def test_chart_labels_and_user_metadata_reach_the_output(tmp_path: Path, patched: bool) -> None:
+    """A team's chart labels and metadata edits are kept; on a clash the rendered label wins."""
+    import cdk8s
+
+    from mlcc_constructs.k8s.deployment import EngineDeployment
+
+    app = cdk8s.App(outdir=str(tmp_path))
+    labels = {"team": "ml", "app.kubernetes.io/name": "not-the-selector"}
+    chart = cdk8s.Chart(app, "team", labels=labels, disable_resource_name_hashes=True)
+    deployment = EngineDeployment(chart, "Serve", spec=SPECS["vllm-eks"], context=CONTEXT)
+    deployment.resource.metadata.add_annotation("owner", "platform")
+    if patched:
+        deployment.resource.add_json_patch(cdk8s.JsonPatch.replace("/spec/replicas", 2))
+    app.synth()
+    documents = list(yaml.safe_load_all((tmp_path / "team.k8s.yaml").read_text()))
+    rendered = {o["kind"]: o for o in render(SPECS["vllm-eks"], context=CONTEXT).objects}
+    for document in documents:
+        own = rendered[document["kind"]]["metadata"]["labels"]
+        assert document["metadata"]["labels"] == {**own, "team": "ml"}
+    deployment_doc = next(d for d in documents if d["kind"] == "Deployment")
+    assert deployment_doc["metadata"]["annotations"] == {"owner": "platform"}
+    assert deployment_doc["spec"]["replicas"] == (2 if patched else 1)
+
+
 def test_rendered_object_with_problems_fails_at_synth(tmp_path: Path) -> None:
     import cdk8s
 

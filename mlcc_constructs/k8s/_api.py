@@ -16,8 +16,12 @@ Trade-off, and how user edits are still caught: a synth-time validation is regis
 an object that needs one, i.e. one whose rendered dict has problems (reported at synth, as
 before) or one a user patched with ``add_json_patch``. The first patch switches the object to
 cdk8s's own rendering (the rendered content is applied as JSON patches ahead of the user's),
-and the validation then re-checks the final patched JSON at synth. As before, edits through
-``resource.metadata`` (``add_label``...) do not reach the output: the rendered metadata wins.
+and the validation then re-checks the final patched JSON at synth.
+
+Labels and annotations from outside the core still reach the output: a chart's ``labels`` and a
+user's ``resource.metadata.add_label`` / ``add_annotation`` are read from the JavaScript object
+at synth and merged under the rendered ones (on a key clash the rendered value wins: selectors
+depend on it).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from mlcc_constructs.core.errors import Problem
 from mlcc_constructs.core.k8s_validation import object_problems
 
 _HEADER = ("apiVersion", "kind", "metadata")
+_MERGED_METADATA = ("labels", "annotations")
 
 
 class _RenderedObject(cdk8s.ApiObject):
@@ -68,7 +73,16 @@ class _RenderedObject(cdk8s.ApiObject):
         """Apply RFC 6902 operations to the synthesized object (validated again at synth)."""
         if not self._patched:
             self._patched = True
-            content = [cdk8s.JsonPatch.replace("/metadata", self._rendered["metadata"])]
+            rendered_metadata = self._rendered["metadata"]
+            for key, value in rendered_metadata.get("labels", {}).items():
+                self.metadata.add_label(key, value)
+            for key, value in rendered_metadata.get("annotations", {}).items():
+                self.metadata.add_annotation(key, value)
+            content = [
+                cdk8s.JsonPatch.add(f"/metadata/{key}", value)
+                for key, value in rendered_metadata.items()
+                if key not in _MERGED_METADATA
+            ]
             content += [
                 cdk8s.JsonPatch.add(f"/{key}", value)
                 for key, value in self._rendered.items()
@@ -79,10 +93,19 @@ class _RenderedObject(cdk8s.ApiObject):
         super().add_json_patch(*ops)
 
     def to_json(self) -> Any:
-        """The object's Kubernetes JSON: the rendered dict, or cdk8s's once patched."""
+        """The object's Kubernetes JSON: the rendered dict with labels and annotations set
+        outside the core merged in, or cdk8s's own rendering once patched."""
         if self._patched:
             return super().to_json()
-        return copy.deepcopy(self._rendered)
+        rendered = copy.deepcopy(self._rendered)
+        outside = super().to_json().get("metadata", {})
+        metadata = rendered["metadata"]
+        for field in _MERGED_METADATA:
+            extra = outside.get(field)
+            if extra:
+                own = metadata.get(field, {})
+                metadata[field] = {**own, **{k: v for k, v in extra.items() if k not in own}}
+        return rendered
 
     def problems(self) -> list[Problem]:
         """Problems of the JSON this object synthesizes."""
