@@ -65,7 +65,53 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except BrokenPipeError:  # `mlcc ... | head`
         return 0
+    except OSError as error:
+        print(f"mlcc: error: {os_error_text(error)}", file=sys.stderr)
+        return 1
+    except Exception as error:
+        if not _is_aws_error(error):
+            raise  # a bug: keep its traceback
+        print(f"mlcc: error: {aws_error_text(error)}", file=sys.stderr)
+        return 1
     return code
+
+
+def os_error_text(error: OSError) -> str:
+    """``PATH: reason`` for a file-system error (the path the OS names, when it names one)."""
+    reason = error.strerror or str(error)
+    paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+# Exception class name -> the fix for it; the first name in the class's MRO that is listed wins.
+_AWS_FIXES: dict[str, str] = {
+    "NoCredentialsError": "configure AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID and "
+    "AWS_SECRET_ACCESS_KEY, or `aws configure`)",
+    "PartialCredentialsError": "configure complete AWS credentials (AWS_PROFILE, or both "
+    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY)",
+    "NoRegionError": "pass --region or set AWS_REGION",
+    "EndpointConnectionError": "check the network, or --endpoint-url when using an "
+    "S3-compatible endpoint",
+    "ConnectTimeoutError": "check the network, or --endpoint-url when using an S3-compatible "
+    "endpoint",
+    "ClientError": "check that the bucket exists and that your credentials may use it "
+    "(or --endpoint-url)",
+}
+
+
+def _is_aws_error(error: BaseException) -> bool:
+    # By module name: importing botocore here would slow down every command's start-up.
+    return type(error).__module__.split(".")[0] in ("botocore", "boto3", "s3transfer")
+
+
+def aws_error_text(error: BaseException) -> str:
+    """``S3: message (fix: ...)`` for a botocore/boto3 error."""
+    message = str(error) or type(error).__name__
+    names = [cls.__name__ for cls in type(error).__mro__]
+    fix = next((_AWS_FIXES[n] for n in names if n in _AWS_FIXES), "")
+    if not fix:
+        fix = "check AWS credentials, the region and --endpoint-url"
+    return f"S3: {message} (fix: {fix})"
 
 
 if __name__ == "__main__":

@@ -139,6 +139,12 @@ def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
 def run_render(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.render import file_name, render, to_yaml
 
+    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
+        raise fail(
+            "--out must be a folder, not a file",
+            where=args.out,
+            fix="pass a folder (created when missing) or omit --out to print the YAML",
+        )
     spec, context = build_spec(args)
     rendered = render(spec, context=context, registry=registry_from(args))
     for note in rendered.warnings:

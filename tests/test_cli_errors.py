@@ -1,0 +1,154 @@
+"""``mlcc`` turns file-system and S3 failures into one-line errors (exit 1), not tracebacks;
+a genuine bug still raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mlcc_constructs import cli
+from mlcc_constructs.commands import render as render_command
+
+MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+RENDER = ["render", "--engine", "vllm", "--model", MODEL, "--instance-type", "ml.g5.12xlarge"]
+RENDER += ["--name", "llama", "--account", "123456789012", "--profile", "dev"]
+PLAN = ["adapter", "plan", "bot", "--project", "acme", "--account", "123456789012"]
+PLAN += ["--region", "us-east-1", "--profile", "test", "--model", MODEL]
+SOURCE = "s3://mlcc-adapters-x/acme/bot/"
+CREDENTIALS_FIX = (
+    "configure AWS credentials (AWS_PROFILE, AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, "
+    "or `aws configure`)"
+)
+NETWORK_FIX = "check the network, or --endpoint-url when using an S3-compatible endpoint"
+CLIENT_FIX = "check that the bucket exists and that your credentials may use it (or --endpoint-url)"
+
+
+def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(argv)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+@pytest.fixture
+def a_file(tmp_path: Path) -> Path:
+    path = tmp_path / "x.yaml"
+    path.write_text("", encoding="utf-8")
+    return path
+
+
+OUT_CASES = [
+    (
+        "{file}",
+        "mlcc: error: {file}: --out must be a folder, not a file (fix: pass a folder (created "
+        "when missing) or omit --out to print the YAML)\n",
+    ),
+    ("{file}/sub", "mlcc: error: {file}/sub: Not a directory\n"),
+    ("/proc/nope", "mlcc: error: /proc/nope: No such file or directory\n"),
+]
+
+
+@pytest.mark.parametrize(("out", "message"), OUT_CASES)
+def test_render_out_errors(
+    out: str, message: str, a_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, stdout, stderr = run(capsys, [*RENDER, "--out", out.format(file=a_file)])
+    assert (code, stdout, stderr) == (1, "", message.format(file=a_file))
+    assert a_file.read_text(encoding="utf-8") == ""  # the file is left alone
+
+
+@pytest.fixture
+def fresh_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyPatch:
+    """No AWS credentials anywhere and a new boto3 default session (it caches credentials)."""
+    import boto3  # type: ignore[import-untyped]
+
+    for key in (
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+        "AWS_SESSION_TOKEN",
+        "AWS_PROFILE",
+        "AWS_DEFAULT_PROFILE",
+        "AWS_ENDPOINT_URL",
+        "AWS_ENDPOINT_URL_S3",
+        "AWS_WEB_IDENTITY_TOKEN_FILE",
+        "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI",
+        "AWS_CONTAINER_CREDENTIALS_FULL_URI",
+    ):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    monkeypatch.setattr(boto3, "DEFAULT_SESSION", None)
+    return monkeypatch
+
+
+def test_no_credentials(fresh_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = [*PLAN, "--endpoint-url", "http://127.0.0.1:1", "--from", SOURCE]
+    assert run(capsys, argv) == (
+        1,
+        "",
+        f"mlcc: error: S3: Unable to locate credentials (fix: {CREDENTIALS_FIX})\n",
+    )
+
+
+def test_endpoint_unreachable(
+    fresh_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fresh_aws.setenv("AWS_ACCESS_KEY_ID", "testing")
+    fresh_aws.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    argv = [*PLAN, "--endpoint-url", "http://127.0.0.1:1", "--from", SOURCE]
+    url = "http://127.0.0.1:1/mlcc-adapters-x?list-type=2&prefix=acme%2Fbot%2F&encoding-type=url"
+    assert run(capsys, argv) == (
+        1,
+        "",
+        f'mlcc: error: S3: Could not connect to the endpoint URL: "{url}" (fix: {NETWORK_FIX})\n',
+    )
+
+
+def test_client_error(
+    moto_s3: str, fresh_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fresh_aws.setenv("AWS_ACCESS_KEY_ID", "testing")
+    fresh_aws.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    argv = [*PLAN, "--endpoint-url", moto_s3, "--from", SOURCE]
+    assert run(capsys, argv) == (
+        1,
+        "",
+        "mlcc: error: S3: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
+        f"operation: The specified bucket does not exist (fix: {CLIENT_FIX})\n",
+    )
+
+
+class _Bug(Exception):
+    pass
+
+
+@pytest.mark.parametrize("error", [KeyError("spec"), _Bug("boom"), ValueError("bad")])
+def test_a_bug_keeps_its_traceback(
+    error: Exception, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(_: object) -> int:
+        raise error
+
+    monkeypatch.setattr(render_command, "run_render", broken)
+    with pytest.raises(type(error)) as caught:
+        cli.main(RENDER)
+    assert caught.value is error
+    assert capsys.readouterr().err == ""
+
+
+OS_ERRORS = [
+    (FileNotFoundError(2, "No such file or directory", "/a"), "/a: No such file or directory"),
+    (PermissionError(13, "Permission denied"), "Permission denied"),
+    (
+        OSError(18, "Invalid cross-device link", "/a", None, "/b"),
+        "/a -> /b: Invalid cross-device link",
+    ),
+    (TimeoutError("timed out"), "timed out"),
+]
+
+
+@pytest.mark.parametrize(("error", "text"), OS_ERRORS)
+def test_os_error_text(error: OSError, text: str) -> None:
+    assert cli.os_error_text(error) == text
