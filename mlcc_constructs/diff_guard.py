@@ -21,6 +21,7 @@ true``) and any change outside ``Resources`` are offending. Stdlib only: no jsii
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import tempfile
@@ -29,12 +30,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
+from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer, raise_if_any
 
 SCRIPT = Path(__file__).resolve().parent / "_cfn_diff.js"
 _CHANGES = ("added", "removed", "modified")
 _REPLACING = ("WILL_REPLACE", "MAY_REPLACE")
 _MARK = {"added": "[+]", "removed": "[-]", "modified": "[~]"}
+# The line of node's stderr that says what went wrong ("SyntaxError: ...", "Error: Cannot
+# find module ..."); the lines around it are the source excerpt, stack and node's version.
+_NODE_ERROR = re.compile(r"^\s*(?:\w+)?(?:Error|Exception)\b")
+_NPM_FIX = (
+    "run `npm ci` in the repository (needs @aws-cdk/cloudformation-diff) "
+    "or set NODE_PATH to a node_modules that has it"
+)
 
 Template = Path | str | Mapping[str, Any]
 
@@ -85,10 +93,13 @@ def template_diff(before: Template, after: Template) -> TemplateDiff:
             where="diff guard",
             fix="install Node.js >= 20 and run `npm ci` (package.json pins the diff engine)",
         )
+    templates = _load_templates(before, after)
     with tempfile.TemporaryDirectory(prefix="mlcc-diff-") as tmp:
-        paths = [
-            _template_path(t, Path(tmp) / f"{n}.json") for n, t in (("a", before), ("b", after))
-        ]
+        paths = []
+        for name, document in zip(("a", "b"), templates, strict=True):
+            path = Path(tmp) / f"{name}.json"
+            path.write_text(json.dumps(document), encoding="utf-8")
+            paths.append(path)
         result = subprocess.run(
             [node, str(SCRIPT), *map(str, paths)],
             capture_output=True,
@@ -96,11 +107,13 @@ def template_diff(before: Template, after: Template) -> TemplateDiff:
             check=False,
         )
     if result.returncode != 0:
+        line = node_error_line(result.stderr)
         raise fail(
-            f"the CDK diff engine failed: {result.stderr.strip().splitlines()[-1:]}",
+            f"the CDK diff engine failed (exit {result.returncode}): {line}",
             where=str(SCRIPT),
-            fix="run `npm ci` in the repository (needs @aws-cdk/cloudformation-diff) "
-            "or set NODE_PATH to a node_modules that has it",
+            fix=_NPM_FIX
+            if "Cannot find module" in line
+            else "this is a bug in the diff guard; report it with node's full stderr",
         )
     raw = json.loads(result.stdout)
     return TemplateDiff(
@@ -120,14 +133,75 @@ def template_diff(before: Template, after: Template) -> TemplateDiff:
     )
 
 
-def _template_path(template: Template, scratch: Path) -> Path:
+def node_error_line(stderr: str) -> str:
+    """The line of node's ``stderr`` that names the error (else its first non-empty line)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    named = next((line for line in lines if _NODE_ERROR.match(line)), None)
+    if named is not None:
+        return named
+    rest = [line for line in lines if not line.startswith("Node.js v")]
+    return rest[0] if rest else "no error output"
+
+
+def load_template(template: Template) -> dict[str, Any]:
+    """A template as a dict: a path is read and must hold a JSON object."""
     if isinstance(template, Mapping):
-        scratch.write_text(json.dumps(template), encoding="utf-8")
-        return scratch
+        return dict(template)
     path = Path(template)
     if not path.is_file():
         raise fail("template file not found", where=str(path), fix="synthesise it first")
-    return path
+    fix = "pass the template `cdk synth` writes to cdk.out/*.template.json"
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise fail(
+            "not a JSON CloudFormation template: not UTF-8 text", where=str(path), fix=fix
+        ) from None
+    except json.JSONDecodeError as error:
+        raise fail(
+            f"not a JSON CloudFormation template: {error.msg} at line {error.lineno} "
+            f"column {error.colno}",
+            where=str(path),
+            fix=fix,
+        ) from None
+    if not isinstance(document, dict):
+        raise fail(
+            "not a JSON CloudFormation template: the top level must be an object",
+            where=str(path),
+            value=type(document).__name__,
+            fix=fix,
+        )
+    return document
+
+
+def _load_templates(before: Template, after: Template) -> list[dict[str, Any]]:
+    problems: list[Problem] = []
+    documents: list[dict[str, Any]] = []
+    for template in (before, after):
+        try:
+            documents.append(load_template(template))
+        except MlccError as error:
+            problems.extend(error.problems)
+    raise_if_any(problems)
+    return documents
+
+
+def load_inputs(
+    before: Template, after: Template, expected: Path | str
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, ExpectedChange]]:
+    """Both templates and the expectation, checked; every problem of all three at once."""
+    problems: list[Problem] = []
+    try:
+        documents = _load_templates(before, after)
+    except MlccError as error:
+        problems.extend(error.problems)
+        documents = []
+    try:
+        expectation = load_expectation(expected)
+    except MlccError as error:
+        problems.extend(error.problems)
+    raise_if_any(problems)
+    return documents[0], documents[1], expectation
 
 
 def load_expectation(path: Path | str) -> dict[str, ExpectedChange]:
@@ -135,10 +209,15 @@ def load_expectation(path: Path | str) -> dict[str, ExpectedChange]:
     where = str(path)
     try:
         document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
+    except (FileNotFoundError, IsADirectoryError):
         raise fail("expectation file not found", where=where) from None
+    except UnicodeDecodeError:
+        raise fail("not valid JSON: not UTF-8 text", where=where) from None
     except json.JSONDecodeError as error:
-        raise fail(f"not valid JSON: {error.msg} at line {error.lineno}", where=where) from None
+        raise fail(
+            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
+            where=where,
+        ) from None
     problems: list[Problem] = []
     resources = document.get("resources") if isinstance(document, dict) else None
     if not isinstance(resources, dict):
@@ -273,4 +352,5 @@ def _property_lines(change: ResourceChange) -> list[str]:
 
 def diff_guard(before: Template, after: Template, expected: Path | str) -> list[str]:
     """Offending changes of ``before`` → ``after`` against the expectation file (empty: ok)."""
-    return offending_changes(template_diff(before, after), load_expectation(expected))
+    before_doc, after_doc, expectation = load_inputs(before, after, expected)
+    return offending_changes(template_diff(before_doc, after_doc), expectation)

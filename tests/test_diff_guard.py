@@ -18,6 +18,7 @@ from mlcc_constructs.diff_guard import (
     TemplateDiff,
     diff_guard,
     load_expectation,
+    node_error_line,
     offending_changes,
     template_diff,
 )
@@ -148,7 +149,13 @@ BAD_EXPECTATIONS = [
             "(got 'X')",
         ],
     ),
-    ("{", ["x.json: not valid JSON: Expecting property name enclosed in double quotes at line 1"]),
+    (
+        "{",
+        [
+            "x.json: not valid JSON: Expecting property name enclosed in double quotes at line 1 "
+            "column 2"
+        ],
+    ),
 ]
 
 
@@ -175,3 +182,116 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     err = capsys.readouterr().err
     assert "[~] AWS::EKS::Addon S3CsiDriverAddon" in err
     assert "! undeclared property change(s): AddonVersion" in err
+
+
+TEMPLATE_FIX = "fix: pass the template `cdk synth` writes to cdk.out/*.template.json"
+BAD_TEMPLATES = [
+    (
+        "key: [1\n",
+        "before.yaml: not a JSON CloudFormation template: Expecting value at line 1 column 1 "
+        f"({TEMPLATE_FIX})",
+    ),
+    (
+        '{"Resources": {}\n  "Outputs": {}}',
+        "before.yaml: not a JSON CloudFormation template: Expecting ',' delimiter at line 2 "
+        f"column 3 ({TEMPLATE_FIX})",
+    ),
+    (
+        "[]",
+        "before.yaml: not a JSON CloudFormation template: the top level must be an object "
+        f"(got 'list'; {TEMPLATE_FIX})",
+    ),
+    (
+        b"\xff\xfe{}".decode("latin-1"),
+        f"before.yaml: not a JSON CloudFormation template: not UTF-8 text ({TEMPLATE_FIX})",
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "message"), BAD_TEMPLATES)
+def test_cli_reports_a_bad_template_before_running_node(
+    text: str,
+    message: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("before.yaml").write_bytes(text.encode("latin-1"))
+    monkeypatch.setattr("mlcc_constructs.diff_guard.SCRIPT", tmp_path / "never-run.js")
+    argv = ["diff-guard", "before.yaml", str(BEFORE_FIX), "--expect", str(EXPECTED_DIFF)]
+    assert main(argv) == 1
+    assert capsys.readouterr().err == f"mlcc: error: {message}\n"
+
+
+def test_cli_reports_every_bad_input_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    Path("a.json").write_text("not json", encoding="utf-8")
+    Path("e.json").write_text("{'resources': {}}", encoding="utf-8")
+    assert main(["diff-guard", "a.json", "missing.json", "--expect", "e.json"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "mlcc: error: a.json: not a JSON CloudFormation template: Expecting value at line 1 "
+        f"column 1 ({TEMPLATE_FIX})",
+        "mlcc: error: missing.json: template file not found (fix: synthesise it first)",
+        "mlcc: error: e.json: not valid JSON: Expecting property name enclosed in double quotes "
+        "at line 1 column 2",
+    ]
+
+
+NPM_FIX = (
+    "fix: run `npm ci` in the repository (needs @aws-cdk/cloudformation-diff) or set NODE_PATH "
+    "to a node_modules that has it"
+)
+BUG_FIX = "fix: this is a bug in the diff guard; report it with node's full stderr"
+NODE_FAILURES = [
+    # node's own JSON.parse message varies by version: only its start is checked
+    ('JSON.parse("{");', "exit 1", "SyntaxError: ", BUG_FIX),
+    (
+        'require("mlcc-no-such-module");',
+        "exit 1",
+        "Error: Cannot find module 'mlcc-no-such-module'",
+        NPM_FIX,
+    ),
+    ('throw new TypeError("bad change set");', "exit 1", "TypeError: bad change set", BUG_FIX),
+    ('process.stderr.write("\\nboom\\n");process.exit(3);', "exit 3", "boom", BUG_FIX),
+    ("process.exit(4);", "exit 4", "no error output", BUG_FIX),
+]
+
+
+@pytest.mark.parametrize(("script", "code", "line", "fix"), NODE_FAILURES)
+def test_node_failure_names_the_error_line(
+    script: str, code: str, line: str, fix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broken = tmp_path / "broken.js"
+    broken.write_text(script, encoding="utf-8")
+    monkeypatch.setattr("mlcc_constructs.diff_guard.SCRIPT", broken)
+    with pytest.raises(MlccError) as caught:
+        template_diff({"Resources": {}}, {"Resources": {}})
+    (problem,) = caught.value.problems
+    head = f"{broken}: the CDK diff engine failed ({code}): {line}"
+    assert str(problem).startswith(head)
+    assert str(problem).endswith(f" ({fix})")
+    assert "Node.js v" not in str(problem)  # not node's version banner (the last line)
+
+
+NODE_STDERR = [
+    (
+        "/x/_cfn_diff.js:30\n  return JSON.parse(s);\n              ^\n\n"
+        "SyntaxError: Unexpected token 'k', \"key: [1\" is not valid JSON\n"
+        "    at JSON.parse (<anonymous>)\n\nNode.js v20.20.2\n",
+        "SyntaxError: Unexpected token 'k', \"key: [1\" is not valid JSON",
+    ),
+    (
+        "node:internal/x:1\n  throw err;\n\nError: Cannot find module 'y'\n",
+        "Error: Cannot find module 'y'",
+    ),
+    ("\n\nNode.js v20.20.2\n", "no error output"),
+    ("killed\nNode.js v20.20.2\n", "killed"),
+]
+
+
+@pytest.mark.parametrize(("stderr", "line"), NODE_STDERR)
+def test_node_error_line(stderr: str, line: str) -> None:
+    assert node_error_line(stderr) == line

@@ -29,10 +29,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlcc_constructs.diff_guard import load_expectation, offending_changes, template_diff
+    from mlcc_constructs.diff_guard import load_inputs, offending_changes, template_diff
 
-    expected = load_expectation(args.expect)
-    diff = template_diff(args.before, args.after)
+    before, after, expected = load_inputs(args.before, args.after, args.expect)
+    diff = template_diff(before, after)
     if args.show_diff:
         print(diff.text, end="")
     offending = offending_changes(diff, expected)
