@@ -9,6 +9,7 @@ from mlcc_constructs.core.manifests import builtin_engines
 from mlcc_constructs.core.spec import DeploymentSpec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+LLAMA_CPP_IMAGE = "registry.example.com/sagemaker-llama-cpp:bench"
 INSTANCES = ("ml.g5.12xlarge", "ml.g6e.xlarge", "ml.p5.48xlarge")
 # The seed's PodLocal LMCache example (cachebackend-engine-overrides), runtime filled in.
 CACHE_SPEC: dict[str, Any] = {
@@ -74,6 +75,8 @@ def deployment_specs(count: int, *, cache: bool) -> list[DeploymentSpec]:
                 env={"NCCL_DEBUG": "WARN"},
                 engine_version="9.0.0",
                 cache_backend=backends.get(combo["cache_runtime"]),
+                # llama.cpp has no pinned default image: name a SageMaker llama.cpp container
+                image=LLAMA_CPP_IMAGE if combo["engine"] == "llama-cpp" else None,
             )
         )
     return specs

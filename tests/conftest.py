@@ -21,6 +21,9 @@ os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
 SNAPSHOTS = REPO / "snapshots"
+# llama.cpp has no pinned default image (the SageMaker llama.cpp container that reads
+# SM_LLAMA_CPP_* must be named by the user); tests render it with this stand-in.
+LLAMA_CPP_TEST_IMAGE = "registry.example.com/sagemaker-llama-cpp:test"
 
 
 class _PlainFileSnapshot(SingleFileSnapshotExtension):

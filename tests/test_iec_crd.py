@@ -10,6 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
+from conftest import LLAMA_CPP_TEST_IMAGE
 
 from mlcc_constructs.core.k8s_validation import IEC_V1_RULES, iec_problems, strict
 from mlcc_constructs.core.render import RenderContext, render
@@ -51,6 +52,7 @@ def rendered_iecs() -> list[tuple[str, dict[str, Any]]]:
                     lora=lora,
                     config_delivery=delivery,
                     env={"NCCL_DEBUG": "WARN"},
+                    image=LLAMA_CPP_TEST_IMAGE if engine == "llama-cpp" else None,
                 )
                 cases.append(
                     (f"{engine}-{lora}-{delivery}", render(spec, context=CONTEXT).objects[0])

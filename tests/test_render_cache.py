@@ -140,3 +140,33 @@ def test_spec_file_takes_a_cache_backend(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     deployment = next(d for d in yaml.safe_load_all(out.stdout) if d["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["initContainers"][0]["restartPolicy"] == "Always"
+
+
+@pytest.mark.parametrize(
+    ("field", "tokens", "index", "flag", "owner"),
+    [
+        ("args", ["--port", "9000"], 0, "--port", "the engine manifest's launch.port_flag"),
+        (
+            "args",
+            ["--tensor-parallel-size=2"],
+            0,
+            "--tensor-parallel-size",
+            "VLLM_TENSOR_PARALLEL_SIZE",
+        ),
+        ("suppressArgs", ["--enable-lora"], 0, "--enable-lora", "VLLM_ENABLE_LORA"),
+    ],
+)
+def test_overrides_may_not_touch_flags_the_config_sets(
+    field: str, tokens: list[str], index: int, flag: str, owner: str
+) -> None:
+    document = seed_safe_spec("VLLM")
+    document["integration"]["engineOverrides"] = {field: tokens}
+    spec = _spec("vllm", "VLLM", lora=True, cache_backend=CacheBackendSpec.from_dict(document))
+    with pytest.raises(MlccError) as caught:
+        render(spec, context=CONTEXT)
+    assert str(caught.value) == (
+        f"cache_backend/integration/engineOverrides/{field}/{index}: overrides {flag}, which "
+        f"{owner} sets: an override would conflict with it (the probes, Service and GPU requests "
+        f"follow the config) (got {tokens[index]!r}; fix: set it through {owner} instead, or drop "
+        "the override)"
+    )

@@ -130,7 +130,8 @@ def test_spec_file(capsys: pytest.CaptureFixture[str], tmp_path: Path, suffix: s
     assert code == 0, err
     [iec] = list(yaml.safe_load_all(out))
     worker = iec["spec"]["worker"]
-    assert worker["args"][:2] == ["mistralai/Mistral-7B-Instruct-v0.3", "--enforce-eager"]
+    # the operator's init container stages the Hugging Face model at the model mount
+    assert worker["args"][:2] == ["/opt/ml/model", "--enforce-eager"]
     assert "--max-num-seqs" in worker["args"]
     assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"] == (
         "s3://mlcc-tls-prod-123456789012-eu-west-1/inference/mistral"

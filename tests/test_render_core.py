@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from conftest import LLAMA_CPP_TEST_IMAGE
 
 from mlcc_constructs import cli
 from mlcc_constructs.core.catalog import lookup
@@ -45,6 +46,8 @@ def make_spec(engine: str = "vllm", target: str = "eks", **overrides: Any) -> De
         "namespace": "inference",
         "target": target,
     }
+    if engine == "llama-cpp":
+        values["image"] = LLAMA_CPP_TEST_IMAGE
     values.update(overrides)
     return DeploymentSpec(**values)
 
@@ -228,9 +231,13 @@ def test_the_mounted_wrapper_runs_on_its_own_in_a_stock_image(tmp_path: Path) ->
         (tmp_path / name).write_text(text)
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["MLCC_ENGINE_MANIFEST"] = str(tmp_path / "manifest.json")
+    assert env["USER"] == "mlcc"  # UID 1000 has no passwd entry in the images
+    assert env["MLCC_ENGINE_KEYS"].split(",") == list(config["data"])
+    # The stock vLLM image sets VLLM_USAGE_SOURCE itself; it must not become a flag.
+    image_env = {"VLLM_USAGE_SOURCE": "production-docker-image", "VLLM_FROM_IMAGE": "x"}
     out = subprocess.run(
         [sys.executable, "-I", "-S", str(tmp_path / "wrapper.py"), "--print"],
-        env={**config["data"], **env},
+        env={**image_env, **config["data"], **env},
         capture_output=True,
         text=True,
         check=True,
@@ -239,6 +246,43 @@ def test_the_mounted_wrapper_runs_on_its_own_in_a_stock_image(tmp_path: Path) ->
         "vllm", "serve", "/opt/ml/model", "--enable-lora", "--max-num-seqs", "8",
         "--tensor-parallel-size", "4", "--host", "0.0.0.0", "--port", "8000",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm"])
+def test_the_inlined_wrapper_runs_the_hyperpod_worker(engine: str) -> None:
+    """An IEC worker has no volumes: its command carries the wrapper, its env the manifest."""
+    import subprocess
+    import sys
+
+    spec = make_spec(engine, "hyperpod-eks", env={"NCCL_DEBUG": "WARN"})
+    iec = objects(spec)[0]
+    worker = iec["spec"]["worker"]
+    assert worker["command"][:2] == ["python3", "-c"]
+    env = {e["name"]: e["value"] for e in worker["environmentVariables"] if "value" in e}
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", worker["command"][2], "--print"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    args = ["--engine", engine, "--model", MODEL, "--instance-type", "ml.g5.12xlarge"]
+    assert json.loads(out.stdout) == resolve_argv(args, target="hyperpod-eks")
+
+
+def resolve_argv(args: list[str], *, target: str) -> list[str]:
+    """What `mlcc argv` computes for the same inputs (the model is mounted on hyperpod-eks)."""
+    from mlcc_constructs.core.resolve import resolve
+
+    options = dict(zip(args[::2], args[1::2], strict=True))
+    spec = DeploymentSpec(
+        engine=options["--engine"],
+        model=options["--model"],
+        instance_type=options["--instance-type"],
+        target=target,
+        engine_version="9.9.9",
+    )
+    return resolve(spec).argv()
 
 
 def test_model_b_engine_keeps_the_image_entrypoint_and_refuses_args() -> None:
@@ -533,3 +577,12 @@ def test_yaml_round_trips_exactly(engine: str) -> None:
     """Block-literal strings (wrapper script, manifest JSON) load back byte for byte."""
     rendered = objects(make_spec(engine, lora=engine != "tensorrt-llm"))
     assert list(yaml.safe_load_all(to_yaml(rendered))) == rendered
+
+
+def test_llama_cpp_needs_an_explicit_image() -> None:
+    with pytest.raises(MlccError) as caught:
+        objects(make_spec("llama-cpp", image=None))
+    assert str(caught.value) == (
+        "image: engine 'llama-cpp' has no pinned default image (fix: pass --image "
+        "(DeploymentSpec.image) with the engine's container image)"
+    )

@@ -99,3 +99,20 @@ def test_spec_file_takes_adapters() -> None:
     )
     assert loaded.spec.lora_adapters == (AdapterRank(name="a", r=8, rank_pattern={"q_proj": 200}),)
     assert _env(loaded.spec)["VLLM_MAX_LORA_RANK"] == "256"
+
+
+def test_the_cap_uses_the_engines_own_memory_share() -> None:
+    # 16.06 GB of bf16 weights do not fit in half of a 24 GiB A10G
+    half = _spec(instance_type="ml.g5.xlarge", model_config=LLAMA_8B,
+                 env={"VLLM_GPU_MEMORY_UTILIZATION": "0.5"})  # fmt: skip
+    with pytest.raises(MlccError, match="the model does not fit"):
+        render(half, context=CONTEXT)
+    both = _spec(model_config=LLAMA_8B, gpu_memory_utilization=0.8,
+                 env={"VLLM_GPU_MEMORY_UTILIZATION": "0.95"})  # fmt: skip
+    with pytest.raises(MlccError) as caught:
+        render(both, context=CONTEXT)
+    assert str(caught.value) == (
+        "gpu_memory_utilization: the GPU memory share is set twice: gpu_memory_utilization=0.8 "
+        "and VLLM_GPU_MEMORY_UTILIZATION=0.95 (got 0.8; fix: set only "
+        "VLLM_GPU_MEMORY_UTILIZATION (what the engine uses))"
+    )

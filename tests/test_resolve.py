@@ -283,3 +283,10 @@ def test_every_problem_is_reported_at_once() -> None:
         resolve(spec(env={"SGLANG_X": "1", "HF_TOKEN": "t", "VLLM_Y": ""}, instance_type="zz"))
     pointers = [p.pointer for p in caught.value.problems]
     assert pointers == ["instance_type", "env/SGLANG_X", "env/HF_TOKEN", "env/VLLM_Y"]
+
+
+def test_hyperpod_stages_huggingface_models_at_the_mount() -> None:
+    """The HyperPod operator's init container downloads the model (it alone gets the token)."""
+    hub = "meta-llama/Llama-3.1-8B-Instruct"
+    assert resolve(spec(model=hub, target="hyperpod-eks")).env["VLLM_MODEL"] == "/opt/ml/model"
+    assert resolve(spec(model=hub, target="eks")).env["VLLM_MODEL"] == hub

@@ -133,3 +133,9 @@ def test_engine_env_settings_stay_env() -> None:
     assert argv == [
         "vllm", "serve", "org/name", "--max-num-seqs", "8", "--host", "0.0.0.0", "--port", "8000",
     ]  # fmt: skip
+
+
+def test_only_delivered_keys_become_flags() -> None:
+    env = {"VLLM_MODEL": "m", "VLLM_MAX_LORAS": "2", "VLLM_USAGE_SOURCE": "image", "VLLM_X": "1"}
+    argv = build_argv(MANIFESTS["vllm"], env, keys={"VLLM_MODEL", "VLLM_MAX_LORAS"})
+    assert argv == ["vllm", "serve", "m", "--max-loras", "2", "--host", "0.0.0.0", "--port", "8000"]

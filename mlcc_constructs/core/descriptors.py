@@ -41,6 +41,9 @@ class TargetDescriptor:
     description: str
     model_mount_path: str
     adapter_delivery: AdapterDelivery
+    huggingface_model: str = "by-id"
+    """``by-id``: the engine downloads a Hugging Face model; ``mounted``: the platform stages it
+    at ``model_mount_path`` (the HyperPod operator's init container, which alone has the token)."""
 
 
 def _read_json(path: Path) -> Any:
@@ -95,6 +98,7 @@ def load_target(name: str) -> TargetDescriptor:
         name=document["target"],
         description=document.get("description", ""),
         model_mount_path=document["model_mount_path"],
+        huggingface_model=document.get("huggingface_model", "by-id"),
         adapter_delivery=AdapterDelivery(
             strategy=delivery["strategy"],
             mount_path=delivery.get("mount_path"),

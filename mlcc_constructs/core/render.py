@@ -62,7 +62,7 @@ import yaml
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.catalog import InstanceType
 from mlcc_constructs.core.descriptors import bucket_name, bucket_patterns, load_target
-from mlcc_constructs.core.errors import MlccError, Problem
+from mlcc_constructs.core.errors import MlccError, Problem, fail
 from mlcc_constructs.core.k8s_validation import (
     IEC_API_VERSION,
     IEC_KIND,
@@ -83,8 +83,6 @@ TARGETS = ("eks", "hyperpod-eks")
 """Targets this module renders (``realtime-inference`` is a CDK surface)."""
 ENGINE_CONTAINER = "engine"
 """Name of the engine container in the Deployment: stable, for post-processing functions."""
-WRAPPER_COMMAND = ("python3", "-m", "mlcc_constructs.core.wrapper")
-"""The container command in ``env`` delivery on hyperpod-eks (the image must hold the package)."""
 WRAPPER_MOUNT = "/opt/mlcc"
 """Where the eks Deployment mounts the wrapper ConfigMap (``wrapper.py``, ``manifest.json``)."""
 MOUNTED_WRAPPER_COMMAND = ("python3", f"{WRAPPER_MOUNT}/wrapper.py")
@@ -92,6 +90,12 @@ MOUNTED_WRAPPER_COMMAND = ("python3", f"{WRAPPER_MOUNT}/wrapper.py")
 WRAPPER_VOLUME = "mlcc-wrapper"
 ENGINE_ENV = "MLCC_ENGINE"
 MANIFEST_ENV = "MLCC_ENGINE_MANIFEST"
+MANIFEST_JSON_ENV = "MLCC_ENGINE_MANIFEST_JSON"
+KEYS_ENV = "MLCC_ENGINE_KEYS"
+"""The env keys the wrapper translates: only what the library delivered, never an image's own."""
+USER = "mlcc"
+"""``USER`` for UID 1000: images have no passwd entry for it, and getpass.getuser() (torch
+inductor, triton caches) fails without one."""
 CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
 ENGINE_LABEL = "mlcc-constructs/engine"
 MODEL_VOLUME = "model-weights"
@@ -267,18 +271,6 @@ def prepare(
                 fix="pass --image (DeploymentSpec.image) with the engine's container image",
             )
         )
-    elif (
-        spec.config_delivery == "env"
-        and manifest.entrypoint == "wrapper"
-        and spec.target == "hyperpod-eks"
-        and not spec.image
-    ):
-        # eks mounts the wrapper from a ConfigMap; an IEC worker has no volumes for it.
-        warnings.append(
-            f"config delivery 'env' on hyperpod-eks runs the mlcc wrapper from the image, and "
-            f"the default image {image} does not contain it: pass --image with "
-            "mlcc-constructs installed, or use --config-delivery args"
-        )
     if spec.config_delivery == "args" and manifest.entrypoint != "wrapper":
         problems.append(
             Problem(
@@ -291,7 +283,7 @@ def prepare(
                 f"{manifest.env_var_prefix}* itself)",
             )
         )
-    problems += _cache_problems(spec, manifest)
+    problems += _cache_problems(spec, resolution)
     for key in spec.secret_env:
         if key in resolution.env:
             problems.append(
@@ -411,19 +403,68 @@ def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution) -> None:
         tp=resolution.tensor_parallel_degree,
         max_loras=value_of("lora_max", 1),
         rank=value_of("lora_max_rank", int(COMPANION_DEFAULTS["lora_max_rank"])),
-        utilization=spec.gpu_memory_utilization,
+        utilization=_utilization(spec, manifest),
         adapters=[a.name for a in spec.lora_adapters],
     )
 
 
-def _cache_problems(spec: DeploymentSpec, manifest: EngineManifest) -> list[Problem]:
-    """A CacheBackend is injected into an eks Deployment of the engine that serves its runtime."""
+def _utilization(spec: DeploymentSpec, manifest: EngineManifest) -> float:
+    """The GPU memory share the engine runs with: its own setting (the manifest's
+    ``gpu_memory_utilization`` dimension, e.g. VLLM_GPU_MEMORY_UTILIZATION) when the user set
+    it, else ``spec.gpu_memory_utilization``; both set and different is an error."""
+    suffix = manifest.dimension_map.get("gpu_memory_utilization")
+    key = manifest.env_var_prefix + suffix if suffix else None
+    given = spec.env.get(key) if key else None
+    if given is None:
+        return spec.gpu_memory_utilization
+    try:
+        value = float(given)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 1:
+        raise fail(
+            "not a share of GPU memory",
+            pointer=f"env/{key}",
+            value=given,
+            allowed="a number in (0, 1]",
+        )
+    default = DeploymentSpec.__dataclass_fields__["gpu_memory_utilization"].default
+    if spec.gpu_memory_utilization not in (default, value):
+        raise fail(
+            f"the GPU memory share is set twice: gpu_memory_utilization="
+            f"{spec.gpu_memory_utilization} and {key}={given}",
+            pointer="gpu_memory_utilization",
+            value=spec.gpu_memory_utilization,
+            fix=f"set only {key} (what the engine uses)",
+        )
+    return value
+
+
+def _cache_problems(spec: DeploymentSpec, resolution: Resolution) -> list[Problem]:
+    """A CacheBackend is injected into an eks Deployment of the engine that serves its runtime,
+    and its argument overrides may not touch a flag the engine config or launch section owns."""
     backend = spec.cache_backend
     if backend is None:
         return []
-    from mlcc_constructs.core.cache import admission_problems
+    from mlcc_constructs.core.cache import admission_problems, leading_token
 
+    manifest = resolution.manifest
     problems = admission_problems(backend, path="cache_backend")
+    owned = _configured_flags(resolution)
+    overrides = backend.overrides
+    for field, tokens in (("args", overrides.args), ("suppressArgs", overrides.suppress_args)):
+        for index, token in enumerate(tokens):
+            flag = leading_token(token)
+            if flag in owned:
+                problems.append(
+                    Problem(
+                        message=f"overrides {flag}, which {owned[flag]} sets: an override would "
+                        "conflict with it (the probes, Service and GPU requests follow the config)",
+                        pointer=f"cache_backend/integration/engineOverrides/{field}/{index}",
+                        value=token,
+                        fix=f"set it through {owned[flag]} instead, or drop the override",
+                    )
+                )
     if spec.target != "eks":
         problems.append(
             Problem(
@@ -450,13 +491,33 @@ def _cache_problems(spec: DeploymentSpec, manifest: EngineManifest) -> list[Prob
     return problems
 
 
+def _configured_flags(resolution: Resolution) -> dict[str, str]:
+    """Engine flags the deployment's own config sets → who sets them (env key or launch)."""
+    from mlcc_constructs.core.wrapper import flag_for
+
+    manifest = resolution.manifest
+    if manifest.entrypoint != "wrapper":
+        return {}
+    style = manifest.launch.get("flag_style", "kebab")
+    prefix = manifest.env_var_prefix
+    owned = {
+        flag_for(key[len(prefix) :], style): key
+        for key, _ in resolution.tier1 + resolution.tier2
+        if key not in manifest.engine_env
+    }
+    for field in ("port_flag", "host_flag"):
+        if field in manifest.launch:
+            owned[manifest.launch[field]] = f"the engine manifest's launch.{field}"
+    return owned
+
+
 # -- shared pieces ------------------------------------------------------------------------
 
 
 def _pod_config_hash(inputs: RenderInputs) -> str:
     """Hash of everything the pod reads from ConfigMaps: the engine env and, when mounted,
     the wrapper files (by their own hash, computed once per manifest)."""
-    if not _mounts_wrapper(inputs):
+    if not _runs_wrapper(inputs):
         return config_hash(inputs.engine_env)
     manifest = inputs.resolution.manifest
     mounted = config_hash(_wrapper_files(manifest))
@@ -518,7 +579,23 @@ def _command(inputs: RenderInputs) -> tuple[list[str], list[str]] | None:
         return argv[:split], argv[split:]
     if inputs.spec.target == "eks":
         return list(MOUNTED_WRAPPER_COMMAND), []
-    return list(WRAPPER_COMMAND), []
+    # An IEC worker has no volumes: the wrapper script travels in the command itself.
+    return ["python3", "-c", _wrapper_script()], []
+
+
+def _wrapper_env(inputs: RenderInputs) -> list[dict[str, Any]]:
+    """What the wrapper reads besides the engine env: the engine, its manifest, and the list
+    of keys it may translate. Empty unless a Model-A engine is delivered by env."""
+    if not _runs_wrapper(inputs):
+        return []
+    manifest = inputs.resolution.manifest
+    env = [{"name": ENGINE_ENV, "value": manifest.engine}]
+    if inputs.spec.target == "eks":
+        env.append({"name": MANIFEST_ENV, "value": f"{WRAPPER_MOUNT}/manifest.json"})
+    else:
+        env.append({"name": MANIFEST_JSON_ENV, "value": manifest.json_text})
+    env.append({"name": KEYS_ENV, "value": ",".join(inputs.engine_env)})
+    return env
 
 
 def _delivers_env(inputs: RenderInputs) -> bool:
@@ -540,7 +617,7 @@ def config_map(inputs: RenderInputs) -> dict[str, Any] | None:
     }
 
 
-def _mounts_wrapper(inputs: RenderInputs) -> bool:
+def _runs_wrapper(inputs: RenderInputs) -> bool:
     return _delivers_env(inputs) and inputs.resolution.manifest.entrypoint == "wrapper"
 
 
@@ -548,7 +625,7 @@ def wrapper_config_map(inputs: RenderInputs) -> dict[str, Any] | None:
     """The wrapper (stdlib-only Python) and the engine manifest it reads, mounted read-only
     at :data:`WRAPPER_MOUNT`: ``env`` delivery then runs on a stock engine image. ``None``
     unless a Model-A engine is delivered by env."""
-    if not _mounts_wrapper(inputs):
+    if not _runs_wrapper(inputs) or inputs.spec.target != "eks":
         return None
     return {
         "apiVersion": "v1",
@@ -658,10 +735,9 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
     memory_gib = int(requests["memory"].removesuffix("Gi"))
     env: list[dict[str, Any]] = []
     command = _command(inputs)
-    if command is not None and _delivers_env(inputs):
-        env.append({"name": ENGINE_ENV, "value": res.manifest.engine})
-        env.append({"name": MANIFEST_ENV, "value": f"{WRAPPER_MOUNT}/manifest.json"})
+    env += _wrapper_env(inputs)
     env.append({"name": "HOME", "value": HOME})
+    env.append({"name": "USER", "value": USER})
     env += [{"name": k, "value": v} for k, v in res.plain]
     env += _secret_env(spec)
     container: dict[str, Any] = {"name": ENGINE_CONTAINER, "image": inputs.image}
@@ -692,7 +768,7 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
         {"name": "tmp", "mountPath": "/tmp"},
         {"name": "home", "mountPath": HOME},
     ]
-    if _mounts_wrapper(inputs):
+    if _runs_wrapper(inputs):
         mounts.append({"name": WRAPPER_VOLUME, "mountPath": WRAPPER_MOUNT, "readOnly": True})
     volumes: list[dict[str, Any]] = [
         {
@@ -705,7 +781,7 @@ def _deployment(inputs: RenderInputs) -> dict[str, Any]:
         {"name": "tmp", "emptyDir": {}},
         {"name": "home", "emptyDir": {}},
     ]
-    if _mounts_wrapper(inputs):
+    if _runs_wrapper(inputs):
         volumes.append({"name": WRAPPER_VOLUME, "configMap": {"name": names.wrapper}})
     if inputs.source.kind == "s3":
         mounts.append({"name": MODEL_VOLUME, "mountPath": MODEL_MOUNT_PATH, "readOnly": True})
@@ -803,8 +879,7 @@ def inference_endpoint_config(inputs: RenderInputs) -> dict[str, Any]:
     env: list[dict[str, Any]] = []
     if _delivers_env(inputs):
         env += [{"name": k, "value": v} for k, v in inputs.engine_env.items()]
-        if command is not None:
-            env.append({"name": ENGINE_ENV, "value": res.manifest.engine})
+        env += _wrapper_env(inputs)
     env += [{"name": k, "value": v} for k, v in res.plain]
     env += [
         e

@@ -284,7 +284,8 @@ class _Resolver:
         model = manifest.capability("model")
         if model is not None:
             source = parse_model_source(self.spec.model)
-            requested["model"] = MODEL_MOUNT_PATH if source.kind == "s3" else self.spec.model
+            mounted = source.kind == "s3" or self._hub_models_mounted()
+            requested["model"] = MODEL_MOUNT_PATH if mounted else self.spec.model
         tp = self._tensor_parallel(instance)
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
@@ -303,6 +304,14 @@ class _Resolver:
             (manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values
         ]
         return emitted, values, tp
+
+    def _hub_models_mounted(self) -> bool:
+        """Does the target stage Hugging Face models itself (target descriptor)?"""
+        from mlcc_constructs.core.descriptors import load_target, target_names
+
+        if self.spec.target not in target_names():
+            return False  # an unknown target is reported by the renderer
+        return load_target(self.spec.target).huggingface_model == "mounted"
 
     def _tensor_parallel(self, instance: InstanceType) -> int:
         user = self.user.get("tensor_parallel_degree")

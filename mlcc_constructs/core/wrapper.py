@@ -1,8 +1,8 @@
 """Container-side wrapper: turn the active engine's ``<PREFIX>*`` env into its command line.
 
 Standard library only: this file runs inside engine images as the entrypoint and execs the
-engine, either as a lone script mounted from a ConfigMap (``python3 /opt/mlcc/wrapper.py`` with
-``MLCC_ENGINE_MANIFEST`` naming the mounted manifest; any image with python3) or from an
+engine, in any image with python3: mounted from a ConfigMap on eks (``python3
+/opt/mlcc/wrapper.py``), inlined on hyperpod-eks (``python3 -c <this file>``), or from an
 installed package (``python -m mlcc_constructs.core.wrapper``). The same functions
 compute the argv at synth time for ``config_delivery="args"`` and for ``mlcc argv``, so
 what a reviewer sees is exactly what the container runs.
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -65,8 +65,16 @@ def model_key(manifest: Mapping[str, Any]) -> str | None:
     return f"{manifest['env_var_prefix']}{model['suffix']}" if model else None
 
 
-def build_argv(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
-    """The engine's full argv for ``env``, as the manifest's ``launch`` section says."""
+def build_argv(
+    manifest: Mapping[str, Any], env: Mapping[str, str], *, keys: Collection[str] | None = None
+) -> list[str]:
+    """The engine's full argv for ``env``, as the manifest's ``launch`` section says.
+
+    ``keys`` limits the translation to the variables the library delivered (``MLCC_ENGINE_KEYS``
+    in a pod): an image's own ``<PREFIX>*`` settings (a stock image may set a usage-source
+    variable under the engine's prefix) then stay env instead of becoming flags it rejects.
+    ``None``: every prefix key.
+    """
     name, launch = manifest["engine"], manifest["launch"]
     if manifest["entrypoint"] != "wrapper":
         raise WrapperError(
@@ -85,6 +93,8 @@ def build_argv(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]
             )
         argv.append(env[key])
         skip |= {key}
+    if keys is not None:
+        env = {key: value for key, value in env.items() if key in keys}
     argv.extend(engine_flags(env, prefix, style, skip=skip))
     if "host_flag" in launch:
         argv.extend([launch["host_flag"], BIND_ALL])
@@ -115,9 +125,11 @@ def _engine_name(path: Path) -> object:
 
 
 def main(args: Sequence[str] | None = None) -> int:
-    """Entrypoint: ``MLCC_ENGINE`` names the engine. The container's own args (e.g. flags a
-    CacheBackend injected) follow the env-derived flags; a leading ``--print`` shows the argv
-    as JSON instead of exec'ing the engine."""
+    """Entrypoint. Environment: ``MLCC_ENGINE`` (the engine's name); the manifest from
+    ``MLCC_ENGINE_MANIFEST_JSON`` (the JSON itself), ``MLCC_ENGINE_MANIFEST`` (a file) or the
+    plugin folders and built-ins; ``MLCC_ENGINE_KEYS`` (comma-separated), the only variables
+    to translate. The container's own args (e.g. flags a CacheBackend injected) follow the
+    env-derived flags; a leading ``--print`` shows the argv as JSON instead of exec'ing."""
     args = list(sys.argv[1:] if args is None else args)
     show = bool(args) and args[0] == "--print"
     extra = args[1:] if show else args
@@ -127,16 +139,22 @@ def main(args: Sequence[str] | None = None) -> int:
             "mlcc wrapper: MLCC_ENGINE is not set (the engine's name, e.g. vllm)", file=sys.stderr
         )
         return 2
-    paths = [Path(p) for p in os.environ.get("MLCC_ENGINE_PATH", "").split(os.pathsep) if p]
-    given = os.environ.get("MLCC_ENGINE_MANIFEST")  # a mounted manifest, e.g. from a ConfigMap
+    delivered = os.environ.get("MLCC_ENGINE_KEYS")
+    keys = frozenset(filter(None, delivered.split(","))) if delivered is not None else None
     try:
-        path = Path(given) if given else find_manifest(engine, paths)
-        manifest = json.loads(path.read_text(encoding="utf-8"))
+        inline = os.environ.get("MLCC_ENGINE_MANIFEST_JSON")
+        if inline is not None:
+            source, manifest = "MLCC_ENGINE_MANIFEST_JSON", json.loads(inline)
+        else:
+            given = os.environ.get("MLCC_ENGINE_MANIFEST")
+            paths = [Path(p) for p in os.environ.get("MLCC_ENGINE_PATH", "").split(os.pathsep) if p]
+            path = Path(given) if given else find_manifest(engine, paths)
+            source, manifest = str(path), json.loads(path.read_text(encoding="utf-8"))
         if manifest.get("engine") != engine:
             raise WrapperError(
-                f"{path} is the manifest of {manifest.get('engine')!r}, not {engine!r}"
+                f"{source} is the manifest of {manifest.get('engine')!r}, not {engine!r}"
             )
-        argv = build_argv(manifest, os.environ) + extra
+        argv = build_argv(manifest, os.environ, keys=keys) + extra
     except (OSError, ValueError) as error:  # WrapperError is a ValueError
         print(f"mlcc wrapper: {error}", file=sys.stderr)
         return 2
