@@ -15,8 +15,10 @@ Decisions (documented for reviewers):
   script) and the engine manifest are mounted from a second ConfigMap ``<name>-wrapper`` at
   ``/opt/mlcc`` (``python3 /opt/mlcc/wrapper.py``), so a stock upstream image works and a
   plugin engine needs nothing baked in; its content is part of the pod's config hash, so a
-  wrapper upgrade rolls the pods. An IEC worker has no volumes, so on hyperpod-eks the image
-  must hold the package (``python3 -m mlcc_constructs.core.wrapper``); a warning says so.
+  wrapper upgrade rolls the pods. An IEC worker has no volumes, so on hyperpod-eks the script
+  travels in the worker's command (``python3 -c <wrapper>``) and the manifest in
+  ``MLCC_ENGINE_MANIFEST_JSON``. Either way ``MLCC_ENGINE_KEYS`` lists the keys the wrapper
+  may translate, so a ``<PREFIX>*`` variable an image sets for itself never becomes a flag.
   ``args``: the container's ``command``/``args`` are the wrapper's argv computed now, so a stock
   upstream image works; no ConfigMap is rendered and no engine env is set, because engines
   read their own prefix as internal settings (``VLLM_*`` is vLLM's own env namespace) and the
