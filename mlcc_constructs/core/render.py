@@ -521,9 +521,14 @@ def _pod_config_hash(inputs: RenderInputs) -> str:
     the wrapper files (by their own hash, computed once per manifest)."""
     if not _runs_wrapper(inputs):
         return config_hash(inputs.engine_env)
-    manifest = inputs.resolution.manifest
-    mounted = config_hash(_wrapper_files(manifest))
+    mounted = _wrapper_files_hash(inputs.resolution.manifest.json_text)
     return config_hash({**inputs.engine_env, WRAPPER_MOUNT: mounted})
+
+
+@cache
+def _wrapper_files_hash(manifest_json: str) -> str:
+    # keyed by the manifest's text (hashable, and what the ConfigMap holds)
+    return config_hash(_wrapper_files(manifest_json))
 
 
 def config_hash(data: Mapping[str, str]) -> str:
@@ -633,12 +638,12 @@ def wrapper_config_map(inputs: RenderInputs) -> dict[str, Any] | None:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": _metadata(inputs, inputs.names.wrapper),
-        "data": _wrapper_files(inputs.resolution.manifest),
+        "data": _wrapper_files(inputs.resolution.manifest.json_text),
     }
 
 
-def _wrapper_files(manifest: EngineManifest) -> dict[str, str]:
-    return {"manifest.json": manifest.json_text, "wrapper.py": _wrapper_script()}
+def _wrapper_files(manifest_json: str) -> dict[str, str]:
+    return {"manifest.json": manifest_json, "wrapper.py": _wrapper_script()}
 
 
 @cache
