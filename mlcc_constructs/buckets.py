@@ -18,7 +18,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from mlcc_constructs.core.descriptors import bucket_names, bucket_patterns
+from mlcc_constructs.core.buckets import bucket_names, bucket_patterns
 from mlcc_constructs.core.errors import fail
 
 

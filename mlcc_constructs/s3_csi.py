@@ -32,7 +32,7 @@ from constructs import Construct
 
 from mlcc_constructs.buckets import concrete_environment
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.descriptors import bucket_name
+from mlcc_constructs.core.buckets import bucket_name
 from mlcc_constructs.core.errors import fail
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import aws_cdk as cdk
 
-from mlcc_constructs.core.descriptors import check_environment
+from mlcc_constructs.core.buckets import check_environment
 from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
 
 CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")

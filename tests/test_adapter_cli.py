@@ -20,7 +20,7 @@ import pytest
 from mlcc_constructs.cli import main
 from mlcc_constructs.core import adapters as A
 from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.descriptors import bucket_names
+from mlcc_constructs.core.buckets import bucket_names
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "test"}
 BUCKETS = bucket_names(**ENV)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.descriptors import AdapterDelivery, bucket_names, load_target
+from mlcc_constructs.core.buckets import bucket_names
+from mlcc_constructs.core.targets import AdapterDelivery, load_target
 from mlcc_constructs.core.errors import MlccError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -20,7 +20,7 @@ from _cdk_app import (
 )
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.descriptors import bucket_names
+from mlcc_constructs.core.buckets import bucket_names
 from mlcc_constructs.core.errors import MlccError
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "dev"}

@@ -113,7 +113,7 @@ def _s3(args: argparse.Namespace) -> Any:
 
 
 def _core_bucket(args: argparse.Namespace) -> str:
-    from mlcc_constructs.core.descriptors import bucket_name
+    from mlcc_constructs.core.buckets import bucket_name
 
     return bucket_name("core", account=args.account, region=args.region, profile=args.profile)
 
@@ -179,7 +179,7 @@ def _discover(args: argparse.Namespace, deployment: Any) -> tuple[list[str], Any
     """Running pods' URLs and the live state, from kubectl."""
     from mlcc_constructs.commands._common import registry_from
     from mlcc_constructs.core.adapters import LiveState
-    from mlcc_constructs.core.descriptors import load_target
+    from mlcc_constructs.core.targets import load_target
 
     if not args.deployment_name and not args.selector:
         raise fail("--discover needs --deployment-name or --selector", pointer="--discover")
@@ -211,7 +211,7 @@ def _discover(args: argparse.Namespace, deployment: Any) -> tuple[list[str], Any
             if any(m.get("mountPath") == mount_path for m in container.get("volumeMounts", [])):
                 s3_mount = True
     iec = None
-    if args.target == "hyperpod-eks" and args.deployment_name:
+    if "InferenceEndpointConfig" in load_target(args.target).kinds and args.deployment_name:
         iec = _kubectl("get", "inferenceendpointconfig", args.deployment_name, "-n", namespace)
     return urls, LiveState(pod_env=pod_env, iec=iec, s3_mount=s3_mount)
 

@@ -63,7 +63,8 @@ import yaml
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.catalog import InstanceType
-from mlcc_constructs.core.descriptors import bucket_name, bucket_patterns, load_target
+from mlcc_constructs.core.buckets import bucket_name, bucket_patterns
+from mlcc_constructs.core.targets import load_target
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 from mlcc_constructs.core.k8s_validation import (
     IEC_API_VERSION,

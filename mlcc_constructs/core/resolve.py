@@ -89,6 +89,15 @@ class Resolution:
             raise fail(str(error), pointer="engine", value=self.manifest.engine) from error
 
 
+def companion_default(manifest: EngineManifest, name: str) -> str | None:
+    """The default of capability ``name`` when it is a companion: the manifest's own
+    ``default``, else the library table :data:`COMPANION_DEFAULTS`, else none."""
+    capability = manifest.capability(name)
+    if capability is not None and capability.default is not None:
+        return capability.default
+    return COMPANION_DEFAULTS.get(name)
+
+
 def is_secret_name(key: str) -> bool:
     """True for env names that carry credentials (``HF_TOKEN``, ``*_API_KEY``...)."""
     return bool(_SECRET_NAME.search(key.upper()))
@@ -307,7 +316,7 @@ class _Resolver:
 
     def _hub_models_mounted(self) -> bool:
         """Does the target stage Hugging Face models itself (target descriptor)?"""
-        from mlcc_constructs.core.descriptors import load_target, target_names
+        from mlcc_constructs.core.targets import load_target, target_names
 
         if self.spec.target not in target_names():
             return False  # an unknown target is reported by the renderer
@@ -409,10 +418,7 @@ class _Resolver:
             return self.user[name].value
         if name in self.computed:
             return self.computed[name]
-        capability = self.manifest.capability(name)
-        if capability is not None and capability.default is not None:
-            return capability.default
-        return COMPANION_DEFAULTS.get(name)
+        return companion_default(self.manifest, name)
 
     def _companions(self, capability: Capability) -> dict[str, str] | None:
         """Values of the first fully resolvable companion group; ``{}`` when none is needed."""

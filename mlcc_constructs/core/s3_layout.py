@@ -14,7 +14,7 @@ and, in a pod of a ``model-prefix`` target, ``<mount_path>/<subdir>/<project>/<n
 through ``data/hub_model_ids.json`` and an unmapped one is refused, never guessed. Every path
 component is validated: no empty part, no ``/``, no ``.``/``..``, no whitespace or control
 characters. Other modules ask this one for paths and never join them themselves (a test greps).
-Bucket names come from :func:`mlcc_constructs.core.descriptors.bucket_names` (``core`` and
+Bucket names come from :func:`mlcc_constructs.core.buckets.bucket_names` (``core`` and
 ``artifacts``); this module takes them as arguments.
 """
 
@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.descriptors import AdapterDelivery
+from mlcc_constructs.core.targets import AdapterDelivery
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 
 ADAPTER_DIR = ".mlcc-adapters"

@@ -1,0 +1,42 @@
+"""Targets are data: every shipped target manifest is valid, and the registry reads it."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.targets import kubernetes_target_names, load_target, target_names
+
+
+def test_the_shipped_targets() -> None:
+    assert target_names() == ("eks", "hyperpod-eks", "realtime-inference")
+    assert kubernetes_target_names() == ("eks", "hyperpod-eks")
+
+
+@pytest.mark.parametrize("name", target_names())
+def test_every_shipped_target_manifest_matches_the_schema(name: str) -> None:
+    schema = json.loads(shipped_path("targets/manifest.schema.json").read_text())
+    document = json.loads((shipped_path("targets") / name / "manifest.json").read_text())
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assert list(jsonschema.Draft202012Validator(schema).iter_errors(document)) == []
+    assert document["target"] == name
+
+
+def test_an_unknown_target_names_the_closest() -> None:
+    with pytest.raises(MlccError) as caught:
+        load_target("ekss")
+    assert str(caught.value) == (
+        "/target: unknown target 'ekss' (got 'ekss'; allowed: eks, hyperpod-eks, "
+        "realtime-inference; fix: use one of the allowed targets (did you mean eks?))"
+    )
+
+
+def test_a_target_without_a_renderer_is_refused_for_kubernetes_objects() -> None:
+    with pytest.raises(MlccError) as caught:
+        load_target("realtime-inference").renderer_module()
+    assert "not a Kubernetes target" in str(caught.value)
+    assert "AdapterInferenceComponents" in str(caught.value)
