@@ -9,8 +9,8 @@ import pytest
 
 from mlcc_constructs.core import s3_layout as L
 from mlcc_constructs.core.buckets import bucket_names
-from mlcc_constructs.core.targets import AdapterDelivery, load_target
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.targets import AdapterDelivery, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 BUCKETS = bucket_names(account="123456789012", region="us-east-1", profile="dev")

@@ -36,10 +36,10 @@ from types import MappingProxyType
 from typing import IO, Any, Literal
 
 from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.targets import load_target
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 from mlcc_constructs.core.lora import AdapterRank
 from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.core.targets import load_target
 
 RECORD_FORMAT = "mlcc-adapter/1"
 PEFT_CONFIG = "adapter_config.json"

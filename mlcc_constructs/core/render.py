@@ -62,9 +62,8 @@ from typing import Any
 import yaml
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.catalog import InstanceType
 from mlcc_constructs.core.buckets import bucket_name, bucket_patterns
-from mlcc_constructs.core.targets import load_target
+from mlcc_constructs.core.catalog import InstanceType
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 from mlcc_constructs.core.k8s_validation import (
     IEC_API_VERSION,
@@ -81,6 +80,7 @@ from mlcc_constructs.core.resolve import (
     resolve,
 )
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_source
+from mlcc_constructs.core.targets import load_target
 
 TARGETS = ("eks", "hyperpod-eks")
 """Targets this module renders (``realtime-inference`` is a CDK surface)."""

@@ -30,8 +30,8 @@ from types import MappingProxyType
 from typing import Literal
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.targets import AdapterDelivery
 from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.targets import AdapterDelivery
 
 ADAPTER_DIR = ".mlcc-adapters"
 """The folder under a model prefix that holds adapter homes (also the pod ``subdir``)."""
