@@ -29,9 +29,9 @@ def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
     the app's context supplies the account, region and profile they do not set."""
     import cdk8s
 
-    from mlcc_constructs.core.render import RenderContext
+    from mlcc_constructs.core.prepare import RenderContext
     from mlcc_constructs.core.spec_file import spec_from_mapping
-    from mlcc_constructs.k8s.serving_chart import ServingChart
+    from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
 
     charts = cdk8s.App(outdir=outdir)
     ids = []
@@ -44,7 +44,7 @@ def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
             }
         )
         chart_id = f"{loaded.spec.name}-{loaded.spec.target}"
-        ServingChart(charts, chart_id, spec=loaded.spec, context=context)
+        ServingChart(charts, chart_id, props=ServingChartProps(spec=loaded.spec, context=context))
         ids.append(chart_id)
     charts.synth()
     return [f"{outdir}/{chart_id}.k8s.yaml" for chart_id in ids]

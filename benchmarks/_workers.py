@@ -43,14 +43,14 @@ def scale(count: int) -> None:
     import cdk8s
 
     from benchmarks.specs import deployment_specs
-    from mlcc_constructs.core.render import RenderContext
-    from mlcc_constructs.k8s.serving_chart import ServingChart
+    from mlcc_constructs.core.prepare import RenderContext
+    from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
 
     context = RenderContext(account="123456789012", region="us-east-1", profile="dev")
     with tempfile.TemporaryDirectory() as out:
         charts = cdk8s.App(outdir=out)
         for index, spec in enumerate(deployment_specs(count, cache=False)):
-            ServingChart(charts, f"d{index}", spec=spec, context=context)
+            ServingChart(charts, f"d{index}", props=ServingChartProps(spec=spec, context=context))
         charts.synth()
 
 

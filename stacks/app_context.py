@@ -41,7 +41,7 @@ def _zone_problems(zones: tuple[str, ...], region: str) -> list[Problem]:
             message=f"availability_zones must name at least {_MIN_ZONES} distinct zones "
             f"of region {region}",
             where=_WHERE,
-            pointer="availability_zones",
+            pointer="/availability_zones",
             value=",".join(zones),
             allowed=f"{region}a, {region}b, ... (the zones your account has in {region})",
             fix=f"pass -c availability_zones={region}a,{region}b or edit cdk.json",
@@ -79,7 +79,7 @@ def environment_from_context(app: cdk.App) -> AppEnvironment:
                 Problem(
                     message=f"missing context value {key!r}",
                     where=_WHERE,
-                    pointer=key,
+                    pointer=f"/{key}",
                     fix=f'set "{key}" under "context" in cdk.json or pass -c {key}=VALUE',
                 )
             )
@@ -96,7 +96,7 @@ def environment_from_context(app: cdk.App) -> AppEnvironment:
             dataclasses.replace(
                 problem,
                 where=_WHERE,
-                fix=problem.fix or f"pass -c {problem.pointer}=VALUE or edit cdk.json",
+                fix=problem.fix or f"pass -c {problem.pointer.lstrip('/')}=VALUE or edit cdk.json",
             )
             for problem in error.problems
         )

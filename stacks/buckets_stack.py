@@ -5,7 +5,7 @@ from __future__ import annotations
 import aws_cdk as cdk
 from constructs import Construct
 
-from mlcc_constructs.buckets import ModelBuckets, ModelBucketsProps
+from mlcc_constructs.aws.buckets import ModelBuckets, ModelBucketsProps
 from stacks.app_context import AppEnvironment
 
 

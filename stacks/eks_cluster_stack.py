@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.s3_csi import S3CsiDriver, S3CsiDriverProps, S3CsiParentIds
+from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps, S3CsiParentIds
+from mlcc_constructs.core.versions import pinned
 from stacks.app_context import AppEnvironment
 
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.
@@ -26,12 +24,6 @@ _EKS_MANAGED_POLICIES = (
     ("AmazonEKSWorkerNodePolicy", "Auto Mode node role"),
     ("AmazonEC2ContainerRegistryReadOnly", "Auto Mode node role"),
 )
-
-
-def kubernetes_version() -> str:
-    """The Kubernetes version pinned in ``mlcc_constructs/data/versions.json``."""
-    versions = json.loads(data_path("versions.json").read_text(encoding="utf-8"))
-    return str(versions["kubernetes"])
 
 
 class EksClusterStack(cdk.Stack):
@@ -74,7 +66,7 @@ class EksClusterStack(cdk.Stack):
             self,
             "Cluster",
             cluster_name=f"mlcc-{environment.profile}-eks",
-            version=eks.KubernetesVersion.of(kubernetes_version()),
+            version=eks.KubernetesVersion.of(pinned().kubernetes),
             vpc=self.vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
             cluster_logging=[

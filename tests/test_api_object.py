@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from mlcc_constructs.core.render import RenderContext, render
+from mlcc_constructs.core.prepare import RenderContext, prepare
+from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -33,12 +34,12 @@ SPECS = {
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     import cdk8s
 
-    from mlcc_constructs import ServingChart
+    from mlcc_constructs import ServingChart, ServingChartProps
 
     out = tmp_path_factory.mktemp("api-dist")
     app = cdk8s.App(outdir=str(out))
     for key, spec in SPECS.items():
-        ServingChart(app, key, spec=spec, context=CONTEXT)
+        ServingChart(app, key, props=ServingChartProps(spec=spec, context=CONTEXT))
     app.synth()
     return {key: (out / f"{key}.k8s.yaml").read_text() for key in SPECS}
 
@@ -79,11 +80,15 @@ def test_to_json_returns_a_copy() -> None:
 def test_user_patch_reaches_the_output_and_is_validated(tmp_path: Path) -> None:
     import cdk8s
 
-    from mlcc_constructs.k8s.deployment import EngineDeployment
+    from mlcc_constructs.k8s.deployment import EngineDeployment, EngineDeploymentProps
 
     app = cdk8s.App(outdir=str(tmp_path))
     chart = cdk8s.Chart(app, "patched", disable_resource_name_hashes=True)
-    deployment = EngineDeployment(chart, "Serve", spec=SPECS["vllm-eks"], context=CONTEXT)
+    deployment = EngineDeployment(
+        chart,
+        "Serve",
+        props=EngineDeploymentProps(deployment=prepare(SPECS["vllm-eks"], context=CONTEXT)),
+    )
     deployment.resource.add_json_patch(cdk8s.JsonPatch.replace("/spec/replicas", 3))
     deployment.service.add_json_patch(cdk8s.JsonPatch.add("/metadata/annotations", {"team": "ml"}))
     app.synth()
@@ -103,12 +108,16 @@ def test_chart_labels_and_user_metadata_reach_the_output(tmp_path: Path, patched
     """A team's chart labels and metadata edits are kept; on a clash the rendered label wins."""
     import cdk8s
 
-    from mlcc_constructs.k8s.deployment import EngineDeployment
+    from mlcc_constructs.k8s.deployment import EngineDeployment, EngineDeploymentProps
 
     app = cdk8s.App(outdir=str(tmp_path))
     labels = {"team": "ml", "app.kubernetes.io/name": "not-the-selector"}
     chart = cdk8s.Chart(app, "team", labels=labels, disable_resource_name_hashes=True)
-    deployment = EngineDeployment(chart, "Serve", spec=SPECS["vllm-eks"], context=CONTEXT)
+    deployment = EngineDeployment(
+        chart,
+        "Serve",
+        props=EngineDeploymentProps(deployment=prepare(SPECS["vllm-eks"], context=CONTEXT)),
+    )
     deployment.resource.metadata.add_annotation("owner", "platform")
     if patched:
         deployment.resource.add_json_patch(cdk8s.JsonPatch.replace("/spec/replicas", 2))

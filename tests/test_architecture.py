@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import json
 import subprocess
 import sys
@@ -22,8 +23,8 @@ def _loaded_after(statement: str) -> list[str]:
 
 def test_importing_the_core_loads_no_jsii_module() -> None:
     statement = "import mlcc_constructs.core, " + ", ".join(
-        f"mlcc_constructs.core.{p.stem}"
-        for p in sorted((PACKAGE / "core").glob("*.py"))
+        "mlcc_constructs." + ".".join(p.relative_to(PACKAGE).with_suffix("").parts)
+        for p in sorted((PACKAGE / "core").rglob("*.py"))
         if p.stem != "__init__"
     )
     assert _loaded_after(statement) == []
@@ -40,7 +41,7 @@ def test_the_package_and_the_cli_load_no_jsii_module() -> None:
 
 def test_core_imports_nothing_outside_the_core() -> None:
     offenders = []
-    for path in sorted((PACKAGE / "core").glob("*.py")):
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             names = []
             if isinstance(node, ast.Import):
@@ -55,13 +56,60 @@ def test_core_imports_nothing_outside_the_core() -> None:
     assert offenders == []
 
 
-def test_the_resolver_never_names_an_engine() -> None:
+def _code_strings_and_names(tree: ast.AST) -> list[str]:
+    """Every identifier and every string constant that is not a docstring: what code can
+    branch on (comments and docstrings may name engines as examples)."""
+    docstrings = {  # module, class, function and attribute docstrings: bare string statements
+        id(node.value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if id(node) not in docstrings:
+                found.append(node.value)
+        elif isinstance(node, ast.Name):
+            found.append(node.id)
+        elif isinstance(node, ast.Attribute):
+            found.append(node.attr)
+    return found
+
+
+def test_no_core_code_names_an_engine() -> None:
+    """Engines differ in data (their manifests), never in code: no identifier or string in
+    the core names a built-in engine or its env prefix."""
+    names = {m.engine for m in builtin_engines()} | {"trtllm", "llama", "djl", "sglang"}
+    prefixes = {m.env_var_prefix for m in builtin_engines()}
+    offenders = []
+    for path in sorted((PACKAGE / "core").rglob("*.py")):
+        for text in _code_strings_and_names(ast.parse(path.read_text())):
+            lowered = text.lower()
+            hits = [n for n in names if n in lowered] + [p for p in prefixes if p in text]
+            if hits:
+                offenders.append(f"{path.relative_to(PACKAGE)}: {text[:60]!r} names {hits}")
+    assert offenders == []
+
+
+def test_the_resolver_never_names_an_engine_even_in_prose() -> None:
     source = (PACKAGE / "core" / "resolve.py").read_text()
     names = {m.engine for m in builtin_engines()} | {"trtllm", "llama", "djl", "SGLang"}
     found = sorted(n for n in names if n.lower() in source.lower())
     assert found == []
     prefixes = sorted(m.env_var_prefix for m in builtin_engines() if m.env_var_prefix in source)
     assert prefixes == []
+
+
+def test_no_code_compares_target_names() -> None:
+    """Targets are data: code asks a target's manifest, never compares its name."""
+    pattern = re.compile(r"""target\w*\s*[!=]=\s*["']|["'](eks|hyperpod-eks|realtime-inference)["']\s*[!=]=""")
+    offenders = [
+        f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if pattern.search(line)
+    ]
+    assert offenders == []
 
 
 def test_the_wrapper_is_stdlib_only() -> None:

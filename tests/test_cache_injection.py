@@ -370,8 +370,8 @@ def _rendered_deployment(engine_name: str) -> dict[str, Any]:
 def test_snapshot_real_rendered_deployment(
     engine_name: str, yaml_snapshot: SnapshotAssertion
 ) -> None:
+    from mlcc_constructs.core.container import ENGINE_CONTAINER
     from mlcc_constructs.core.k8s_validation import core_object_problems
-    from mlcc_constructs.core.render import ENGINE_CONTAINER
 
     spec = CacheBackendSpec.from_dict(
         sglang_spec() if engine_name == "sglang" else seed_safe_spec()

@@ -61,7 +61,11 @@ def test_bad_input_exits_1_with_every_problem_on_its_own_line() -> None:
     out = run("env", *SGLANG_LORA, "--set", "VLLM_X=1", "--set", "HF_TOKEN=x")
     assert out.returncode == 1
     lines = out.stderr.splitlines()
-    assert [line.split(":")[2].strip() for line in lines] == ["env/VLLM_X", "env/HF_TOKEN"]
+    # each problem names the flag the value came from and the field's JSON pointer
+    assert [line.split(":")[2:4] for line in lines] == [
+        [" --set", "/env/VLLM_X"],
+        [" --set", "/env/HF_TOKEN"],
+    ]
     assert out.stdout == ""
 
 
@@ -89,7 +93,7 @@ def test_validate_reports_every_error_and_exits_1(tmp_path: Path) -> None:
     assert out.returncode == 1
     assert out.stderr.splitlines() == [
         f"{bad}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' (got 'bad'; "
-        "allowed: ^[A-Z][A-Z0-9_]*_$, e.g. VLLM_)",
+        "allowed: ^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_)",
         f"{bad}:/min_version: '1' does not match '^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$'",
     ]
     builtin = Path(__file__).resolve().parent.parent / "engines" / "vllm" / "manifest.json"

@@ -169,7 +169,7 @@ def test_template_snapshot(synth: dict[str, Any], json_snapshot) -> None:
 def test_bad_props(adapters: dict[str, str], kwargs: dict[str, Any], message: str) -> None:
     import aws_cdk as cdk
 
-    from mlcc_constructs.inference_components import (
+    from mlcc_constructs.aws.inference_components import (
         AdapterInferenceComponents,
         AdapterInferenceComponentsProps,
     )
@@ -189,7 +189,7 @@ def test_bad_props(adapters: dict[str, str], kwargs: dict[str, Any], message: st
 def test_props_are_frozen() -> None:
     from dataclasses import FrozenInstanceError
 
-    from mlcc_constructs.inference_components import AdapterInferenceComponentsProps
+    from mlcc_constructs.aws.inference_components import AdapterInferenceComponentsProps
 
     props = AdapterInferenceComponentsProps(
         endpoint_name="e", base_component="b", adapters={"a": BOT}

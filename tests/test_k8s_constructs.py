@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.render import RenderContext, render
+from mlcc_constructs.core.prepare import RenderContext, prepare
+from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -47,11 +48,12 @@ def api_objects(chart: Any) -> list[Any]:
 def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[dict[str, Any]]]:
     import cdk8s
 
-    from mlcc_constructs import ServingChart
+    from mlcc_constructs import ServingChart, ServingChartProps
 
     app = cdk8s.App(outdir=str(tmp_path_factory.mktemp("dist")))
     charts = {
-        key: ServingChart(app, key, spec=spec, context=CONTEXT) for key, spec in SPECS.items()
+        key: ServingChart(app, key, props=ServingChartProps(spec=spec, context=CONTEXT))
+        for key, spec in SPECS.items()
     }
     app.synth()  # runs every object's synth-time validation
     return {key: [o.to_json() for o in api_objects(chart)] for key, chart in charts.items()}
@@ -88,11 +90,15 @@ def test_names_are_explicit(synthesized: dict[str, list[dict[str, Any]]]) -> Non
 def test_synth_fails_naming_object_field_and_fix(tmp_path: Path) -> None:
     import cdk8s
 
-    from mlcc_constructs.k8s.deployment import EngineDeployment
+    from mlcc_constructs.k8s.deployment import EngineDeployment, EngineDeploymentProps
 
     app = cdk8s.App(outdir=str(tmp_path))
     chart = cdk8s.Chart(app, "user-chart", disable_resource_name_hashes=True)
-    deployment = EngineDeployment(chart, "Llama", spec=SPECS["vllm-eks"], context=CONTEXT)
+    deployment = EngineDeployment(
+        chart,
+        "Llama",
+        props=EngineDeploymentProps(deployment=prepare(SPECS["vllm-eks"], context=CONTEXT)),
+    )
     deployment.resource.add_json_patch(
         cdk8s.JsonPatch.add("/spec/template/spec/containers/0/resourcez", {})
     )
@@ -110,14 +116,22 @@ def test_synth_fails_naming_object_field_and_fix(tmp_path: Path) -> None:
 def test_composable_config_map_and_deployment() -> None:
     import cdk8s
 
-    from mlcc_constructs import EngineConfigMap, EngineDeployment
+    from mlcc_constructs import (
+        EngineConfigMap,
+        EngineConfigMapProps,
+        EngineDeployment,
+        EngineDeploymentProps,
+    )
 
     app = cdk8s.App()
     chart = cdk8s.Chart(app, "mine", disable_resource_name_hashes=True)
     spec = SPECS["vllm-eks"]
-    config = EngineConfigMap(chart, "Config", spec=spec, context=CONTEXT)
-    deployment = EngineDeployment(chart, "Serve", spec=spec, config_map=config, context=CONTEXT)
-    assert deployment.config_map is config
+    deployment = prepare(spec, context=CONTEXT)
+    config = EngineConfigMap(chart, "Config", props=EngineConfigMapProps(deployment=deployment))
+    serving = EngineDeployment(
+        chart, "Serve", props=EngineDeploymentProps(deployment=deployment, config_map=config)
+    )
+    assert serving.config_map is config
     assert config.data == {
         "VLLM_MODEL": "/opt/ml/model",
         "VLLM_TENSOR_PARALLEL_SIZE": "4",
@@ -125,10 +139,16 @@ def test_composable_config_map_and_deployment() -> None:
     }
     # one engine-env ConfigMap (the one passed in) and the deployment's wrapper ConfigMap
     assert [o.kind for o in api_objects(chart)].count("ConfigMap") == 2
+    # together they emit exactly the rendered list
+    assert sorted(o.to_json()["metadata"]["name"] for o in api_objects(chart)) == sorted(
+        e.object["metadata"]["name"] for e in deployment.objects
+    )
     assert EngineDeployment.container_name == "engine"
-    other = dataclasses.replace(spec, name="other")
-    with pytest.raises(MlccError, match="config_map: the ConfigMap belongs to another deployment"):
-        EngineDeployment(chart, "Other", spec=other, config_map=config, context=CONTEXT)
+    other = prepare(dataclasses.replace(spec, name="other"), context=CONTEXT)
+    with pytest.raises(MlccError, match="/config_map: the ConfigMap belongs to another deployment"):
+        EngineDeployment(
+            chart, "Other", props=EngineDeploymentProps(deployment=other, config_map=config)
+        )
 
 
 @pytest.mark.parametrize(
@@ -137,26 +157,26 @@ def test_composable_config_map_and_deployment() -> None:
         (
             "EngineDeployment",
             "sglang-hyperpod",
-            "target: EngineDeployment renders target 'eks' (got 'hyperpod-eks'; allowed: eks; "
-            "fix: use ServingChart (any target), or dataclasses.replace(spec, target='eks'))",
+            "/target: EngineDeployment emits the Deployment of targets eks (got 'hyperpod-eks'; "
+            "allowed: eks; fix: use ServingChart (any target), or a spec with target 'eks')",
         ),
         (
             "InferenceEndpointConfig",
             "vllm-eks",
-            "target: InferenceEndpointConfig renders target 'hyperpod-eks' (got 'eks'; allowed: "
-            "hyperpod-eks; fix: use ServingChart (any target), or dataclasses.replace(spec, "
-            "target='hyperpod-eks'))",
+            "/target: InferenceEndpointConfig emits the InferenceEndpointConfig of targets "
+            "hyperpod-eks (got 'eks'; allowed: hyperpod-eks; fix: use ServingChart (any target), "
+            "or a spec with target 'hyperpod-eks')",
         ),
         (
             "EngineConfigMap",
             "vllm-args",
-            "config_delivery: config delivery 'args' puts the engine config in the container's "
+            "/config_delivery: config delivery 'args' puts the engine config in the container's "
             "argv: there is no ConfigMap (got 'args'; fix: drop the EngineConfigMap, or use "
             "config_delivery='env')",
         ),
     ],
 )
-def test_construct_refuses_a_spec_it_cannot_render(
+def test_construct_refuses_a_deployment_it_cannot_emit(
     construct: str, spec_key: str, message: str
 ) -> None:
     import cdk8s
@@ -164,6 +184,36 @@ def test_construct_refuses_a_spec_it_cannot_render(
     import mlcc_constructs
 
     chart = cdk8s.Chart(cdk8s.App(), "c")
+    props = getattr(mlcc_constructs, f"{construct}Props")(
+        deployment=prepare(SPECS[spec_key], context=CONTEXT)
+    )
     with pytest.raises(MlccError) as caught:
-        getattr(mlcc_constructs, construct)(chart, "X", spec=SPECS[spec_key], context=CONTEXT)
+        getattr(mlcc_constructs, construct)(chart, "X", props=props)
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("props", "values", "message"),
+    [
+        (
+            "ServingChartProps",
+            {"spec": "llama"},
+            "/spec: wrong type for ServingChartProps.spec (got 'llama'; allowed: DeploymentSpec; "
+            "fix: pass DeploymentSpec)",
+        ),
+        (
+            "EngineDeploymentProps",
+            {"deployment": None},
+            "/deployment: wrong type for EngineDeploymentProps.deployment (got None; allowed: "
+            "PreparedDeployment; fix: pass PreparedDeployment)",
+        ),
+    ],
+)
+def test_props_are_type_checked_at_construction(
+    props: str, values: dict[str, Any], message: str
+) -> None:
+    import mlcc_constructs
+
+    with pytest.raises(MlccError) as caught:
+        getattr(mlcc_constructs, props)(**values)
     assert str(caught.value) == message

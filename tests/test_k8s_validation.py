@@ -12,7 +12,8 @@ import kubernetes_validate
 import pytest
 
 from mlcc_constructs.core.k8s_validation import core_object_problems, kubernetes_version
-from mlcc_constructs.core.render import RenderContext, render
+from mlcc_constructs.core.prepare import RenderContext
+from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"

@@ -60,7 +60,7 @@ def test_need_above_largest_allowed_is_an_error() -> None:
     with pytest.raises(MlccError) as error:
         fit_max_rank([AdapterRank(name="huge", r=600)], {}, 16, VLLM_ALLOWED)
     assert str(error.value) == (
-        "lora_max_rank: LoRA rank 600 is above the largest rank the engine allows "
+        "/lora_max_rank: LoRA rank 600 is above the largest rank the engine allows "
         "(got 600; allowed: 1, 8, 16, 32, 64, 128, 256, 320, 512; "
         "fix: retrain the adapter with a smaller r / rank_pattern)"
     )
@@ -71,13 +71,13 @@ def test_need_above_largest_allowed_is_an_error() -> None:
     [
         (
             1024,
-            "lora_max_rank: the explicit max LoRA rank is above the largest rank the engine "
+            "/lora_max_rank: the explicit max LoRA rank is above the largest rank the engine "
             "allows (got 1024; allowed: 1, 8, 16, 32, 64, 128, 256, 320, 512; "
             "fix: use at most 512)",
         ),
         (
             48,
-            "lora_max_rank: the explicit max LoRA rank is not one the engine allows (got 48; "
+            "/lora_max_rank: the explicit max LoRA rank is not one the engine allows (got 48; "
             "allowed: 1, 8, 16, 32, 64, 128, 256, 320, 512; fix: use 64 or leave it unset to "
             "derive it (16 needed))",
         ),

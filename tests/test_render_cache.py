@@ -13,8 +13,10 @@ import yaml
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec
+from mlcc_constructs.core.container import ENGINE_CONTAINER
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.render import ENGINE_CONTAINER, RenderContext, render
+from mlcc_constructs.core.prepare import RenderContext
+from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"

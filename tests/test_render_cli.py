@@ -201,7 +201,7 @@ def test_missing_required_inputs(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "render", "--engine", "vllm")
     assert code == 1
     assert err.strip() == (
-        "mlcc: error: model, instance_type: missing model, instance_type "
+        "mlcc: error: command line: missing model, instance_type "
         "(fix: pass --model --instance-type or -f FILE)"
     )
 
@@ -212,4 +212,45 @@ def test_bad_secret_env(capsys: pytest.CaptureFixture[str]) -> None:
     assert err.strip() == (
         "mlcc: error: --secret-env: --secret-env takes NAME=SECRET:KEY (got 'HF_TOKEN=hf'; "
         "fix: e.g. --secret-env HF_TOKEN=hf-token:token)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        (
+            ["--replicas", "0"],
+            "mlcc: error: --replicas:/replicas: 0 is less than the minimum of 1 (fix: see "
+            "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+        ),
+        (
+            ["--role-arn", "notanarn"],
+            "mlcc: error: --role-arn:/service_account_role_arn: 'notanarn' does not match "
+            "'^arn:aws[a-z-]*:iam::[0-9]{12}:role/.+$' (fix: see "
+            "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+        ),
+        (
+            ["--image", ""],
+            "mlcc: error: --image:/image: '' should be non-empty (fix: see "
+            "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+        ),
+    ],
+)
+def test_flags_pass_the_checks_of_their_file_fields(
+    capsys: pytest.CaptureFixture[str], flags: list[str], expected: str
+) -> None:
+    code, out, err = run(capsys, *DONE_WHEN, *flags)
+    assert (code, out) == (1, "")
+    assert err.splitlines() == [expected]
+
+
+def test_a_render_problem_names_the_flag_its_field_came_from(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write_spec(tmp_path, {"engine": "vllm", "model": MODEL, "instance_type": "g5.xlarge"})
+    code, _, err = run(capsys, "render", "-f", str(path), "--name", "x", "--tp", "2")
+    assert code == 1
+    assert err.startswith(
+        "mlcc: error: --tp:/tensor_parallel_degree: tensor-parallel degree must be a whole "
+        "number from 1 to the 1 GPU(s) of ml.g5.xlarge"
     )

@@ -14,20 +14,15 @@ from conftest import LLAMA_CPP_TEST_IMAGE
 
 from mlcc_constructs import cli
 from mlcc_constructs.core.catalog import lookup
+from mlcc_constructs.core.container import ENGINE_CONTAINER, config_hash, pod_resources
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.k8s_validation import core_object_problems, name_problems
 from mlcc_constructs.core.manifests import EngineRegistry, builtin_engines
-from mlcc_constructs.core.render import (
-    CONFIG_HASH_ANNOTATION,
-    ENGINE_CONTAINER,
-    RenderContext,
-    config_hash,
-    infer_environment,
-    pod_resources,
-    render,
-    to_yaml,
-)
+from mlcc_constructs.core.prepare import RenderContext, infer_environment
+from mlcc_constructs.core.render import render
+from mlcc_constructs.core.renderers.eks import CONFIG_HASH_ANNOTATION
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
+from mlcc_constructs.core.yaml_output import to_yaml
 
 BUCKET = "mlcc-models-123456789012-us-east-1"
 MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -94,7 +89,7 @@ def test_lora_on_an_engine_without_lora_fails(engine: str, target: str) -> None:
     with pytest.raises(MlccError) as caught:
         render(make_spec(engine, target, lora=True), context=CONTEXT)
     assert str(caught.value).startswith(
-        f"lora: engine {engine!r} declares no 'lora_enable' capability"
+        f"/lora: engine {engine!r} declares no 'lora_enable' capability"
     )
 
 
@@ -119,7 +114,7 @@ def test_vllm_tier1_keys_are_exactly_the_pinned_set(
 ) -> None:
     spec = make_spec("vllm", target, env={"VLLM_MAX_NUM_SEQS": "64"}, **extra)
     rendered = render(spec, context=CONTEXT)
-    assert [k for k, _ in rendered.inputs.resolution.tier1] == expected
+    assert [k for k, _ in rendered.prepared.resolution.tier1] == expected
     obj = (
         rendered.objects[0]
         if target == "hyperpod-eks"
@@ -290,7 +285,7 @@ def test_model_b_engine_keeps_the_image_entrypoint_and_refuses_args() -> None:
     container = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert "command" not in container and "args" not in container
     assert by_kind(rendered, "ConfigMap")["data"] == {"OPTION_ROLLING_BATCH": "vllm"}
-    with pytest.raises(MlccError, match="config_delivery: engine 'lmi' has entrypoint 'image'"):
+    with pytest.raises(MlccError, match="/config_delivery: engine 'lmi' has entrypoint 'image'"):
         render(make_spec("lmi", config_delivery="args"), context=CONTEXT)
 
 
@@ -485,7 +480,7 @@ def test_plugin_without_an_image_needs_one(tmp_path: Path) -> None:
     with pytest.raises(MlccError) as caught:
         render(make_spec("hyperserve"), context=CONTEXT, registry=registry)
     assert str(caught.value) == (
-        "image: engine 'hyperserve' has no pinned default image "
+        "/image: engine 'hyperserve' has no pinned default image "
         "(fix: pass --image (DeploymentSpec.image) with the engine's container image)"
     )
 
@@ -499,40 +494,40 @@ def test_plugin_without_an_image_needs_one(tmp_path: Path) -> None:
         (
             {"name": None},
             CONTEXT,
-            "name: a name is required to render Kubernetes objects (allowed: lower-case letters, "
+            "/name: a name is required to render Kubernetes objects (allowed: lower-case letters, "
             "digits and '-', starting with a letter, at most 63; fix: pass --name, e.g. --name "
             "llama-vllm)",
         ),
         (
             {"name": "Llama_VLLM"},
             CONTEXT,
-            "name: not a valid Kubernetes name (RFC 1035 label) (got 'Llama_VLLM'; allowed: "
+            "/name: not a valid Kubernetes name (RFC 1035 label) (got 'Llama_VLLM'; allowed: "
             "lower-case letters, digits and '-', starting with a letter, at most 63; fix: use "
             "e.g. 'llama-vllm')",
         ),
         (
             {"namespace": "Prod"},
             CONTEXT,
-            "namespace: not a valid namespace name (DNS-1123 label) (got 'Prod'; allowed: "
+            "/namespace: not a valid namespace name (DNS-1123 label) (got 'Prod'; allowed: "
             "lower-case letters, digits and '-', at most 63; fix: use e.g. 'inference')",
         ),
         (
             {"target": "realtime-inference"},
             CONTEXT,
-            "target: not a Kubernetes target (got 'realtime-inference'; allowed: eks, "
+            "/target: not a Kubernetes target (got 'realtime-inference'; allowed: eks, "
             "hyperpod-eks; fix: use eks or hyperpod-eks (realtime-inference is rendered by the "
             "CDK app))",
         ),
         (
             {"model": "s3://my-bucket/models/x/"},
             CONTEXT,
-            "region: the region of the model bucket is unknown (got None; fix: pass --region "
+            "/region: the region of the model bucket is unknown (got None; fix: pass --region "
             "(DeploymentSpec.region); Mountpoint and the HyperPod operator need it)",
         ),
         (
             {"target": "hyperpod-eks"},
             RenderContext(),
-            "profile: the IEC's TLS bucket (stacks/buckets.json 'tls') needs profile (fix: pass "
+            "/profile: the IEC's TLS bucket (stacks/buckets.json 'tls') needs profile (fix: pass "
             "--profile (or set them in cdk.json context / RenderContext))",
         ),
     ],
@@ -583,6 +578,6 @@ def test_llama_cpp_needs_an_explicit_image() -> None:
     with pytest.raises(MlccError) as caught:
         objects(make_spec("llama-cpp", image=None))
     assert str(caught.value) == (
-        "image: engine 'llama-cpp' has no pinned default image (fix: pass --image "
+        "/image: engine 'llama-cpp' has no pinned default image (fix: pass --image "
         "(DeploymentSpec.image) with the engine's container image)"
     )

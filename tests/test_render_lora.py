@@ -8,7 +8,8 @@ import pytest
 
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.lora import AdapterRank
-from mlcc_constructs.core.render import RenderContext, render
+from mlcc_constructs.core.prepare import RenderContext
+from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 from mlcc_constructs.core.spec_file import spec_from_mapping
 
@@ -80,7 +81,7 @@ def test_the_memory_cap_passes_for_a_small_buffer_and_refuses_a_large_one() -> N
     with pytest.raises(MlccError) as caught:
         render(big, context=CONTEXT)
     message = str(caught.value)
-    assert message.startswith("lora: LoRA buffer ")
+    assert message.startswith("/lora: LoRA buffer ")
     assert "max_loras 8 x rank 256" in message
     assert "adapters: wide" in message
 
@@ -112,7 +113,7 @@ def test_the_cap_uses_the_engines_own_memory_share() -> None:
     with pytest.raises(MlccError) as caught:
         render(both, context=CONTEXT)
     assert str(caught.value) == (
-        "gpu_memory_utilization: the GPU memory share is set twice: gpu_memory_utilization=0.8 "
+        "/gpu_memory_utilization: the GPU memory share is set twice: gpu_memory_utilization=0.8 "
         "and VLLM_GPU_MEMORY_UTILIZATION=0.95 (got 0.8; fix: set only "
         "VLLM_GPU_MEMORY_UTILIZATION (what the engine uses))"
     )

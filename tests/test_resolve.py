@@ -147,53 +147,53 @@ BAD_SPECS = [
     (
         "foreign-prefix user key",
         {"env": {"SGLANG_TP_SIZE": "2"}},
-        "env/SGLANG_TP_SIZE: key has the prefix SGLANG_ of engine 'sglang', but the active "
+        "/env/SGLANG_TP_SIZE: key has the prefix SGLANG_ of engine 'sglang', but the active "
         "engine 'vllm' reads only VLLM_* (got 'SGLANG_TP_SIZE'; fix: rename it to VLLM_TP_SIZE "
         "or drop it)",
     ),
     (
         "empty value",
         {"env": {"VLLM_MAX_NUM_SEQS": ""}},
-        "env/VLLM_MAX_NUM_SEQS: empty value: an engine would receive a flag with no argument "
+        "/env/VLLM_MAX_NUM_SEQS: empty value: an engine would receive a flag with no argument "
         "(got ''; fix: remove the key to leave the setting unset, or give it a value)",
     ),
     (
         "sentinel valued capability",
         {"quantization": "none"},
-        "quantization: VLLM_QUANTIZATION needs a concrete value: an empty or sentinel value "
+        "/quantization: VLLM_QUANTIZATION needs a concrete value: an empty or sentinel value "
         "makes engines reject startup (got 'none'; fix: omit the setting to leave it unset)",
     ),
     (
         "TP above GPUs",
         {"tensor_parallel_degree": 8},
-        "tensor_parallel_degree: tensor-parallel degree must be a whole number from 1 to the 4 "
+        "/tensor_parallel_degree: tensor-parallel degree must be a whole number from 1 to the 4 "
         "GPU(s) of ml.g5.12xlarge (got '8'; allowed: 1..4; fix: lower it, or pick an instance "
         "type with more GPUs)",
     ),
     (
         "version below minimum",
         {"engine": "sglang", "engine_version": "0.4.9"},
-        "engine_version: sglang 0.4.9 is below the engine's min_version (got '0.4.9'; "
+        "/engine_version: sglang 0.4.9 is below the engine's min_version (got '0.4.9'; "
         "allowed: >= 0.5.0; fix: use a sglang image of version 0.5.0 or later)",
     ),
     (
         "unknown engine",
         {"engine": "vlm"},
-        "engine: unknown engine (got 'vlm'; allowed: llama-cpp, lmi, sglang, tensorrt-llm, "
+        "/engine: unknown engine (got 'vlm'; allowed: llama-cpp, lmi, sglang, tensorrt-llm, "
         "vllm; fix: did you mean vllm or lmi? a plugin engine needs --plugin-dir or "
         "MLCC_ENGINE_PATH)",
     ),
     (
         "unknown instance type",
         {"instance_type": "ml.g5.12xlrge"},
-        "instance_type: unknown instance type (got 'ml.g5.12xlrge'; allowed: the types in "
+        "/instance_type: unknown instance type (got 'ml.g5.12xlrge'; allowed: the types in "
         "mlcc_constructs/data/instance_catalog.json; fix: did you mean ml.g5.12xlarge or "
         "ml.g5.2xlarge or ml.g6.12xlarge?)",
     ),
     (
         "secret-like key in plain env",
         {"env": {"HF_TOKEN": "hf_abc"}},
-        "env/HF_TOKEN: looks like a credential: it would be stored in plain text in a ConfigMap "
+        "/env/HF_TOKEN: looks like a credential: it would be stored in plain text in a ConfigMap "
         "or the pod spec (got 'HF_TOKEN'; fix: reference a Kubernetes Secret instead "
         "(secret_env={'HF_TOKEN': SecretRef(name=..., key=...)}, or --secret-env "
         "HF_TOKEN=SECRET:KEY))",
@@ -201,7 +201,7 @@ BAD_SPECS = [
     (
         "secret-like engine key",
         {"env": {"VLLM_API_KEY": "abc"}},
-        "env/VLLM_API_KEY: looks like a credential: it would be stored in plain text in a "
+        "/env/VLLM_API_KEY: looks like a credential: it would be stored in plain text in a "
         "ConfigMap or the pod spec (got 'VLLM_API_KEY'; fix: reference a Kubernetes Secret "
         "instead (secret_env={'VLLM_API_KEY': SecretRef(name=..., key=...)}, or --secret-env "
         "VLLM_API_KEY=SECRET:KEY))",
@@ -209,61 +209,61 @@ BAD_SPECS = [
     (
         "value outside allowed",
         {"env": {"VLLM_MAX_LORA_RANK": "48"}},
-        "env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '48'; allowed: "
+        "/env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '48'; allowed: "
         "1, 8, 16, 32, 64, 128, 256, 320, 512; fix: use one of the allowed values (declared in "
         "the engine manifest))",
     ),
     (
         "non-boolean for a boolean",
         {"env": {"VLLM_ENABLE_LORA": "yes"}},
-        "env/VLLM_ENABLE_LORA: VLLM_ENABLE_LORA is a presence-only flag (got 'yes'; allowed: "
+        "/env/VLLM_ENABLE_LORA: VLLM_ENABLE_LORA is a presence-only flag (got 'yes'; allowed: "
         "true, false)",
     ),
     (
         "LoRA on an engine without the capability",
         {"engine": "tensorrt-llm", "lora": True, "engine_version": "1.0.0"},
-        "lora: engine 'tensorrt-llm' declares no 'lora_enable' capability (declared: model, "
+        "/lora: engine 'tensorrt-llm' declares no 'lora_enable' capability (declared: model, "
         "tensor_parallel_degree) (got 'true'; fix: drop lora, or pass the engine's own flag "
         "through Tier 2 (TRTLLM_<FLAG>=<value>))",
     ),
     (
         "model through the env",
         {"env": {"VLLM_MODEL": "/elsewhere"}},
-        "env/VLLM_MODEL: the model is Tier 1: it is computed from the model source (got "
+        "/env/VLLM_MODEL: the model is Tier 1: it is computed from the model source (got "
         "'/elsewhere'; fix: set the model with --model (DeploymentSpec.model), not the env)",
     ),
     (
         "port owned by the launch section",
         {"engine": "sglang", "engine_version": "0.5.3", "env": {"SGLANG_PORT": "9000"}},
-        "env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch section owns "
+        "/env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch section owns "
         "(port 30000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
         "it; change launch.port in the engine manifest instead)",
     ),
     (
         "not a model source",
         {"model": "llama-3"},
-        "model: not a model source (got 'llama-3'; allowed: s3://<bucket>/<prefix>/ or a "
+        "/model: not a model source (got 'llama-3'; allowed: s3://<bucket>/<prefix>/ or a "
         "Hugging Face id <org>/<name>; fix: stage the model to S3 or name its Hugging Face "
         "repository)",
     ),
     (
         "S3 URI without a prefix",
         {"model": "s3://bucket/"},
-        "model: the S3 model URI needs a key prefix (the folder holding config.json) (got "
+        "/model: the S3 model URI needs a key prefix (the folder holding config.json) (got "
         "'s3://bucket/'; allowed: s3://<bucket>/<prefix>/; fix: point at the staged model "
         "folder, e.g. s3://my-bucket/models/org/name/)",
     ),
     (
         "set twice with different values",
         {"tensor_parallel_degree": 2, "env": {"VLLM_TENSOR_PARALLEL_SIZE": "1"}},
-        "tensor_parallel_degree: capability 'tensor_parallel_degree' is set twice with "
+        "/tensor_parallel_degree: capability 'tensor_parallel_degree' is set twice with "
         "different values (env/VLLM_TENSOR_PARALLEL_SIZE='1') (got '2'; fix: set it once, "
         "either env/VLLM_TENSOR_PARALLEL_SIZE or tensor_parallel_degree)",
     ),
     (
         "invalid env name",
         {"env": {"1BAD": "x"}},
-        "env/1BAD: not an environment variable name (got '1BAD'; allowed: letters, digits and "
+        "/env/1BAD: not an environment variable name (got '1BAD'; allowed: letters, digits and "
         "'_', not starting with a digit)",
     ),
 ]
@@ -282,7 +282,7 @@ def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(MlccError) as caught:
         resolve(spec(env={"SGLANG_X": "1", "HF_TOKEN": "t", "VLLM_Y": ""}, instance_type="zz"))
     pointers = [p.pointer for p in caught.value.problems]
-    assert pointers == ["instance_type", "env/SGLANG_X", "env/HF_TOKEN", "env/VLLM_Y"]
+    assert pointers == ["/instance_type", "/env/SGLANG_X", "/env/HF_TOKEN", "/env/VLLM_Y"]
 
 
 def test_hyperpod_stages_huggingface_models_at_the_mount() -> None:

@@ -212,24 +212,24 @@ def test_cli_synth_output_matches_in_process(tmp_path: Any) -> None:
 BAD_CONTEXT = [
     (
         {"profile": "Prod"},
-        "CDK context (cdk.json or -c):profile: invalid profile (got 'Prod'; allowed: lower-case "
+        "CDK context (cdk.json or -c):/profile: invalid profile (got 'Prod'; allowed: lower-case "
         "letters, digits and '-', 1-20, e.g. dev; fix: pass -c profile=VALUE or edit cdk.json)",
     ),
     (
         {"account": "1234"},
-        "CDK context (cdk.json or -c):account: invalid account (got '1234'; allowed: 12 digits, "
+        "CDK context (cdk.json or -c):/account: invalid account (got '1234'; allowed: 12 digits, "
         "e.g. 123456789012; fix: pass -c account=VALUE or edit cdk.json)",
     ),
     (
         {"availability_zones": "us-east-1a"},
-        "CDK context (cdk.json or -c):availability_zones: availability_zones must name at least "
+        "CDK context (cdk.json or -c):/availability_zones: availability_zones must name at least "
         "2 distinct zones of region us-east-1 (got 'us-east-1a'; allowed: us-east-1a, "
         "us-east-1b, ... (the zones your account has in us-east-1); fix: pass "
         "-c availability_zones=us-east-1a,us-east-1b or edit cdk.json)",
     ),
     (
         {"region": "eu-west-1"},
-        "CDK context (cdk.json or -c):availability_zones: availability_zones must name at least "
+        "CDK context (cdk.json or -c):/availability_zones: availability_zones must name at least "
         "2 distinct zones of region eu-west-1 (got 'us-east-1a,us-east-1b'; allowed: eu-west-1a, "
         "eu-west-1b, ... (the zones your account has in eu-west-1); fix: pass "
         "-c availability_zones=eu-west-1a,eu-west-1b or edit cdk.json)",
@@ -248,7 +248,7 @@ def test_all_bad_context_values_reported_at_once() -> None:
     with pytest.raises(MlccError) as caught:
         build(profile="X", account="1", region="mars")
     pointers = [p.pointer for p in caught.value.problems]
-    assert pointers == ["account", "region", "profile", "availability_zones"]
+    assert pointers == ["/account", "/region", "/profile", "/availability_zones"]
 
 
 def test_context_overrides_rename_stacks_and_cluster() -> None:

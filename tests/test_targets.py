@@ -39,4 +39,4 @@ def test_a_target_without_a_renderer_is_refused_for_kubernetes_objects() -> None
     with pytest.raises(MlccError) as caught:
         load_target("realtime-inference").renderer_module()
     assert "not a Kubernetes target" in str(caught.value)
-    assert "AdapterInferenceComponents" in str(caught.value)
+    assert "realtime-inference is rendered by the CDK app" in str(caught.value)

@@ -3,9 +3,34 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.errors import fail
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.spec_file import SpecFile
+
+# Deployment spec field -> the argparse attribute of its flag (``--tp``, ``--role-arn``...).
+SPEC_FLAGS: dict[str, str] = {
+    "engine": "engine",
+    "model": "model",
+    "instance_type": "instance_type",
+    "name": "name",
+    "namespace": "namespace",
+    "target": "target",
+    "image": "image",
+    "replicas": "replicas",
+    "tensor_parallel_degree": "tp",
+    "quantization": "quantization",
+    "lora": "lora",
+    "engine_version": "engine_version",
+    "config_delivery": "config_delivery",
+    "region": "region",
+    "account": "account",
+    "profile": "profile",
+    "service_account_role_arn": "role_arn",
+}
+REQUIRED = ("engine", "model", "instance_type")
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
@@ -65,11 +90,62 @@ def parse_assignments(items: list[str], option: str = "--set") -> dict[str, str]
         if not sep or not key:
             raise fail(
                 f"{option} takes KEY=VALUE",
-                pointer=option,
+                where=option,
                 value=item,
                 fix=f"write {option} NAME=value (an empty value is refused later)",
             )
         if key in result:
-            raise fail(f"{option} sets {key} twice", pointer=option, value=item)
+            raise fail(f"{option} sets {key} twice", where=option, value=item)
         result[key] = value
     return result
+
+
+def secret_refs(items: list[str]) -> dict[str, dict[str, str]]:
+    """``["HF_TOKEN=hf-token:token"]`` → ``{"HF_TOKEN": {"name": "hf-token", "key": "token"}}``."""
+    refs: dict[str, dict[str, str]] = {}
+    for key, value in parse_assignments(items, "--secret-env").items():
+        secret, sep, secret_key = value.partition(":")
+        if not sep or not secret or not secret_key:
+            raise fail(
+                "--secret-env takes NAME=SECRET:KEY",
+                where="--secret-env",
+                value=f"{key}={value}",
+                fix="e.g. --secret-env HF_TOKEN=hf-token:token",
+            )
+        refs[key] = {"name": secret, "key": secret_key}
+    return refs
+
+
+def flag_layers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
+    """One ``(--flag, {field: value})`` layer per deployment flag the user gave; ``--set`` and
+    ``--secret-env`` become ``env`` and ``secret_env`` layers."""
+    layers: list[tuple[str, dict[str, Any]]] = []
+    for field, attribute in SPEC_FLAGS.items():
+        value = getattr(args, attribute, None)
+        if value is not None and value is not False:
+            layers.append((f"--{attribute.replace('_', '-')}", {field: value}))
+    if getattr(args, "set", None):
+        layers.append(("--set", {"env": parse_assignments(args.set)}))
+    if getattr(args, "secret_env", None):
+        layers.append(("--secret-env", {"secret_env": secret_refs(args.secret_env)}))
+    return layers
+
+
+def spec_from_args(args: argparse.Namespace) -> SpecFile:
+    """The deployment of the command line: the ``-f`` file (when given), then each flag, as
+    layers of one mapping validated once (the same checks for a flag as for its field)."""
+    from mlcc_constructs.core.spec_file import load_spec_document, merge_layers, spec_from_layers
+
+    layers: list[tuple[str, dict[str, Any]]] = []
+    if getattr(args, "file", None):
+        layers.append((args.file, load_spec_document(args.file)))
+    layers += flag_layers(args)
+    merged, _ = merge_layers(layers)
+    missing = [k for k in REQUIRED if not merged.get(k)]
+    if missing:
+        raise fail(
+            "missing " + ", ".join(missing),
+            where="command line",
+            fix="pass " + " ".join("--" + m.replace("_", "-") for m in missing) + " or -f FILE",
+        )
+    return spec_from_layers(layers)

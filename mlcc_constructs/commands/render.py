@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -11,10 +10,10 @@ from typing import Any
 
 from mlcc_constructs.commands._common import (
     add_deployment_options,
-    parse_assignments,
     registry_from,
+    spec_from_args,
 )
-from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.errors import MlccError, fail
 
 _CONTEXT = ("account", "region", "profile")
 
@@ -56,23 +55,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run_render)
 
 
-def _secret_refs(items: list[str]) -> dict[str, Any]:
-    from mlcc_constructs.core.spec import SecretRef
-
-    refs: dict[str, Any] = {}
-    for key, value in parse_assignments(items, "--secret-env").items():
-        secret, sep, secret_key = value.partition(":")
-        if not sep or not secret or not secret_key:
-            raise fail(
-                "--secret-env takes NAME=SECRET:KEY",
-                pointer="--secret-env",
-                value=f"{key}={value}",
-                fix="e.g. --secret-env HF_TOKEN=hf-token:token",
-            )
-        refs[key] = SecretRef(name=secret, key=secret_key)
-    return refs
-
-
 def _cdk_context() -> dict[str, str]:
     path = Path("cdk.json")
     if not path.is_file():
@@ -85,59 +67,19 @@ def _cdk_context() -> dict[str, str]:
 
 
 def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The (DeploymentSpec, RenderContext) of the command line (flags over ``-f``)."""
-    from mlcc_constructs.core.render import RenderContext
-    from mlcc_constructs.core.spec import DeploymentSpec
-    from mlcc_constructs.core.spec_file import load_spec_file
+    """The (SpecFile, RenderContext) of the command line: ``-f`` then the flags, as layers of
+    one validated mapping; ``./cdk.json`` context fills the account, region and profile."""
+    from mlcc_constructs.core.prepare import RenderContext
 
-    values: dict[str, Any] = {}
-    context: dict[str, Any] = {}
-    if args.file:
-        loaded = load_spec_file(args.file)
-        values = {f.name: getattr(loaded.spec, f.name) for f in dataclasses.fields(DeploymentSpec)}
-        context = dataclasses.asdict(loaded.context)
-    flags = {
-        "engine": args.engine,
-        "model": args.model,
-        "instance_type": args.instance_type,
-        "name": args.name,
-        "namespace": args.namespace,
-        "target": args.target,
-        "image": args.image,
-        "replicas": args.replicas,
-        "tensor_parallel_degree": args.tp,
-        "quantization": args.quantization,
-        "engine_version": args.engine_version,
-        "config_delivery": args.config_delivery,
-        "region": args.region,
-        "service_account_role_arn": args.role_arn,
-    }
-    values.update({k: v for k, v in flags.items() if v is not None})
-    if args.lora:
-        values["lora"] = True
-    values["env"] = {**values.get("env", {}), **parse_assignments(args.set)}
-    values["secret_env"] = {**values.get("secret_env", {}), **_secret_refs(args.secret_env)}
-    missing = [k for k in ("engine", "model", "instance_type") if not values.get(k)]
-    if missing:
-        raise fail(
-            "missing " + ", ".join(missing),
-            pointer=", ".join(missing),
-            fix="pass " + " ".join("--" + m.replace("_", "-") for m in missing) + " or -f FILE",
-        )
+    loaded = spec_from_args(args)
     fallback = _cdk_context()
-    for key in _CONTEXT:
-        context[key] = getattr(args, key) or context.get(key) or None
-    spec = DeploymentSpec(**values)
-    render_context = RenderContext(
-        account=context["account"] or fallback.get("account"),
-        region=context["region"] or fallback.get("region"),
-        profile=context["profile"] or fallback.get("profile"),
-    )
-    return spec, render_context
+    context = RenderContext(**{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT})
+    return loaded, context
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.render import file_name, render, to_yaml
+    from mlcc_constructs.core.render import render
+    from mlcc_constructs.core.yaml_output import file_name, to_yaml
 
     if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
         raise fail(
@@ -145,8 +87,11 @@ def run_render(args: argparse.Namespace) -> int:
             where=args.out,
             fix="pass a folder (created when missing) or omit --out to print the YAML",
         )
-    spec, context = build_spec(args)
-    rendered = render(spec, context=context, registry=registry_from(args))
+    loaded, context = build_spec(args)
+    try:
+        rendered = render(loaded.spec, context=context, registry=registry_from(args))
+    except MlccError as error:
+        raise loaded.locate(error) from None
     for note in rendered.warnings:
         print(f"mlcc: {note}", file=sys.stderr)
     if args.out:

@@ -6,11 +6,7 @@ import argparse
 import json
 import sys
 
-from mlcc_constructs.commands._common import (
-    add_deployment_options,
-    parse_assignments,
-    registry_from,
-)
+from mlcc_constructs.commands._common import add_deployment_options, registry_from, spec_from_args
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,20 +22,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _resolve(args: argparse.Namespace) -> object:
+    from mlcc_constructs.core.errors import MlccError
     from mlcc_constructs.core.resolve import resolve
-    from mlcc_constructs.core.spec import DeploymentSpec
 
-    spec = DeploymentSpec(
-        engine=args.engine,
-        model=args.model,
-        instance_type=args.instance_type,
-        tensor_parallel_degree=args.tp,
-        quantization=args.quantization,
-        lora=args.lora,
-        env=parse_assignments(args.set),
-        engine_version=args.engine_version,
-    )
-    return resolve(spec, registry=registry_from(args))
+    loaded = spec_from_args(args)
+    try:
+        return resolve(loaded.spec, registry=registry_from(args))
+    except MlccError as error:
+        raise loaded.locate(error) from None
 
 
 def _report(resolution: object) -> None:

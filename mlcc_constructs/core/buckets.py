@@ -52,7 +52,7 @@ def check_environment(*, account: str, region: str, profile: str) -> None:
         ("profile", profile, _PROFILE, "lower-case letters, digits and '-', 1-20, e.g. dev"),
     )
     problems = [
-        Problem(message=f"invalid {name}", pointer=name, value=value, allowed=allowed)
+        Problem(message=f"invalid {name}", pointer=f"/{name}", value=value, allowed=allowed)
         for name, value, pattern, allowed in checks
         if not pattern.match(value)
     ]

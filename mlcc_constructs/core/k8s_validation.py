@@ -25,8 +25,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
+from mlcc_constructs.core.versions import pinned
 
 IEC_API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 IEC_KIND = "InferenceEndpointConfig"
@@ -34,12 +34,9 @@ IEC_KIND = "InferenceEndpointConfig"
 MAX_NAME = 63
 _RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 
 
-def name_problems(name: str | None, *, pointer: str = "name") -> list[Problem]:
+def name_problems(name: str | None, *, pointer: str = "/name") -> list[Problem]:
     """Problems with a deployment's base name (the Deployment, Service and IEC are named so).
 
     RFC 1035 label: a Service name must start with a letter, and the IEC's ``endpointName`` is
@@ -52,7 +49,7 @@ def name_problems(name: str | None, *, pointer: str = "name") -> list[Problem]:
                 message="a name is required to render Kubernetes objects",
                 pointer=pointer,
                 allowed=allowed,
-                fix="pass --name, e.g. --name llama-vllm",
+                fix="pass --name, e.g. --name my-model",
             )
         ]
     if len(name) > MAX_NAME or not _RFC1035_LABEL.match(name):
@@ -65,13 +62,13 @@ def name_problems(name: str | None, *, pointer: str = "name") -> list[Problem]:
                 pointer=pointer,
                 value=name,
                 allowed=allowed,
-                fix=f"use e.g. {suggestion!r}" if suggestion else "choose a name like llama-vllm",
+                fix=f"use e.g. {suggestion!r}" if suggestion else "choose a name like my-model",
             )
         ]
     return []
 
 
-def namespace_problems(namespace: str, *, pointer: str = "namespace") -> list[Problem]:
+def namespace_problems(namespace: str, *, pointer: str = "/namespace") -> list[Problem]:
     """Problems with a namespace name (DNS-1123 label)."""
     if len(namespace) > MAX_NAME or not _DNS1123_LABEL.match(namespace):
         return [
@@ -86,19 +83,12 @@ def namespace_problems(namespace: str, *, pointer: str = "namespace") -> list[Pr
     return []
 
 
-def is_dns1123_subdomain(name: str) -> bool:
-    """True for a valid DNS-1123 subdomain (ConfigMap, PV, PVC and Deployment names)."""
-    return len(name) <= 253 and bool(_DNS1123_SUBDOMAIN.match(name))
-
-
 # -- core kinds: kubernetes-validate's bundled strict schemas -------------------------------
 
 
-@cache
 def kubernetes_version() -> str:
     """The Kubernetes minor version objects are validated for (``versions.json``)."""
-    document = json.loads(data_path("versions.json").read_text(encoding="utf-8"))
-    return str(document["kubernetes"])
+    return pinned().kubernetes
 
 
 @cache

@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.typecheck import check_fields
 
 GIB = 1 << 30
 CAP_FRACTION = Fraction(1, 10)
@@ -32,7 +33,6 @@ CAP_FRACTION = Fraction(1, 10)
 # their output across TP ranks, row-parallel ones their input.
 COLUMN_PARALLEL = ("q_proj", "k_proj", "v_proj", "gate_proj", "up_proj")
 ROW_PARALLEL = ("o_proj", "down_proj")
-LORA_MODULES = COLUMN_PARALLEL + ROW_PARALLEL
 
 DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
     {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
@@ -51,7 +51,9 @@ class AdapterRank:
     rank_pattern: Mapping[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "rank_pattern", MappingProxyType(dict(self.rank_pattern)))
+        if isinstance(self.rank_pattern, Mapping):
+            object.__setattr__(self, "rank_pattern", MappingProxyType(dict(self.rank_pattern)))
+        check_fields(self)
 
     @property
     def need(self) -> int:
@@ -77,7 +79,7 @@ def snap_up(value: int, allowed: Sequence[int], *, what: str = "LoRA rank") -> i
             return candidate
     raise fail(
         f"{what} {value} is above the largest rank the engine allows",
-        pointer="lora_max_rank",
+        pointer="/lora_max_rank",
         value=value,
         allowed=", ".join(str(a) for a in ordered),
         fix="retrain the adapter with a smaller r / rank_pattern",
@@ -106,7 +108,7 @@ def fit_max_rank(
     if explicit > ordered[-1]:
         raise fail(
             "the explicit max LoRA rank is above the largest rank the engine allows",
-            pointer="lora_max_rank",
+            pointer="/lora_max_rank",
             value=explicit,
             allowed=", ".join(str(a) for a in ordered),
             fix=f"use at most {ordered[-1]}",
@@ -114,7 +116,7 @@ def fit_max_rank(
     if explicit not in ordered:
         raise fail(
             "the explicit max LoRA rank is not one the engine allows",
-            pointer="lora_max_rank",
+            pointer="/lora_max_rank",
             value=explicit,
             allowed=", ".join(str(a) for a in ordered),
             fix=f"use {snap_up(explicit, ordered)} or leave it unset to derive it ({need} needed)",
@@ -242,7 +244,7 @@ def _check_tp(geometry: ModelGeometry, tp: int) -> None:
                 problems.append(
                     Problem(
                         message=f"{what} {count} is not divisible by the tensor parallel degree",
-                        pointer="tensor_parallel_degree",
+                        pointer="/tensor_parallel_degree",
                         value=tp,
                     )
                 )
@@ -251,7 +253,7 @@ def _check_tp(geometry: ModelGeometry, tp: int) -> None:
                 Problem(
                     message=f"num_key_value_heads {geometry.kv_heads} and the tensor parallel "
                     "degree must divide one another",
-                    pointer="tensor_parallel_degree",
+                    pointer="/tensor_parallel_degree",
                     value=tp,
                 )
             )
@@ -397,4 +399,4 @@ def check_memory_cap(
             "lower max_loras or the max LoRA rank, raise the tensor parallel degree, "
             "or use a GPU with more memory"
         )
-    raise fail(message, pointer="lora", fix=fix)
+    raise fail(message, pointer="/lora", fix=fix)

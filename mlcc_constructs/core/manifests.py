@@ -131,7 +131,7 @@ def _problems_from_schema(document: Any, where: str) -> list[Problem]:
                     where=where,
                     pointer=pointer,
                     value=error.instance,
-                    allowed=r"^[A-Z][A-Z0-9_]*_$, e.g. VLLM_",
+                    allowed=r"^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_",
                 )
             )
         elif error.validator == "enum":
@@ -453,7 +453,7 @@ class EngineRegistry:
             raise MlccError(problems)
         return cls(engines.values())
 
-    def get(self, name: str, *, pointer: str = "engine") -> EngineManifest:
+    def get(self, name: str, *, pointer: str = "/engine") -> EngineManifest:
         """The manifest of ``name``; an unknown name lists the known ones."""
         manifest = self._engines.get(name)
         if manifest is None:

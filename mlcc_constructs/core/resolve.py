@@ -29,11 +29,9 @@ from mlcc_constructs.core.manifests import (
     EngineRegistry,
     parse_version,
 )
-from mlcc_constructs.core.spec import DeploymentSpec, parse_model_source
+from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_source
+from mlcc_constructs.core.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.wrapper import WrapperError, build_argv
-
-MODEL_MOUNT_PATH = "/opt/ml/model"
-"""Where an ``s3://`` model is mounted in the pod (S3 CSI on eks, the operator on HyperPod)."""
 
 COMPANION_DEFAULTS: Mapping[str, str] = {"lora_max_rank": "16", "lora_target_modules": "all"}
 """Library defaults for companions, keyed by capability name; a manifest ``default`` wins."""
@@ -68,6 +66,8 @@ class Resolution:
 
     manifest: EngineManifest
     instance: InstanceType
+    source: ModelSource
+    """The parsed model source (parsed once, here)."""
     tensor_parallel_degree: int
     tier1: tuple[tuple[str, str], ...]
     tier2: tuple[tuple[str, str], ...]
@@ -86,7 +86,7 @@ class Resolution:
         try:
             return build_argv(self.manifest.raw, self.env)
         except WrapperError as error:
-            raise fail(str(error), pointer="engine", value=self.manifest.engine) from error
+            raise fail(str(error), pointer="/engine", value=self.manifest.engine) from error
 
 
 def companion_default(manifest: EngineManifest, name: str) -> str | None:
@@ -96,6 +96,11 @@ def companion_default(manifest: EngineManifest, name: str) -> str | None:
     if capability is not None and capability.default is not None:
         return capability.default
     return COMPANION_DEFAULTS.get(name)
+
+
+def _label(pointer: str) -> str:
+    """A field's pointer as a message names it: ``/env/KEY`` -> ``env/KEY``."""
+    return pointer.removeprefix("/")
 
 
 def is_secret_name(key: str) -> bool:
@@ -115,11 +120,13 @@ class _Resolver:
         spec: DeploymentSpec,
         registry: EngineRegistry,
         computed: Mapping[str, str],
+        target: TargetDescriptor | None,
     ) -> None:
         self.spec = spec
         self.registry = registry
         self.manifest = registry.get(spec.engine)
         self.computed = computed
+        self.target = target
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
         self.skipped: list[Skipped] = []
@@ -149,7 +156,7 @@ class _Resolver:
             self.problems.append(
                 Problem(
                     message=f"{manifest.engine} {given} is below the engine's min_version",
-                    pointer="engine_version",
+                    pointer="/engine_version",
                     value=given,
                     allowed=f">= {manifest.min_version}",
                     fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
@@ -163,10 +170,10 @@ class _Resolver:
             self.problems.append(
                 Problem(
                     message=f"capability {capability!r} is set twice with different values "
-                    f"({previous.source}={previous.value!r})",
+                    f"({_label(previous.source)}={previous.value!r})",
                     pointer=source,
                     value=value,
-                    fix=f"set it once, either {previous.source} or {source}",
+                    fix=f"set it once, either {_label(previous.source)} or {_label(source)}",
                 )
             )
             return
@@ -181,7 +188,7 @@ class _Resolver:
                     f"capability (declared: {declared})",
                     pointer=option,
                     value=value,
-                    fix=f"drop {option}, or pass the engine's own flag through Tier 2 "
+                    fix=f"drop {_label(option)}, or pass the engine's own flag through Tier 2 "
                     f"({self.manifest.env_var_prefix}<FLAG>=<value>)",
                 )
             )
@@ -194,7 +201,7 @@ class _Resolver:
         reserved = manifest.reserved_keys
         model_key = self._key_of("model")
         for key, raw_value in spec.env.items():
-            pointer = f"env/{key}"
+            pointer = f"/env/{key}"
             value = str(raw_value)
             if not _ENV_NAME.match(key):
                 self.problems.append(
@@ -274,12 +281,14 @@ class _Resolver:
                 self._set_user(capability.name, value, pointer)
         if spec.tensor_parallel_degree is not None:
             self._option(
-                "tensor_parallel_degree", str(spec.tensor_parallel_degree), "tensor_parallel_degree"
+                "tensor_parallel_degree",
+                str(spec.tensor_parallel_degree),
+                "/tensor_parallel_degree",
             )
         if spec.quantization is not None:
-            self._option("quantization", spec.quantization, "quantization")
+            self._option("quantization", spec.quantization, "/quantization")
         if spec.lora:
-            self._option("lora_enable", _TRUE, "lora")
+            self._option("lora_enable", _TRUE, "/lora")
 
     def _key_of(self, capability: str) -> str | None:
         found = self.manifest.capability(capability)
@@ -287,14 +296,14 @@ class _Resolver:
 
     # -- Tier 1 -------------------------------------------------------------------------
 
-    def tier1(self, instance: InstanceType) -> tuple[list[tuple[str, str]], dict[str, str], int]:
+    def tier1(
+        self, instance: InstanceType, source: ModelSource
+    ) -> tuple[list[tuple[str, str]], dict[str, str], int]:
         manifest = self.manifest
         requested: dict[str, str] = {}
         model = manifest.capability("model")
         if model is not None:
-            source = parse_model_source(self.spec.model)
-            mounted = source.kind == "s3" or self._hub_models_mounted()
-            requested["model"] = MODEL_MOUNT_PATH if mounted else self.spec.model
+            requested["model"] = self._model_path(source)
         tp = self._tensor_parallel(instance)
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
@@ -314,13 +323,14 @@ class _Resolver:
         ]
         return emitted, values, tp
 
-    def _hub_models_mounted(self) -> bool:
-        """Does the target stage Hugging Face models itself (target descriptor)?"""
-        from mlcc_constructs.core.targets import load_target, target_names
-
-        if self.spec.target not in target_names():
-            return False  # an unknown target is reported by the renderer
-        return load_target(self.spec.target).huggingface_model == "mounted"
+    def _model_path(self, source: ModelSource) -> str:
+        """What the engine is told to load: the target's mount path for an ``s3://`` model or
+        a Hugging Face model the target stages itself, else the Hugging Face id."""
+        target = self.target
+        if target is None:  # an unknown target is reported by whoever loaded it
+            return source.uri
+        mounted = source.kind == "s3" or target.huggingface_model == "mounted"
+        return target.model_mount_path if mounted else source.uri
 
     def _tensor_parallel(self, instance: InstanceType) -> int:
         user = self.user.get("tensor_parallel_degree")
@@ -394,7 +404,7 @@ class _Resolver:
 
     def _source(self, name: str) -> str:
         user = self.user.get(name)
-        return user.source if user else name
+        return user.source if user else ""
 
     def _emit(self, capability: Capability, value: str, values: dict[str, str]) -> None:
         """Emit ``capability`` and the companions of its first resolvable group into ``values``."""
@@ -471,27 +481,50 @@ def resolve(
     ``computed`` holds library-computed capability values (e.g. ``lora_max_rank`` from the rank
     fit): they lose to user values and win over defaults.
     """
+    try:
+        target = load_target(spec.target)
+    except MlccError as error:
+        problems = list(error.problems)
+        try:
+            resolve_for_target(spec, target=None, registry=registry, computed=computed)
+        except MlccError as more:
+            problems.extend(more.problems)
+        raise MlccError(problems) from None
+    return resolve_for_target(spec, target=target, registry=registry, computed=computed)
+
+
+def resolve_for_target(
+    spec: DeploymentSpec,
+    *,
+    target: TargetDescriptor | None,
+    registry: EngineRegistry | None = None,
+    computed: Mapping[str, str] | None = None,
+) -> Resolution:
+    """:func:`resolve` with the target already loaded (``None``: unknown, reported elsewhere;
+    the model is then passed as given)."""
     registry = registry or EngineRegistry.load(use_env=False)
-    resolver = _Resolver(spec, registry, computed or {})
+    resolver = _Resolver(spec, registry, computed or {}, target)
     problems = resolver.problems
+    instance: InstanceType | None = None
+    source: ModelSource | None = None
     try:
         instance = catalog.lookup(spec.instance_type)
     except MlccError as error:
         problems.extend(error.problems)
-        instance = None
     try:
-        parse_model_source(spec.model)
+        source = parse_model_source(spec.model)
     except MlccError as error:
         problems.extend(error.problems)
     resolver.read_user_input()
-    if problems or instance is None:
+    if problems or instance is None or source is None:
         raise MlccError(problems)
-    tier1, values, tp = resolver.tier1(instance)
+    tier1, values, tp = resolver.tier1(instance, source)
     if problems:
         raise MlccError(problems)
     return Resolution(
         manifest=resolver.manifest,
         instance=instance,
+        source=source,
         tensor_parallel_degree=tp,
         tier1=tuple(tier1),
         tier2=tuple(resolver.tier2),

@@ -37,8 +37,6 @@ ADAPTER_DIR = ".mlcc-adapters"
 """The folder under a model prefix that holds adapter homes (also the pod ``subdir``)."""
 ADAPTER_RECORD = "mlcc-adapter.json"
 """The record written into every adapter version (and into serving copies)."""
-MODEL_RECORD = "mlcc-model.json"
-"""The record written next to a full fine-tune."""
 JOB_KINDS = ("tune", "train", "optimize")
 """Kinds of raw job output under the artifacts bucket."""
 

@@ -6,13 +6,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from mlcc_constructs.core.cache import CacheBackendSpec  # TODO(after split): .spec
 from mlcc_constructs.core.errors import fail
-
-if TYPE_CHECKING:  # only renders that use these import them
-    from mlcc_constructs.core.cache import CacheBackendSpec
-    from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.typecheck import check_fields
 
 ConfigDelivery = Literal["env", "args"]
 
@@ -44,7 +43,7 @@ class ModelSource:
         return (self.prefix or "").rstrip("/")
 
 
-def parse_model_source(model: str, *, pointer: str = "model") -> ModelSource:
+def parse_model_source(model: str, *, pointer: str = "/model") -> ModelSource:
     """``s3://bucket/prefix/`` or a Hugging Face ``org/name``; anything else is refused."""
     s3 = _S3_URI.match(model)
     if s3:
@@ -73,10 +72,6 @@ def parse_model_source(model: str, *, pointer: str = "model") -> ModelSource:
         allowed="s3://<bucket>/<prefix>/ or a Hugging Face id <org>/<name>",
         fix="stage the model to S3 or name its Hugging Face repository",
     )
-
-
-def _frozen(mapping: Mapping[str, str]) -> Mapping[str, str]:
-    return MappingProxyType(dict(mapping))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -138,12 +133,14 @@ class DeploymentSpec:
     Default: none."""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "env", _frozen(self.env))
-        object.__setattr__(self, "secret_env", MappingProxyType(dict(self.secret_env)))
-        object.__setattr__(self, "lora_adapters", tuple(self.lora_adapters))
-        object.__setattr__(self, "lora_tune_ranks", tuple(self.lora_tune_ranks))
-
-    @property
-    def source(self) -> ModelSource:
-        """The parsed model source."""
-        return parse_model_source(self.model)
+        # Freeze what callers may pass as plain dicts and lists; anything else is left for
+        # the type check to report.
+        for name in ("env", "secret_env", "model_config"):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
+        for name in ("lora_adapters", "lora_tune_ranks"):
+            value = getattr(self, name)
+            if isinstance(value, list | tuple):
+                object.__setattr__(self, name, tuple(value))
+        check_fields(self)

@@ -1,36 +1,48 @@
-"""The declarative deployment spec file (``mlcc render -f spec.yaml``) and cdk.json entries.
+"""The declarative deployment spec (``mlcc render -f spec.yaml``, cdk.json entries, CLI flags).
 
 A YAML or JSON mapping with the fields of :class:`DeploymentSpec` (snake_case) plus the render
-context (``account``, ``profile``), validated by ``data/deployment-spec.schema.json``. Every
-problem names the file and the JSON pointer of the bad field.
+context (``account``, ``region``, ``profile``), validated by ``data/deployment-spec.schema.json``.
+Command-line flags are one more layer of the same mapping (:func:`spec_from_layers`): they pass
+the same schema and semantic checks, so no flag is looser than its file field. Every problem
+names where its field came from (the file or the flag) and the JSON pointer of the field.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields
 from functools import cache
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 import yaml
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
-from mlcc_constructs.core.render import RenderContext
+from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
 SCHEMA_FILE = "deployment-spec.schema.json"
-_CONTEXT_FIELDS = ("account", "region", "profile")
+CONTEXT_FIELDS = ("account", "region", "profile")
+_MERGED = ("env", "secret_env")  # merged key by key across layers; other fields are replaced
 
 
 @dataclass(frozen=True, kw_only=True)
 class SpecFile:
-    """A loaded spec: the deployment and the render context it carries."""
+    """A loaded spec: the deployment, the render context it carries, and where each field came
+    from (JSON pointer → file or flag), so later problems can name their source."""
 
     spec: DeploymentSpec
     context: RenderContext
+    sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def locate(self, error: MlccError) -> MlccError:
+        """``error`` with each problem's ``where`` set to the source of its field, when the
+        problem names a field of this spec and no place of its own."""
+        return MlccError(_located(p, self.sources) for p in error.problems)
 
 
 @cache
@@ -46,8 +58,59 @@ def _text(value: object) -> str:
     return str(value)
 
 
+def _located(problem: Problem, sources: Mapping[str, str]) -> Problem:
+    if problem.where or not problem.pointer.startswith("/"):
+        return problem
+    if problem.pointer == "/":  # the whole document
+        return dataclasses.replace(problem, where=sources.get("/", ""))
+    parts = problem.pointer.split("/")
+    for length in (3, 2):  # /env/KEY is more precise than /env
+        where = sources.get("/".join(parts[:length]))
+        if where:
+            return dataclasses.replace(problem, where=where)
+    return problem
+
+
+def merge_layers(
+    layers: Sequence[tuple[str, Mapping[str, Any]]],
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """One mapping from ``(where, mapping)`` layers, later layers winning field by field (``env``
+    and ``secret_env`` key by key), and the source of every field (JSON pointer → where)."""
+    merged: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for where, layer in layers:
+        sources.setdefault("/", where)  # a problem of the whole document: the first layer
+        for key, value in layer.items():
+            if key in _MERGED and isinstance(value, Mapping):
+                current = merged.get(key)
+                merged[key] = {**(current if isinstance(current, Mapping) else {}), **value}
+                for name in value:
+                    sources[json_pointer(key, name)] = where
+            else:
+                merged[key] = value
+            sources[json_pointer(key)] = where
+    return merged, sources
+
+
+def spec_from_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> SpecFile:
+    """Merge ``layers`` (:func:`merge_layers`), validate once, build the spec; every problem
+    names the layer its field came from."""
+    document, sources = merge_layers(layers)
+    try:
+        loaded = _build(document)
+    except MlccError as error:
+        raise MlccError(_located(p, sources) for p in error.problems) from None
+    return dataclasses.replace(loaded, sources=MappingProxyType(sources))
+
+
 def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
     """Validate ``document`` (parsed YAML/JSON) and build the spec; all problems at once."""
+    if not isinstance(document, Mapping):
+        raise _not_a_mapping(document, where)
+    return spec_from_layers([(where, document)])
+
+
+def _build(document: Mapping[str, Any]) -> SpecFile:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
@@ -56,7 +119,6 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
         raise MlccError(
             Problem(
                 message=error.message,
-                where=where,
                 pointer=json_pointer(*error.absolute_path) or "/",
                 fix="see mlcc_constructs/data/deployment-spec.schema.json for the fields",
             )
@@ -77,14 +139,23 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
         from mlcc_constructs.core.cache import CacheBackendSpec
 
         values["cache_backend"] = CacheBackendSpec.from_dict(
-            document["cache_backend"], where=where, path="cache_backend"
+            document["cache_backend"], path="/cache_backend"
         )
-    context = RenderContext(**{k: document.get(k) for k in _CONTEXT_FIELDS})
+    context = RenderContext(**{k: document.get(k) for k in CONTEXT_FIELDS})
     return SpecFile(spec=DeploymentSpec(**values), context=context)
 
 
-def load_spec_file(path: str | Path) -> SpecFile:
-    """Read a ``.yaml``/``.yml``/``.json`` spec file."""
+def _not_a_mapping(document: object, where: str) -> MlccError:
+    return fail(
+        "a spec file holds one mapping of deployment fields",
+        where=where,
+        value=type(document).__name__,
+        fix="write 'engine: ...', 'model: ...', 'instance_type: ...' at the top level",
+    )
+
+
+def load_spec_document(path: str | Path) -> dict[str, Any]:
+    """Read a ``.yaml``/``.yml``/``.json`` spec file as a mapping (not yet validated)."""
     where = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -95,10 +166,10 @@ def load_spec_file(path: str | Path) -> SpecFile:
     except (json.JSONDecodeError, yaml.YAMLError) as error:
         raise fail(f"not valid YAML/JSON: {error}", where=where) from error
     if not isinstance(document, dict):
-        raise fail(
-            "a spec file holds one mapping of deployment fields",
-            where=where,
-            value=type(document).__name__,
-            fix="write e.g. 'engine: vllm', 'model: ...', 'instance_type: ...' at the top level",
-        )
-    return spec_from_mapping(document, where=where)
+        raise _not_a_mapping(document, where)
+    return document
+
+
+def load_spec_file(path: str | Path) -> SpecFile:
+    """Read and validate a ``.yaml``/``.yml``/``.json`` spec file."""
+    return spec_from_layers([(str(path), load_spec_document(path))])

@@ -2,47 +2,54 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import cdk8s
 import constructs
 
-from mlcc_constructs.core import render
 from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.render import RenderContext
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.prepare import PreparedDeployment
+from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
-from mlcc_constructs.k8s._props import inputs_for
+from mlcc_constructs.k8s._entries import entry, require_kind
+
+ENTRY_ID = "ConfigMap"
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineConfigMapProps:
+    """Props of :class:`EngineConfigMap`."""
+
+    deployment: PreparedDeployment
+    """The prepared deployment (``mlcc_constructs.core.prepare.prepare``); its target must
+    render a ConfigMap and its ``config_delivery`` must be ``env``."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class EngineConfigMap(constructs.Construct):
-    """ConfigMap ``<name>-config`` holding exactly the engine env the resolver computed.
-
-    :param spec: the deployment (target ``eks``, ``config_delivery="env"``).
-    :param context: render context. Default: none (account/region inferred from the bucket).
-    :param registry: engine registry (plugins). Default: the built-in engines.
-    """
+    """ConfigMap ``<name>-config`` holding exactly the engine env the resolver computed
+    (child ``Resource``)."""
 
     def __init__(
-        self,
-        scope: constructs.Construct,
-        id: str,
-        *,
-        spec: DeploymentSpec,
-        context: RenderContext | None = None,
-        registry: EngineRegistry | None = None,
+        self, scope: constructs.Construct, id: str, *, props: EngineConfigMapProps
     ) -> None:
         super().__init__(scope, id)
-        inputs = inputs_for("EngineConfigMap", "eks", spec, context, registry)
-        document = render.config_map(inputs)
+        deployment = props.deployment
+        require_kind(deployment, "ConfigMap", construct="EngineConfigMap")
+        document = entry(deployment, ENTRY_ID)
         if document is None:
             raise fail(
                 "config delivery 'args' puts the engine config in the container's argv: "
                 "there is no ConfigMap",
-                pointer="config_delivery",
-                value=spec.config_delivery,
+                pointer="/config_delivery",
+                value=deployment.spec.config_delivery,
                 fix="drop the EngineConfigMap, or use config_delivery='env'",
             )
-        self.name: str = inputs.names.config_map
+        self.props = props
+        """The props this construct was made from."""
+        self.name: str = deployment.names.config_map
         """The ConfigMap's name."""
         self.data: dict[str, str] = dict(document["data"])
         """The env it holds (Tier 1, then Tier 2)."""

@@ -1,47 +1,54 @@
-"""``InferenceEndpointConfig`` (target ``hyperpod-eks``): the HyperPod inference operator's CR."""
+"""``InferenceEndpointConfig``: the HyperPod inference operator's CR of a deployment."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import cdk8s
 import constructs
 
-from mlcc_constructs.core import render
-from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.render import RenderContext
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.prepare import PreparedDeployment
+from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
-from mlcc_constructs.k8s._props import inputs_for
+from mlcc_constructs.k8s._entries import entry, require_kind
+
+KIND = "InferenceEndpointConfig"
+
+
+@dataclass(frozen=True, kw_only=True)
+class InferenceEndpointConfigProps:
+    """Props of :class:`InferenceEndpointConfig`."""
+
+    deployment: PreparedDeployment
+    """The prepared deployment; its target must render an InferenceEndpointConfig
+    (``hyperpod-eks``)."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class InferenceEndpointConfig(constructs.Construct):
-    """One ``inference.sagemaker.aws.amazon.com/v1`` ``InferenceEndpointConfig``.
+    """One ``inference.sagemaker.aws.amazon.com/v1`` ``InferenceEndpointConfig`` (child
+    ``Resource``).
 
     ``prefetchEnabled`` is false for LoRA with an S3 model (adapters written later to the model
     prefix must stay visible); the TLS output URI is on the ``tls`` bucket of
-    ``stacks/buckets.json`` for the context's account, region and profile.
-
-    :param spec: the deployment (target ``hyperpod-eks``).
-    :param context: account/region/profile of the TLS bucket. Default: none (account and
-        region inferred from a model bucket named by ``stacks/buckets.json``).
-    :param registry: engine registry (plugins). Default: the built-in engines.
+    ``stacks/buckets.json`` for the deployment's account, region and profile.
     """
 
     def __init__(
-        self,
-        scope: constructs.Construct,
-        id: str,
-        *,
-        spec: DeploymentSpec,
-        context: RenderContext | None = None,
-        registry: EngineRegistry | None = None,
+        self, scope: constructs.Construct, id: str, *, props: InferenceEndpointConfigProps
     ) -> None:
         super().__init__(scope, id)
-        inputs = inputs_for("InferenceEndpointConfig", "hyperpod-eks", spec, context, registry)
-        self.resource: cdk8s.ApiObject = api_object(
-            self, "Resource", render.inference_endpoint_config(inputs)
-        )
+        deployment = props.deployment
+        require_kind(deployment, KIND, construct="InferenceEndpointConfig")
+        document = entry(deployment, KIND)
+        assert document is not None  # the target's kinds include it
+        self.props = props
+        """The props this construct was made from."""
+        self.resource: cdk8s.ApiObject = api_object(self, "Resource", document)
         """The InferenceEndpointConfig object."""
-        self.name: str = inputs.names.base
+        self.name: str = deployment.names.base
         """Its name (also ``modelName`` and ``endpointName``)."""
-        self.warnings: tuple[str, ...] = inputs.warnings
+        self.warnings: tuple[str, ...] = deployment.warnings
         """Resolver and render notes."""

@@ -1,47 +1,53 @@
-"""``ServingChart``: one deployment spec → the objects of its target, in one cdk8s chart."""
+"""``ServingChart``: one deployment spec → every object of its target, in one cdk8s chart."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import cdk8s
 import constructs
 
 from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.render import TARGETS, RenderContext, prepare
+from mlcc_constructs.core.prepare import PreparedDeployment, RenderContext, prepare
 from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.k8s.deployment import EngineDeployment
-from mlcc_constructs.k8s.inference_endpoint import InferenceEndpointConfig
+from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.k8s._api import api_object
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServingChartProps:
+    """Props of :class:`ServingChart`."""
+
+    spec: DeploymentSpec
+    """The deployment; ``spec.target`` picks the objects."""
+    context: RenderContext | None = None
+    """Account, region and profile (IEC TLS bucket, region fallback). Default: none (inferred
+    from a model bucket named by ``stacks/buckets.json``)."""
+    registry: EngineRegistry | None = None
+    """Engine registry (plugins). Default: the built-in engines."""
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class ServingChart(cdk8s.Chart):
-    """A chart serving one model: ``EngineDeployment`` (eks) or ``InferenceEndpointConfig``
-    (hyperpod-eks). Resource names are explicit, never construct-path hashes.
-
-    :param spec: the deployment; ``spec.target`` picks the objects.
-    :param context: render context. Default: none (account/region inferred from the bucket).
-    :param registry: engine registry (plugins). Default: the built-in engines.
+    """A chart serving one model: exactly the objects ``mlcc render`` prints for the spec, in
+    the same order, each a child named by its rendered id (``Deployment``, ``Service``,
+    ``InferenceEndpointConfig``...). Resource names are explicit, never construct-path hashes.
     """
 
-    def __init__(
-        self,
-        scope: constructs.Construct,
-        id: str,
-        *,
-        spec: DeploymentSpec,
-        context: RenderContext | None = None,
-        registry: EngineRegistry | None = None,
-    ) -> None:
+    def __init__(self, scope: constructs.Construct, id: str, *, props: ServingChartProps) -> None:
         super().__init__(scope, id, disable_resource_name_hashes=True)
-        self.serving: EngineDeployment | InferenceEndpointConfig
-        """The construct that holds the target's objects (child id ``Serving``)."""
-        if spec.target not in TARGETS:
-            prepare(spec, context=context, registry=registry)  # raises: names the targets
-        if spec.target == "hyperpod-eks":
-            self.serving = InferenceEndpointConfig(
-                self, "Serving", spec=spec, context=context, registry=registry
-            )
-        else:
-            self.serving = EngineDeployment(
-                self, "Serving", spec=spec, context=context, registry=registry
-            )
-        self.warnings: tuple[str, ...] = self.serving.warnings
+        self.props = props
+        """The props this chart was made from."""
+        self.deployment: PreparedDeployment = prepare(
+            props.spec, context=props.context, registry=props.registry
+        )
+        """The prepared deployment (every fact computed once)."""
+        self.objects: dict[str, cdk8s.ApiObject] = {
+            rendered.id: api_object(self, rendered.id, rendered.object)
+            for rendered in self.deployment.objects
+        }
+        """Every object of the chart, by rendered id."""
+        self.warnings: tuple[str, ...] = self.deployment.warnings
         """Resolver and render notes."""

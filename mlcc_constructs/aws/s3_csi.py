@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cache
 from typing import Any
 
 import aws_cdk as cdk
@@ -30,10 +29,10 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from mlcc_constructs.buckets import concrete_environment
-from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.aws.buckets import concrete_environment
 from mlcc_constructs.core.buckets import bucket_name
 from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.versions import pinned
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"
 SERVICE_ACCOUNT = "system:serviceaccount:kube-system:s3-csi-driver-sa"
@@ -45,11 +44,9 @@ DEFAULT_READ_BUCKETS = ("core", "training", "adapters")
 BucketRef = s3.IBucket | str
 
 
-@cache
 def pinned_addon_version(addon: str = ADDON_NAME) -> str:
     """The add-on version pinned in ``mlcc_constructs/data/versions.json``."""
-    versions = json.loads(data_path("versions.json").read_text(encoding="utf-8"))
-    return str(versions["eks_addons"][addon])
+    return pinned().addon(addon)
 
 
 @dataclass(frozen=True, kw_only=True)

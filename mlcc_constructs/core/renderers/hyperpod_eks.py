@@ -1,0 +1,90 @@
+"""Target ``hyperpod-eks``: one HyperPod ``InferenceEndpointConfig``
+(``inference.sagemaker.aws.amazon.com/v1``). The inference operator mounts the model (S3, or a
+Hugging Face model its init container stages with the token), so the worker takes no volumes;
+the engine config travels in the worker's env and command (``core/container.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlcc_constructs.core.k8s_validation import IEC_API_VERSION, IEC_KIND
+from mlcc_constructs.core.prepare import PreparedDeployment
+from mlcc_constructs.core.render import RenderedObject
+from mlcc_constructs.core.renderers.common import metadata, plain_env, secret_env
+from mlcc_constructs.core.spec import ModelSource
+
+INVOCATION_ENDPOINT = "v1/chat/completions"
+"""The OpenAI-compatible route every built-in engine serves (HyperPod ``invocationEndpoint``)."""
+MODEL_VOLUME = "model-weights"
+HF_TOKEN = "HF_TOKEN"
+"""The Secret-backed env that the operator takes as ``huggingFaceModel.tokenSecretRef``."""
+
+
+def render(prepared: PreparedDeployment) -> list[RenderedObject]:
+    """The deployment's one object."""
+    return [RenderedObject("InferenceEndpointConfig", inference_endpoint_config(prepared))]
+
+
+def prefetch_enabled(source: ModelSource, lora: bool) -> bool:
+    """Prefetch copies the model once at start, so adapters added later to the S3 prefix would
+    never be seen: it is off for LoRA with an S3 source (seed lora-delivery §2), on otherwise."""
+    return not (lora and source.kind == "s3")
+
+
+def inference_endpoint_config(prepared: PreparedDeployment) -> dict[str, Any]:
+    """The HyperPod ``InferenceEndpointConfig`` (v1) of the deployment."""
+    spec, source, box = prepared.spec, prepared.source, prepared.container
+    model_source: dict[str, Any] = {"modelSourceType": source.kind}
+    if source.kind == "s3":
+        model_source["s3Storage"] = {"bucketName": source.bucket, "region": prepared.model_region}
+        model_source["modelLocation"] = source.location
+    else:
+        hf: dict[str, Any] = {"modelId": source.hf_id}
+        token = spec.secret_env.get(HF_TOKEN)
+        if token is not None:
+            hf["tokenSecretRef"] = {"name": token.name, "key": token.key}
+        model_source["huggingFaceModel"] = hf
+    model_source["prefetchEnabled"] = prefetch_enabled(source, spec.lora)
+
+    env = plain_env(tuple(box.engine_env.items()))
+    env += plain_env(box.wrapper_env)
+    env += plain_env(box.plain_env)
+    secrets = {
+        key: ref
+        for key, ref in box.secret_env.items()
+        if not (source.kind == "huggingface" and key == HF_TOKEN)  # it is tokenSecretRef
+    }
+    env += secret_env(secrets)
+    worker: dict[str, Any] = {"image": box.image}
+    if box.command is not None:
+        worker["command"] = list(box.command)
+        if box.args:
+            worker["args"] = list(box.args)
+    worker["modelInvocationPort"] = {"containerPort": box.port, "name": "http"}
+    worker["modelVolumeMount"] = {
+        "name": MODEL_VOLUME,
+        "mountPath": prepared.target.model_mount_path,
+    }
+    worker["resources"] = {"requests": dict(box.requests), "limits": box.limits}
+    if env:
+        worker["environmentVariables"] = env
+    metrics: dict[str, Any] = {"enabled": box.metrics_path is not None}
+    if box.metrics_path is not None:
+        metrics["modelMetrics"] = {"port": box.port, "path": box.metrics_path}
+    return {
+        "apiVersion": IEC_API_VERSION,
+        "kind": IEC_KIND,
+        "metadata": metadata(prepared, prepared.names.base),
+        "spec": {
+            "modelName": prepared.names.base,
+            "endpointName": prepared.names.base,
+            "instanceType": prepared.resolution.instance.name,
+            "invocationEndpoint": INVOCATION_ENDPOINT,
+            "replicas": spec.replicas,
+            "modelSourceConfig": model_source,
+            "tlsConfig": {"tlsCertificateOutputS3Uri": prepared.tls_uri},
+            "metrics": metrics,
+            "loadBalancer": {"healthCheckPath": box.health_path},
+            "worker": worker,
+        },
+    }
