@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import ast
-import re
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -102,7 +102,9 @@ def test_the_resolver_never_names_an_engine_even_in_prose() -> None:
 
 def test_no_code_compares_target_names() -> None:
     """Targets are data: code asks a target's manifest, never compares its name."""
-    pattern = re.compile(r"""target\w*\s*[!=]=\s*["']|["'](eks|hyperpod-eks|realtime-inference)["']\s*[!=]=""")
+    pattern = re.compile(
+        r"""target\w*\s*[!=]=\s*["']|["'](eks|hyperpod-eks|realtime-inference)["']\s*[!=]="""
+    )
     offenders = [
         f"{path.relative_to(PACKAGE)}:{number}: {line.strip()}"
         for path in sorted(PACKAGE.rglob("*.py"))

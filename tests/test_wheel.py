@@ -27,13 +27,14 @@ def test_installed_wheel_renders_from_its_own_files(tmp_path: Path) -> None:
         "mlcc_constructs/stacks/buckets.json",
         "mlcc_constructs/data/versions.json",
         "mlcc_constructs/_cfn_diff.js",
+        "mlcc_constructs/py.typed",
     ):
         assert shipped in names, shipped
     site = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(site)
     code = (
         "import json, mlcc_constructs.core._resources as r; "
-        "from mlcc_constructs.core.render import render, RenderContext; "
+        "from mlcc_constructs import render, RenderContext; "
         "from mlcc_constructs.core.spec import DeploymentSpec; "
         "spec = DeploymentSpec(engine='sglang', model='org/name', instance_type='g5.12xlarge', "
         "name='x', target='hyperpod-eks', lora=True); "

@@ -20,6 +20,7 @@ from constructs import Construct
 
 from mlcc_constructs.core.buckets import bucket_names, bucket_patterns
 from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.typecheck import check_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,6 +34,9 @@ class ModelBucketsProps:
 
     profile: str
     keys: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 def concrete_environment(scope: Construct) -> tuple[str, str]:

@@ -24,6 +24,7 @@ from constructs import Construct
 
 from mlcc_constructs.core import s3_layout
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
+from mlcc_constructs.core.typecheck import check_fields
 
 # SageMaker InferenceComponentName
 _COMPONENT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
@@ -51,7 +52,9 @@ class AdapterInferenceComponentsProps:
     variant_name: str | None = None
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "adapters", MappingProxyType(dict(self.adapters)))
+        if isinstance(self.adapters, Mapping):
+            object.__setattr__(self, "adapters", MappingProxyType(dict(self.adapters)))
+        check_fields(self)
 
 
 class AdapterInferenceComponents(Construct):

@@ -32,6 +32,7 @@ from constructs import Construct
 from mlcc_constructs.aws.buckets import concrete_environment
 from mlcc_constructs.core.buckets import bucket_name
 from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.core.versions import pinned
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"
@@ -51,10 +52,20 @@ def pinned_addon_version(addon: str = ADDON_NAME) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class S3CsiParentIds:
-    """Ids for creating the role and the add-on directly in the parent scope."""
+    """Ids for creating the role and the add-on directly in the parent scope (so they keep the
+    logical ids of a deployed stack).
+
+    Fields:
+
+    ``role``: construct id of the IAM role, e.g. ``S3CsiRole``.
+    ``addon``: construct id of the ``CfnAddon``, e.g. ``S3CsiDriverAddon``.
+    """
 
     role: str
     addon: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,6 +94,9 @@ class S3CsiDriverProps:
     addon_version: str | None = None
     resolve_conflicts: str = "OVERWRITE"
     parent_ids: S3CsiParentIds | None = field(default=None)
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 class S3CsiDriver(Construct):

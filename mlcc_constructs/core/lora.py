@@ -44,7 +44,14 @@ DTYPE_BYTES: Mapping[str, int] = MappingProxyType(
 
 @dataclass(frozen=True, kw_only=True)
 class AdapterRank:
-    """One recorded adapter's LoRA rank: PEFT ``r`` and its per-module ``rank_pattern``."""
+    """One recorded adapter's LoRA rank: PEFT ``r`` and its per-module ``rank_pattern``.
+
+    Fields:
+
+    ``name``
+    ``r``
+    ``rank_pattern``
+    """
 
     name: str
     r: int

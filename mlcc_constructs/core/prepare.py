@@ -38,14 +38,17 @@ class RenderContext:
     ``account``/``region``/``profile`` name the TLS bucket of an IEC (``stacks/buckets.json``
     ``tls``); ``region`` is also the model bucket's region when the spec gives none. Missing
     account and region are inferred from a model bucket named by ``stacks/buckets.json``.
+
+    Fields:
+
+    ``account``: AWS account id. Default: inferred from the model bucket, else none.
+    ``region``: AWS region. Default: inferred from the model bucket, else none.
+    ``profile``: Deployment profile (``dev``). Default: inferred from the model bucket, else none.
     """
 
     account: str | None = None
-    """AWS account id. Default: inferred from the model bucket, else none."""
     region: str | None = None
-    """AWS region. Default: inferred from the model bucket, else none."""
     profile: str | None = None
-    """Deployment profile (``dev``). Default: inferred from the model bucket, else none."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -53,24 +56,44 @@ class RenderContext:
 
 @dataclass(frozen=True, kw_only=True)
 class Names:
-    """Explicit Kubernetes names of one deployment's objects."""
+    """Explicit Kubernetes names of one deployment's objects.
+
+    Fields:
+
+    ``base``: The Deployment, Service, ServiceAccount and IEC.
+    ``namespace``
+    ``config_map``
+    ``wrapper``
+    ``claim``
+    ``volume``: The cluster-scoped PersistentVolume: ``<namespace>-<name>-model``.
+    """
 
     base: str
-    """The Deployment, Service, ServiceAccount and IEC."""
     namespace: str
     config_map: str
     wrapper: str
     claim: str
     volume: str
-    """The cluster-scoped PersistentVolume: ``<namespace>-<name>-model``."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class PreparedDeployment:
-    """Everything the target renderers read, computed once by :func:`prepare`."""
+    """Everything the target renderers read, computed once by :func:`prepare`.
+
+    Fields:
+
+    ``spec``: The spec, with ``engine_version`` filled in from the pinned image when it was unset.
+    ``target``
+    ``resolution``
+    ``names``
+    ``container``
+    ``model_region``
+    ``tls_uri``
+    ``cache``: The admitted CacheBackend to inject, or ``None``.
+    ``warnings``
+    """
 
     spec: DeploymentSpec
-    """The spec, with ``engine_version`` filled in from the pinned image when it was unset."""
     target: TargetDescriptor
     resolution: Resolution
     names: Names
@@ -78,7 +101,6 @@ class PreparedDeployment:
     model_region: str | None
     tls_uri: str | None
     cache: Admission | None
-    """The admitted CacheBackend to inject, or ``None``."""
     warnings: tuple[str, ...]
 
     @property

@@ -21,7 +21,13 @@ _HF_ID = re.compile(r"^(?P<org>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<name>[A-Za-z0-9][
 
 @dataclass(frozen=True, kw_only=True)
 class SecretRef:
-    """A key of a Kubernetes Secret; secrets never travel as plain env or ConfigMap data."""
+    """A key of a Kubernetes Secret; secrets never travel as plain env or ConfigMap data.
+
+    Fields:
+
+    ``name``: the Secret's name (in the deployment's namespace).
+    ``key``: the key within the Secret.
+    """
 
     name: str
     key: str
@@ -80,57 +86,66 @@ class DeploymentSpec:
 
     The resolver reads the engine facts (engine, model, instance type, TP, quantization,
     LoRA, env, engine version); the renderers read the rest.
+
+    Fields:
+
+    ``engine``: Engine name from the registry, e.g. ``vllm`` or a plugin's name.
+    ``model``: ``s3://bucket/prefix/`` (mounted at the target's model mount path) or a
+        Hugging Face ``org/name``.
+    ``instance_type``: ``ml.g5.12xlarge`` or the EKS node name ``g5.12xlarge``.
+    ``name``: DNS-1123 name of the Kubernetes objects. Default: none (required to render).
+    ``namespace``: Kubernetes namespace. Default: ``default``.
+    ``target``: ``eks`` or ``hyperpod-eks``. Default: ``eks``.
+    ``image``: Container image. Default: the engine's pinned image from versions.json.
+    ``replicas``: Pod replicas. Default: 1.
+    ``tensor_parallel_degree``: Default: the instance's GPU count; a value above it is refused.
+    ``quantization``: Quantization method passed to the engine. Default: none (the flag is
+        omitted).
+    ``lora``: Serve LoRA adapters (the engine's LoRA companion contract). Default: off.
+    ``env``: User env: ``<PREFIX>*`` keys (Tier-2, or Tier-1 overrides) and plain env. Default:
+        none.
+    ``secret_env``: Env values from Secrets, e.g. ``{"HF_TOKEN": SecretRef(...)}``. Default: none.
+    ``engine_version``: Engine version for version gates. Default: unknown (gates fail open, with a
+        warning).
+    ``config_delivery``: ``env``: the image runs the wrapper; ``args``: argv computed at synth.
+        Default: env.
+    ``region``: AWS region of the model bucket. Default: none (required for an s3:// model).
+    ``service_account_role_arn``: IRSA role for the pod's ServiceAccount (eks). Default: none.
+    ``lora_adapters``: Recorded adapters this deployment must serve (``r`` / ``rank_pattern``, e.g.
+        from ``adapters.recorded_adapters``): with LoRA on, the max LoRA rank is fitted to them.
+        Default: none (the engine's own default rank applies).
+    ``lora_tune_ranks``: Ranks recorded at tune submit, also fitted. Default: none.
+    ``model_config``: The staged model's ``config.json``: with LoRA on, the LoRA buffer is checked
+        against the memory cap at synth. Default: none (no check).
+    ``gpu_memory_utilization``: Share of GPU memory the engine may use, for the memory cap.
+        Default: 0.9.
+    ``cache_backend``: LMCache wiring injected into the eks Deployment (an inferencecache.io
+        CacheBackend ``spec``, admission-checked). Its runtime must be the engine manifest's
+        ``cache_runtime``. Default: none.
     """
 
     engine: str
-    """Engine name from the registry, e.g. ``vllm`` or a plugin's name."""
     model: str
-    """``s3://bucket/prefix/`` (mounted at /opt/ml/model) or a Hugging Face ``org/name``."""
     instance_type: str
-    """``ml.g5.12xlarge`` or the EKS node name ``g5.12xlarge``."""
     name: str | None = None
-    """DNS-1123 name of the Kubernetes objects. Default: none (required to render)."""
     namespace: str = "default"
-    """Kubernetes namespace. Default: ``default``."""
     target: str = "eks"
-    """``eks`` or ``hyperpod-eks``. Default: ``eks``."""
     image: str | None = None
-    """Container image. Default: the engine's pinned image from versions.json."""
     replicas: int = 1
-    """Pod replicas. Default: 1."""
     tensor_parallel_degree: int | None = None
-    """Default: the instance's GPU count; a value above it is refused."""
     quantization: str | None = None
-    """Quantization method passed to the engine. Default: none (the flag is omitted)."""
     lora: bool = False
-    """Serve LoRA adapters (the engine's LoRA companion contract). Default: off."""
     env: Mapping[str, str] = field(default_factory=dict)
-    """User env: ``<PREFIX>*`` keys (Tier-2, or Tier-1 overrides) and plain env. Default: none."""
     secret_env: Mapping[str, SecretRef] = field(default_factory=dict)
-    """Env values from Secrets, e.g. ``{"HF_TOKEN": SecretRef(...)}``. Default: none."""
     engine_version: str | None = None
-    """Engine version for version gates. Default: unknown (gates fail open, with a warning)."""
     config_delivery: ConfigDelivery = "env"
-    """``env``: the image runs the wrapper; ``args``: argv computed at synth. Default: env."""
     region: str | None = None
-    """AWS region of the model bucket. Default: none (required for an s3:// model)."""
     service_account_role_arn: str | None = None
-    """IRSA role for the pod's ServiceAccount (eks). Default: none."""
     lora_adapters: tuple[AdapterRank, ...] = ()
-    """Recorded adapters this deployment must serve (``r`` / ``rank_pattern``, e.g. from
-    ``adapters.recorded_adapters``): with LoRA on, the max LoRA rank is fitted to them.
-    Default: none (the engine's own default rank applies)."""
     lora_tune_ranks: tuple[int, ...] = ()
-    """Ranks recorded at tune submit, also fitted. Default: none."""
     model_config: Mapping[str, Any] | None = None
-    """The staged model's ``config.json``: with LoRA on, the LoRA buffer is checked against
-    the memory cap at synth. Default: none (no check)."""
     gpu_memory_utilization: float = 0.9
-    """Share of GPU memory the engine may use, for the memory cap. Default: 0.9."""
     cache_backend: CacheBackendSpec | None = None
-    """LMCache wiring injected into the eks Deployment (an inferencecache.io CacheBackend
-    ``spec``, admission-checked). Its runtime must be the engine manifest's ``cache_runtime``.
-    Default: none."""
 
     def __post_init__(self) -> None:
         # Freeze what callers may pass as plain dicts and lists; anything else is left for

@@ -18,11 +18,15 @@ ENTRY_ID = "ConfigMap"
 
 @dataclass(frozen=True, kw_only=True)
 class EngineConfigMapProps:
-    """Props of :class:`EngineConfigMap`."""
+    """Props of :class:`EngineConfigMap`.
+
+    Fields:
+
+    ``deployment``: The prepared deployment (``mlcc_constructs.core.prepare.prepare``); its target
+        must render a ConfigMap and its ``config_delivery`` must be ``env``.
+    """
 
     deployment: PreparedDeployment
-    """The prepared deployment (``mlcc_constructs.core.prepare.prepare``); its target must
-    render a ConfigMap and its ``config_delivery`` must be ``env``."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -16,15 +16,19 @@ from mlcc_constructs.k8s._api import api_object
 
 @dataclass(frozen=True, kw_only=True)
 class ServingChartProps:
-    """Props of :class:`ServingChart`."""
+    """Props of :class:`ServingChart`.
+
+    Fields:
+
+    ``spec``: The deployment; ``spec.target`` picks the objects.
+    ``context``: Account, region and profile (IEC TLS bucket, region fallback). Default: none
+        (inferred from a model bucket named by ``stacks/buckets.json``).
+    ``registry``: Engine registry (plugins). Default: the built-in engines.
+    """
 
     spec: DeploymentSpec
-    """The deployment; ``spec.target`` picks the objects."""
     context: RenderContext | None = None
-    """Account, region and profile (IEC TLS bucket, region fallback). Default: none (inferred
-    from a model bucket named by ``stacks/buckets.json``)."""
     registry: EngineRegistry | None = None
-    """Engine registry (plugins). Default: the built-in engines."""
 
     def __post_init__(self) -> None:
         check_fields(self)
