@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core import adapters as A
 from mlcc_constructs.core import s3_layout as L
+from mlcc_constructs.core.adapter_record import hash_bytes
 from mlcc_constructs.core.buckets import bucket_names
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "test"}
@@ -34,7 +34,7 @@ CONFIG = {
     "base_model_name_or_path": LLAMA,
 }
 FILES = {"adapter_config.json": json.dumps(CONFIG).encode(), "adapter_model.safetensors": b"w1"}
-VERSION = L.version_id(A.hash_bytes(FILES))
+VERSION = L.version_id(hash_bytes(FILES))
 POD_PATH = f"/opt/ml/model/.mlcc-adapters/acme/bot/{VERSION}"
 
 
@@ -201,7 +201,7 @@ def test_update_unloads_then_loads_the_new_version(
 ) -> None:
     _run(endpoint, capsys, "add", "bot", "--from", _raw(s3), "--model", MODEL.uri)
     changed = {**FILES, "adapter_model.safetensors": b"w2"}
-    new_version = L.version_id(A.hash_bytes(changed))
+    new_version = L.version_id(hash_bytes(changed))
     code, _report, _ = _run(
         endpoint,
         capsys,
