@@ -244,7 +244,7 @@ def test_rank_above_live_pod_limit_is_refused(
     )
     assert (code, out) == (1, None)
     assert err == (
-        "mlcc: error: rank: adapter bot needs LoRA rank 64, above the live limit 32 (pod env "
+        "mlcc: error: /rank: adapter bot needs LoRA rank 64, above the live limit 32 (pod env "
         "VLLM_MAX_LORA_RANK) (got 64; fix: raise VLLM_MAX_LORA_RANK to at least 64 and "
         "redeploy, then add the adapter again)\n"
     )

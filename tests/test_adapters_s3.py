@@ -241,13 +241,13 @@ def test_interrupted_version_is_completed_never_overwritten(s3: Any) -> None:
                 ).encode(),
             },
             {},
-            "adapter_config.json /base_model_name_or_path: not a Hugging Face model id, "
+            "adapter_config.json:/base_model_name_or_path: not a Hugging Face model id, "
             "and not a mapped model hub id",
         ),
         (
             FILES,
             {"base_model": "meta-textgeneration-unknown"},
-            "base_model: not a Hugging Face model id",
+            "/base_model: not a Hugging Face model id",
         ),
     ],
 )
@@ -394,7 +394,7 @@ def test_cross_prefix_copy_carries_serving_copy_of(s3: Any) -> None:
     [
         (
             {"base_model": "mistralai/Mistral-7B-Instruct-v0.3"},
-            "base_model: adapter bot was trained on another base and is incompatible with this "
+            "/base_model: adapter bot was trained on another base and is incompatible with this "
             "deployment (got 'meta-llama/Llama-3.1-8B-Instruct@?'; allowed: "
             "mistralai/Mistral-7B-Instruct-v0.3@?; fix: deliver it to a deployment of its own "
             "base)",
@@ -460,12 +460,12 @@ def test_refusals_come_first_and_all_at_once(s3: Any) -> None:
             core_bucket=CORE,
         )
     assert [p.pointer for p in error.value.problems] == [
-        "model",
-        "spec/modelSourceConfig/modelSourceType",
-        "spec/modelSourceConfig/prefetchEnabled",
+        "/model",
+        "/spec/modelSourceConfig/modelSourceType",
+        "/spec/modelSourceConfig/prefetchEnabled",
     ]
     assert str(error.value.problems[0]) == (
-        "model: adapters are delivered through the model's S3 mount, and this deployment's "
+        "/model: adapters are delivered through the model's S3 mount, and this deployment's "
         "model is not on S3 (got 'meta-llama/Llama-3.1-8B-Instruct'; fix: stage the model to "
         "S3 and redeploy with model=s3://<core>/models/<org>/<base>/)"
     )
@@ -477,17 +477,17 @@ def test_refusals_come_first_and_all_at_once(s3: Any) -> None:
         (
             _deployment("arn:aws:sagemaker:us-east-1:123456789012:model-package/llama/1"),
             LiveState(),
-            "model: adapters are delivered through the model's S3 mount",
+            "/model: adapters are delivered through the model's S3 mount",
         ),
         (
             _deployment(CANONICAL_MODEL.uri, target="eks"),
             LiveState(s3_mount=False),
-            "volumes: the serving pods do not mount the model through the S3 CSI driver",
+            "/volumes: the serving pods do not mount the model through the S3 CSI driver",
         ),
         (
             _deployment(CANONICAL_MODEL.uri, target="realtime-inference"),
             LiveState(),
-            "target: target realtime-inference does not load adapters into pods",
+            "/target: target realtime-inference does not load adapters into pods",
         ),
     ],
 )
@@ -518,7 +518,7 @@ def test_rank_above_the_live_limit_is_refused_before_promotion(s3: Any) -> None:
             core_bucket=CORE,
         )
     assert str(error.value) == (
-        "rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine default) "
+        "/rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine default) "
         "(got 32; fix: raise VLLM_MAX_LORA_RANK to at least 32 and redeploy, then add the "
         "adapter again)"
     )
@@ -577,3 +577,21 @@ def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
     assert [r.name for r in recorded_adapters(s3, CANONICAL_MODEL, project="acme")] == ["bot"]
     fit = fit_max_rank([r.rank() for r in records], {}, 16, (1, 8, 16, 32, 64, 128, 256, 320, 512))
     assert fit.rank == 64
+
+
+def test_error_locations_are_uris_and_json_pointers(s3: Any) -> None:
+    source = _raw(s3, "bad-name", {**FILES, "notes/read me.txt": b"x"})
+    with pytest.raises(MlccError) as error:
+        _promote(s3, source)
+    (problem,) = error.value.problems
+    assert (problem.where, problem.pointer, problem.value) == (
+        f"{source}notes/read me.txt",
+        "",
+        "notes/read me.txt",
+    )
+    bad_r = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 0}).encode()}
+    source = _raw(s3, "bad-r", bad_r)
+    with pytest.raises(MlccError) as error:
+        _promote(s3, source)
+    (problem,) = error.value.problems
+    assert (problem.where, problem.pointer) == (f"{source}adapter_config.json", "/r")

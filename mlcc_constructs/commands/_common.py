@@ -65,11 +65,11 @@ def parse_assignments(items: list[str], option: str = "--set") -> dict[str, str]
         if not sep or not key:
             raise fail(
                 f"{option} takes KEY=VALUE",
-                pointer=option,
+                where=option,
                 value=item,
                 fix=f"write {option} NAME=value (an empty value is refused later)",
             )
         if key in result:
-            raise fail(f"{option} sets {key} twice", pointer=option, value=item)
+            raise fail(f"{option} sets {key} twice", where=option, value=item)
         result[key] = value
     return result

@@ -189,7 +189,7 @@ def _discover(args: argparse.Namespace) -> tuple[list[str], LiveState]:
     from mlcc_constructs.ops.kubectl import discover
 
     if not args.deployment_name and not args.selector:
-        raise fail("--discover needs --deployment-name or --selector", pointer="--discover")
+        raise fail("--discover needs --deployment-name or --selector", where="--discover")
     return discover(
         target=args.target,
         namespace=args.namespace,

@@ -128,7 +128,7 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
             Problem(
                 message=f"target {target.name} does not load adapters into pods; each adapter is "
                 "its own inference component",
-                pointer="target",
+                pointer="/target",
                 value=target.name,
                 fix="declare the adapter in the AdapterInferenceComponents construct and deploy",
             )
@@ -139,7 +139,7 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
             Problem(
                 message="adapters are delivered through the model's S3 mount, and this "
                 "deployment's model is not on S3",
-                pointer="model",
+                pointer="/model",
                 value=deployment.model,
                 fix="stage the model to S3 and redeploy with model=s3://<core>/models/<org>/<base>/",
             )
@@ -149,7 +149,7 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
         problems.append(
             Problem(
                 message="the live InferenceEndpointConfig does not mount an S3 model",
-                pointer="spec/modelSourceConfig/modelSourceType",
+                pointer="/spec/modelSourceConfig/modelSourceType",
                 value=source_type,
                 fix="stage the model to S3 and redeploy",
             )
@@ -159,7 +159,7 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
             Problem(
                 message="the live InferenceEndpointConfig prefetches the model, so adapters "
                 "written after start are not visible in the pods",
-                pointer="spec/modelSourceConfig/prefetchEnabled",
+                pointer="/spec/modelSourceConfig/prefetchEnabled",
                 value=True,
                 fix="redeploy with LoRA enabled (it renders prefetchEnabled: false)",
             )
@@ -168,7 +168,7 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
         problems.append(
             Problem(
                 message="the serving pods do not mount the model through the S3 CSI driver",
-                pointer="volumes",
+                pointer="/volumes",
                 value=False,
                 fix="redeploy with an s3:// model so the Deployment mounts it read-only",
             )
@@ -178,7 +178,7 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
 
 def serving_model(deployment: Deployment) -> S3Location:
     """The model prefix the deployment's pods mount."""
-    location = layout.parse_s3_uri(deployment.model, pointer="model")
+    location = layout.parse_s3_uri(deployment.model, pointer="/model")
     return layout.model_location(location.bucket, location.key)
 
 
@@ -190,7 +190,7 @@ def deployment_base(deployment: Deployment) -> str:
     if base is None:
         raise fail(
             "cannot tell which base model this deployment serves",
-            pointer="model",
+            pointer="/model",
             value=deployment.model,
             fix="pass --base-model <org>/<name> for a model staged outside models/<org>/<base>/",
         )

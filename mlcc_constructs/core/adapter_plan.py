@@ -62,7 +62,7 @@ def canonical_source(source: str, *, project: str, name: str) -> CanonicalAdapte
     if not source.startswith("s3://"):
         raise fail(
             "adapter sources are S3 prefixes or .tar.gz archives",
-            pointer="source",
+            pointer="/source",
             value=source,
             allowed="s3://bucket/prefix/, s3://bucket/adapter.tar.gz, or a canonical adapter",
             fix="upload the adapter to S3 (e.g. the adapters bucket) and add it from there",
@@ -71,7 +71,7 @@ def canonical_source(source: str, *, project: str, name: str) -> CanonicalAdapte
     if canonical is not None and (canonical.project, canonical.name) != (project, name):
         raise fail(
             "a canonical adapter keeps its project and name",
-            pointer="source",
+            pointer="/source",
             value=source,
             allowed=f"an adapter of project {project} named {name}",
             fix=f"add it as {canonical.name} in project {canonical.project}",
@@ -194,7 +194,7 @@ def decide_delivery(
         raise fail(
             f"adapter {name} needs LoRA rank {facts.need}, above the live limit {limit} "
             f"({limit_from})",
-            pointer="rank",
+            pointer="/rank",
             value=facts.need,
             fix=f"raise {deployment.rank_env_key} to at least {facts.need} and redeploy, "
             "then add the adapter again",
@@ -206,7 +206,7 @@ def decide_delivery(
     ):
         raise fail(
             f"adapter {name} was trained on another base and is incompatible with this deployment",
-            pointer="base_model",
+            pointer="/base_model",
             value=f"{facts.base}@{facts.base_revision or '?'}",
             allowed=f"{serving.base}@{deployment.base_revision or '?'}",
             fix="deliver it to a deployment of its own base",

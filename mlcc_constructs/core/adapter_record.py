@@ -25,7 +25,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
 from mlcc_constructs.core.lora import AdapterRank
 from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
 
@@ -115,7 +115,7 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
                 Problem(
                     message="missing or not a non-empty string",
                     where=where,
-                    pointer="/" + "/".join(path),
+                    pointer=json_pointer(*path),
                     value=value,
                 )
             )
@@ -234,11 +234,12 @@ def recorded_locations(root: S3Location, keys: Iterable[str]) -> list[CanonicalA
 # --- file names and the content hash ----------------------------------------------------
 
 
-def file_name_problem(name: str) -> Problem | None:
-    """A relative POSIX file name inside an adapter, or the problem with it."""
+def file_name_problem(name: str, *, where: str = "") -> Problem | None:
+    """A relative POSIX file name inside an adapter, or the problem with it (at ``where``:
+    the file's S3 URI, or the archive holding it)."""
     parts = name.split("/")
     for part in parts:
-        problem = layout.component_problem(part, pointer="file name")
+        problem = layout.component_problem(part, where=where)
         if problem is not None:
             return replace(problem, value=name)
     return None
@@ -291,10 +292,13 @@ class PeftInfo:
     target_modules: tuple[str, ...]
     base_model: str | None
     base_revision: str | None
+    where: str = ""
+    """The config's location (for errors about its fields)."""
 
 
 def parse_peft_config(body: bytes, *, where: str) -> PeftInfo:
-    """``r``, ``rank_pattern``, ``target_modules``, base model and revision of a PEFT config."""
+    """``r``, ``rank_pattern``, ``target_modules``, base model and revision of a PEFT config
+    (``where``: its location)."""
     try:
         document = json.loads(body)
     except json.JSONDecodeError as error:
@@ -319,6 +323,7 @@ def parse_peft_config(body: bytes, *, where: str) -> PeftInfo:
         target_modules=tuple(sorted(str(m) for m in modules)),
         base_model=base if isinstance(base, str) and base else None,
         base_revision=revision if isinstance(revision, str) and revision else None,
+        where=where,
     )
 
 
@@ -351,15 +356,19 @@ def resolve_base(explicit: str | None, peft: PeftInfo | None, fallback: str | No
     The result is a Hugging Face id (a mapped hub id is translated); a PEFT base that is a
     local path (``/opt/ml/model``) is not an id, so it needs ``--base-model``.
     """
-    candidate = explicit or (peft.base_model if peft else None) or fallback
-    if candidate is None:
+    if explicit:
+        return layout.base_model(explicit, pointer="/base_model").hf_id
+    if peft is not None and peft.base_model:
+        return layout.base_model(
+            peft.base_model, where=peft.where, pointer="/base_model_name_or_path"
+        ).hf_id
+    if fallback is None:
         raise fail(
             "the adapter's base model is unknown",
-            pointer="base_model",
+            pointer="/base_model",
             fix="pass --base-model <org>/<name> (the Hugging Face id it was trained on)",
         )
-    pointer = "base_model" if explicit else f"{PEFT_CONFIG} /base_model_name_or_path"
-    return layout.base_model(candidate, pointer=pointer).hf_id
+    return layout.base_model(fallback, pointer="/base_model").hf_id
 
 
 def synthesised_record(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import tarfile
 import tempfile
-from dataclasses import replace
 from typing import IO
 
 from mlcc_constructs.core import s3_layout as layout
@@ -40,6 +39,10 @@ class Source:
     files: dict[str, str]
     """relative name → sha256 hex"""
 
+    def where(self, name: str) -> str:
+        """The location of file ``name``, for errors about it."""
+        return f"{self.uri} {name}"
+
     def read(self, name: str) -> bytes:
         """The bytes of file ``name``."""
         raise NotImplementedError
@@ -67,8 +70,8 @@ class PrefixSource(Source):
             name = location.relative(key)
             if key.endswith("/") or name == layout.ADAPTER_RECORD:
                 continue  # a console "folder" marker, or metadata (never content)
-            if (problem := file_name_problem(name)) is not None:
-                problems.append(replace(problem, where=self.uri))
+            if (problem := file_name_problem(name, where=self.where(name))) is not None:
+                problems.append(problem)
                 continue
             self._keys[name] = key
         if problems:
@@ -77,6 +80,10 @@ class PrefixSource(Source):
             n: stream_sha256(s3, S3Location(bucket=location.bucket, key=k))
             for n, k in self._keys.items()
         }
+
+    def where(self, name: str) -> str:
+        """The file's S3 URI."""
+        return self.uri + name
 
     def read(self, name: str) -> bytes:
         """The bytes of file ``name``."""
@@ -120,8 +127,8 @@ class TarSource(Source):
                         value=member.name,
                     )
                 )
-            elif (problem := file_name_problem(name)) is not None:
-                problems.append(replace(problem, where=self.uri))
+            elif (problem := file_name_problem(name, where=self.uri)) is not None:
+                problems.append(problem)
             else:
                 self._members[name] = member
         if problems:
@@ -154,7 +161,7 @@ class TarSource(Source):
 
 def open_source(s3: S3Client, uri: str) -> Source:
     """The source at ``uri``: a ``.tar.gz``/``.tgz`` archive, else a prefix with files."""
-    location = layout.parse_s3_uri(uri, pointer="source")
+    location = layout.parse_s3_uri(uri, pointer="/source")
     if location.key.endswith((".tar.gz", ".tgz")):
         return TarSource(s3, location)
     if not location.is_prefix:
@@ -163,7 +170,7 @@ def open_source(s3: S3Client, uri: str) -> Source:
     if not source.files:
         raise fail(
             "the source prefix holds no files",
-            pointer="source",
+            pointer="/source",
             value=uri,
             fix="point at the folder holding adapter_config.json and the adapter weights",
         )
@@ -175,4 +182,4 @@ def check_peft_files(source: Source) -> PeftInfo:
     problems = peft_files_problems(source.files, where=source.uri)
     if problems:
         raise MlccError(problems)
-    return parse_peft_config(source.read(PEFT_CONFIG), where=f"{source.uri} {PEFT_CONFIG}")
+    return parse_peft_config(source.read(PEFT_CONFIG), where=source.where(PEFT_CONFIG))

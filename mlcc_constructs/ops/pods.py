@@ -51,7 +51,7 @@ class PodClient:
         if not adapter_api.get("load") or not adapter_api.get("unload"):
             raise fail(
                 "the engine declares no dynamic LoRA API",
-                pointer="adapter_api",
+                pointer="/adapter_api",
                 value=dict(adapter_api),
                 fix="use an engine whose manifest has adapter_api.load and adapter_api.unload",
             )
