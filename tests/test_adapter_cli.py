@@ -350,6 +350,34 @@ def test_sglang_uses_its_manifest_adapter_api(
     assert pods[0].calls == [("/load_lora_adapter", {"lora_name": "bot", "lora_path": POD_PATH})]
 
 
+def test_sglang_rank_limit_defaults_to_the_resolved_companion_default(
+    s3: Any, endpoint: str, pods: list[FakePod], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SGLang declares lora_max_rank without a default: its pods run with the resolver's 16
+    big = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 32}).encode()}
+    code, out, err = _run(
+        endpoint,
+        capsys,
+        "add",
+        "bot",
+        "--from",
+        _raw(s3, "big", big),
+        "--model",
+        MODEL.uri,
+        "--engine",
+        "sglang",
+        *_pod_args(pods[0]),
+    )
+    assert (code, out) == (1, None)
+    assert err == (
+        "mlcc: error: /rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine "
+        "default) (got 32; fix: raise SGLANG_MAX_LORA_RANK to at least 32 and redeploy, then "
+        "add the adapter again)\n"
+    )
+    assert pods[0].calls == []
+    assert "Contents" not in s3.list_objects_v2(Bucket=CORE)
+
+
 def test_discover_with_kubectl(
     s3: Any,
     endpoint: str,

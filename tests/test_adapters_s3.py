@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_deployment import Deployment, LiveState
+from mlcc_constructs.core.adapter_deployment import Deployment, LiveState, live_rank_limit
 from mlcc_constructs.core.adapter_record import hash_bytes
 from mlcc_constructs.core.buckets import bucket_names
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.manifests import builtin_engines
 from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery, remove_serving_copies
 from mlcc_constructs.ops.promotion import (
     Promotion,
@@ -106,6 +107,31 @@ def _deployment(model: str, **kwargs: Any) -> Deployment:
         adapter_api={"load": "/v1/load_lora_adapter", "unload": "/v1/unload_lora_adapter"},
         **kwargs,
     )
+
+
+# --- the deployment ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("engine", "key", "default", "limit_from"),
+    [
+        # the manifest's default
+        ("vllm", "VLLM_MAX_LORA_RANK", 16, "engine default"),
+        # no manifest default: the library's companion default, as the resolver emits it
+        ("sglang", "SGLANG_MAX_LORA_RANK", 16, "engine default"),
+        # no max LoRA rank at all: no library default either
+        ("tensorrt-llm", None, None, "none (the engine has no max LoRA rank)"),
+    ],
+)
+def test_default_rank_is_the_companion_default_the_resolver_emits(
+    engine: str, key: str | None, default: int | None, limit_from: str
+) -> None:
+    manifest = {m.engine: m for m in builtin_engines()}[engine]
+    deployment = Deployment.for_engine(
+        manifest, target="eks", model=CANONICAL_MODEL.uri, project="acme"
+    )
+    assert (deployment.rank_env_key, deployment.default_rank) == (key, default)
+    assert live_rank_limit(deployment, LiveState()) == (default, limit_from)
 
 
 # --- content hash -----------------------------------------------------------------------

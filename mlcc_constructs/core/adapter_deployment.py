@@ -23,6 +23,7 @@ from mlcc_constructs.core import s3_layout as layout
 from mlcc_constructs.core.adapter_record import dig
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 from mlcc_constructs.core.manifests import EngineManifest
+from mlcc_constructs.core.resolve import companion_default
 from mlcc_constructs.core.s3_layout import S3Location
 from mlcc_constructs.core.targets import load_target
 
@@ -45,7 +46,8 @@ class Deployment:
     rank_env_key: str | None
     """Env key of the engine's max LoRA rank (``VLLM_MAX_LORA_RANK``); None if it has none."""
     default_rank: int | None
-    """The engine manifest's ``lora_max_rank`` default."""
+    """The max LoRA rank the engine runs with when none is set (``lora_max_rank``'s companion
+    default); None if it has no such capability."""
     adapter_api: Mapping[str, str] = field(default_factory=dict)
     """``{"load": path, "unload": path}`` from the engine manifest."""
     base_model: str | None = None
@@ -63,9 +65,12 @@ class Deployment:
         base_model: str | None = None,
         base_revision: str | None = None,
     ) -> Deployment:
-        """From an engine manifest."""
+        """From an engine manifest. The default max LoRA rank is the one the resolver emits
+        for the companion (the manifest's default, else the library's), so an engine that
+        declares ``lora_max_rank`` without a default runs with, and is checked against, 16."""
         capability = manifest.capability("lora_max_rank")
-        default = capability.default if capability is not None else None
+        # the library default applies only to an engine that has the capability at all
+        default = companion_default(manifest, "lora_max_rank") if capability is not None else None
         return cls(
             target=target,
             model=model,
