@@ -531,6 +531,20 @@ def test_more_refusals(s3: Any, deployment, live, message: str) -> None:
     assert str(error.value).startswith(message)
 
 
+def test_the_mount_is_checked_only_where_the_pods_mount_the_model(s3: Any) -> None:
+    # hyperpod-eks: the operator mounts the model (pod_volumes false), whatever the pods list
+    plan = plan_delivery(
+        s3,
+        operation="add",
+        deployment=_deployment(CANONICAL_MODEL.uri),
+        live=LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}, s3_mount=False),
+        name="bot",
+        source=_raw(s3, "job-1"),
+        core_bucket=CORE,
+    )
+    assert plan.steps == ("promote", "load")
+
+
 def test_rank_above_the_live_limit_is_refused_before_promotion(s3: Any) -> None:
     source = _raw(s3, "job-1")
     with pytest.raises(MlccError) as error:

@@ -7,9 +7,10 @@ Pure: :class:`LiveState` holds what the caller read from the cluster (pod env, t
   LoRA API) and where its model is.
 - :func:`live_rank_limit` is the max LoRA rank the pods run with: pod env, then IEC env, then
   the engine default.
-- :func:`check_delivery` raises every refusal at once (Hugging Face or model-package model
-  source, prefetching IEC, eks without the S3 mount, a target without pods) before anything
-  is read, and returns what the deployment serves (:class:`Serving`).
+- :func:`check_delivery` raises every refusal at once, before anything is read: a target
+  without pods, a Hugging Face or model-package model source, a prefetching IEC, pods that
+  should mount the model themselves (``pod_volumes``: eks) without the S3 mount. It returns
+  what the deployment serves (:class:`Serving`).
 """
 
 from __future__ import annotations
@@ -92,7 +93,8 @@ class LiveState:
     iec: Mapping[str, Any] | None = None
     """The live ``InferenceEndpointConfig`` (hyperpod-eks)."""
     s3_mount: bool | None = None
-    """eks: whether the serving pods mount the model prefix through the S3 CSI driver."""
+    """Whether the serving pods mount the model prefix through the S3 CSI driver (checked for
+    a target whose pods mount the model themselves, ``pod_volumes``: eks)."""
 
 
 def iec_env(iec: Mapping[str, Any] | None) -> dict[str, str]:
@@ -169,7 +171,8 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
                 fix="redeploy with LoRA enabled (it renders prefetchEnabled: false)",
             )
         )
-    if target.name == "eks" and live.s3_mount is False:
+    # a target whose own pods mount the s3:// model (not the platform) must show that mount
+    if target.pod_volumes and live.s3_mount is False:
         problems.append(
             Problem(
                 message="the serving pods do not mount the model through the S3 CSI driver",
