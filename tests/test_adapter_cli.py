@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core import adapters as A
 from mlcc_constructs.core import s3_layout as L
+from mlcc_constructs.core.adapter_record import hash_bytes
 from mlcc_constructs.core.buckets import bucket_names
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "test"}
@@ -34,7 +34,7 @@ CONFIG = {
     "base_model_name_or_path": LLAMA,
 }
 FILES = {"adapter_config.json": json.dumps(CONFIG).encode(), "adapter_model.safetensors": b"w1"}
-VERSION = L.version_id(A.hash_bytes(FILES))
+VERSION = L.version_id(hash_bytes(FILES))
 POD_PATH = f"/opt/ml/model/.mlcc-adapters/acme/bot/{VERSION}"
 
 
@@ -201,7 +201,7 @@ def test_update_unloads_then_loads_the_new_version(
 ) -> None:
     _run(endpoint, capsys, "add", "bot", "--from", _raw(s3), "--model", MODEL.uri)
     changed = {**FILES, "adapter_model.safetensors": b"w2"}
-    new_version = L.version_id(A.hash_bytes(changed))
+    new_version = L.version_id(hash_bytes(changed))
     code, _report, _ = _run(
         endpoint,
         capsys,
@@ -244,7 +244,7 @@ def test_rank_above_live_pod_limit_is_refused(
     )
     assert (code, out) == (1, None)
     assert err == (
-        "mlcc: error: rank: adapter bot needs LoRA rank 64, above the live limit 32 (pod env "
+        "mlcc: error: /rank: adapter bot needs LoRA rank 64, above the live limit 32 (pod env "
         "VLLM_MAX_LORA_RANK) (got 64; fix: raise VLLM_MAX_LORA_RANK to at least 64 and "
         "redeploy, then add the adapter again)\n"
     )
@@ -348,6 +348,34 @@ def test_sglang_uses_its_manifest_adapter_api(
     )
     assert code == 0
     assert pods[0].calls == [("/load_lora_adapter", {"lora_name": "bot", "lora_path": POD_PATH})]
+
+
+def test_sglang_rank_limit_defaults_to_the_resolved_companion_default(
+    s3: Any, endpoint: str, pods: list[FakePod], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # SGLang declares lora_max_rank without a default: its pods run with the resolver's 16
+    big = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 32}).encode()}
+    code, out, err = _run(
+        endpoint,
+        capsys,
+        "add",
+        "bot",
+        "--from",
+        _raw(s3, "big", big),
+        "--model",
+        MODEL.uri,
+        "--engine",
+        "sglang",
+        *_pod_args(pods[0]),
+    )
+    assert (code, out) == (1, None)
+    assert err == (
+        "mlcc: error: /rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine "
+        "default) (got 32; fix: raise SGLANG_MAX_LORA_RANK to at least 32 and redeploy, then "
+        "add the adapter again)\n"
+    )
+    assert pods[0].calls == []
+    assert "Contents" not in s3.list_objects_v2(Bucket=CORE)
 
 
 def test_discover_with_kubectl(

@@ -11,10 +11,19 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import adapters as A
 from mlcc_constructs.core import s3_layout as L
+from mlcc_constructs.core.adapter_deployment import Deployment, LiveState, live_rank_limit
+from mlcc_constructs.core.adapter_record import hash_bytes
 from mlcc_constructs.core.buckets import bucket_names
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.manifests import builtin_engines
+from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery, remove_serving_copies
+from mlcc_constructs.ops.promotion import (
+    Promotion,
+    promote,
+    read_adapter_record,
+    recorded_adapters,
+)
 
 BUCKETS = bucket_names(account="123456789012", region="us-east-1", profile="test")
 CORE, ARTIFACTS = BUCKETS["core"], BUCKETS["artifacts"]
@@ -75,8 +84,8 @@ def _objects(s3: Any, prefix: L.S3Location) -> dict[str, bytes]:
     }
 
 
-def _promote(s3: Any, source: str, **kwargs: Any) -> A.Promotion:
-    return A.promote(
+def _promote(s3: Any, source: str, **kwargs: Any) -> Promotion:
+    return promote(
         s3,
         source_uri=source,
         core_bucket=CORE,
@@ -88,8 +97,8 @@ def _promote(s3: Any, source: str, **kwargs: Any) -> A.Promotion:
     )
 
 
-def _deployment(model: str, **kwargs: Any) -> A.Deployment:
-    return A.Deployment(
+def _deployment(model: str, **kwargs: Any) -> Deployment:
+    return Deployment(
         target=kwargs.pop("target", "hyperpod-eks"),
         model=model,
         project="acme",
@@ -100,17 +109,42 @@ def _deployment(model: str, **kwargs: Any) -> A.Deployment:
     )
 
 
+# --- the deployment ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("engine", "key", "default", "limit_from"),
+    [
+        # the manifest's default
+        ("vllm", "VLLM_MAX_LORA_RANK", 16, "engine default"),
+        # no manifest default: the library's companion default, as the resolver emits it
+        ("sglang", "SGLANG_MAX_LORA_RANK", 16, "engine default"),
+        # no max LoRA rank at all: no library default either
+        ("tensorrt-llm", None, None, "none (the engine has no max LoRA rank)"),
+    ],
+)
+def test_default_rank_is_the_companion_default_the_resolver_emits(
+    engine: str, key: str | None, default: int | None, limit_from: str
+) -> None:
+    manifest = {m.engine: m for m in builtin_engines()}[engine]
+    deployment = Deployment.for_engine(
+        manifest, target="eks", model=CANONICAL_MODEL.uri, project="acme"
+    )
+    assert (deployment.rank_env_key, deployment.default_rank) == (key, default)
+    assert live_rank_limit(deployment, LiveState()) == (default, limit_from)
+
+
 # --- content hash -----------------------------------------------------------------------
 
 
 def test_content_hash_is_order_independent_and_covers_names_and_bytes() -> None:
-    forward = A.hash_bytes(FILES)
-    assert forward == A.hash_bytes(dict(reversed(list(FILES.items()))))
-    assert forward != A.hash_bytes({**FILES, "adapter_model.safetensors": b"weights-two"})
+    forward = hash_bytes(FILES)
+    assert forward == hash_bytes(dict(reversed(list(FILES.items()))))
+    assert forward != hash_bytes({**FILES, "adapter_model.safetensors": b"weights-two"})
     renamed = {("x" + k if k.startswith("tok") else k): v for k, v in FILES.items()}
-    assert forward != A.hash_bytes(renamed)
+    assert forward != hash_bytes(renamed)
     # the record is metadata, never content
-    assert forward == A.hash_bytes({**FILES, "mlcc-adapter.json": b"{}"})
+    assert forward == hash_bytes({**FILES, "mlcc-adapter.json": b"{}"})
 
 
 # --- promotion --------------------------------------------------------------------------
@@ -125,7 +159,7 @@ def test_promote_twice_is_one_version(s3: Any) -> None:
         "adapter_model.safetensors",
         "tokenizer/tokenizer.json",
     )
-    version = L.version_id(A.hash_bytes(FILES))
+    version = L.version_id(hash_bytes(FILES))
     assert first.adapter.version == version
     home = L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "bot")
     assert first.adapter.location == L.adapter_version(home, version)
@@ -147,7 +181,7 @@ def test_promote_twice_is_one_version(s3: Any) -> None:
         "project": "acme",
         "name": "bot",
         "version": version,
-        "content_hash": A.hash_bytes(FILES),
+        "content_hash": hash_bytes(FILES),
         "source": {"uri": source, "job": "job-1"},
         "technique": "sft",
         "rank": {"r": 16, "rank_pattern": {"q_proj": 32}},
@@ -156,7 +190,7 @@ def test_promote_twice_is_one_version(s3: Any) -> None:
         "created_by": "tester",
         "created_at": "2026-01-01T00:00:00Z",
     }
-    assert A.read_adapter_record(s3, first.adapter.location) == first.record
+    assert read_adapter_record(s3, first.adapter.location) == first.record
 
 
 def test_changed_bytes_make_a_new_version_and_keep_the_old(s3: Any) -> None:
@@ -182,7 +216,7 @@ def test_tar_gz_source_is_the_same_version_as_its_files(s3: Any) -> None:
     s3.put_object(Bucket=ARTIFACTS, Key=key, Body=buffer.getvalue())
     from_tar = _promote(s3, f"s3://{ARTIFACTS}/{key}")
     assert from_tar.status == "created"
-    assert from_tar.adapter.version == L.version_id(A.hash_bytes(FILES))
+    assert from_tar.adapter.version == L.version_id(hash_bytes(FILES))
     assert _objects(s3, from_tar.adapter.location)["adapter_model.safetensors"] == b"weights-one"
     assert _promote(s3, _raw(s3, "job-1")).status == "unchanged"
 
@@ -201,7 +235,7 @@ def test_interrupted_version_is_completed_never_overwritten(s3: Any) -> None:
     source = _raw(s3, "job-1")
     version = L.adapter_version(
         L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "bot"),
-        L.version_id(A.hash_bytes(FILES)),
+        L.version_id(hash_bytes(FILES)),
     )
     _upload(s3, version, {"adapter_config.json": FILES["adapter_config.json"]})
     resumed = _promote(s3, source)
@@ -233,13 +267,13 @@ def test_interrupted_version_is_completed_never_overwritten(s3: Any) -> None:
                 ).encode(),
             },
             {},
-            "adapter_config.json /base_model_name_or_path: not a Hugging Face model id, "
+            "adapter_config.json:/base_model_name_or_path: not a Hugging Face model id, "
             "and not a mapped model hub id",
         ),
         (
             FILES,
             {"base_model": "meta-textgeneration-unknown"},
-            "base_model: not a Hugging Face model id",
+            "/base_model: not a Hugging Face model id",
         ),
     ],
 )
@@ -264,11 +298,11 @@ def test_hub_id_in_peft_config_maps_to_its_hf_home(s3: Any) -> None:
 
 def test_dry_run_plan_before_the_version_is_known(s3: Any) -> None:
     source = _raw(s3, "job-1")
-    plan = A.plan_delivery(
+    plan = plan_delivery(
         s3,
         operation="add",
         deployment=_deployment(CANONICAL_MODEL.uri),
-        live=A.LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
+        live=LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
         name="bot",
         source=source,
         core_bucket=CORE,
@@ -296,8 +330,8 @@ def test_dry_run_plan_before_the_version_is_known(s3: Any) -> None:
 
 def test_load_in_place_under_this_deployments_prefix(s3: Any) -> None:
     promoted = _promote(s3, _raw(s3, "job-1"))
-    live = A.LiveState(pod_env={"VLLM_MAX_LORA_RANK": "64"})
-    plan = A.plan_delivery(
+    live = LiveState(pod_env={"VLLM_MAX_LORA_RANK": "64"})
+    plan = plan_delivery(
         s3,
         operation="update",
         deployment=_deployment(CANONICAL_MODEL.uri),
@@ -313,7 +347,7 @@ def test_load_in_place_under_this_deployments_prefix(s3: Any) -> None:
         64,
         "pod env VLLM_MAX_LORA_RANK",
     )
-    applied = A.apply_delivery(s3, plan, _deployment(CANONICAL_MODEL.uri))
+    applied = apply_delivery(s3, plan, _deployment(CANONICAL_MODEL.uri))
     assert applied.path == plan.path
     assert applied.serving == promoted.adapter.location.uri
 
@@ -321,11 +355,11 @@ def test_load_in_place_under_this_deployments_prefix(s3: Any) -> None:
 def test_unversioned_home_loads_by_path(s3: Any) -> None:
     home = L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "bot")
     _upload(s3, home, FILES)  # a pre-versioning hand copy: no record
-    plan = A.plan_delivery(
+    plan = plan_delivery(
         s3,
         operation="add",
         deployment=_deployment(CANONICAL_MODEL.uri),
-        live=A.LiveState(
+        live=LiveState(
             iec={
                 "spec": {
                     "worker": {
@@ -347,11 +381,11 @@ def test_cross_prefix_copy_carries_serving_copy_of(s3: Any) -> None:
     promoted = _promote(s3, _raw(s3, "job-1"))
     restaged = L.model_location(CORE, "staged/llama-3-1-8b/")
     deployment = _deployment(restaged.uri, base_model=LLAMA)
-    plan = A.plan_delivery(
+    plan = plan_delivery(
         s3,
         operation="add",
         deployment=deployment,
-        live=A.LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
+        live=LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
         name="bot",
         source=promoted.adapter.location.uri,
         core_bucket=CORE,
@@ -361,7 +395,7 @@ def test_cross_prefix_copy_carries_serving_copy_of(s3: Any) -> None:
     assert plan.steps == ("copy", "load")
     assert plan.serving == L.adapter_version(copy_home, version).uri
     assert plan.path == f"/opt/ml/model/.mlcc-adapters/acme/bot/{version}"
-    applied = A.apply_delivery(s3, plan, deployment, created_by="tester", now=lambda: "T")
+    applied = apply_delivery(s3, plan, deployment, created_by="tester", now=lambda: "T")
     assert applied.path == plan.path
     copied = _objects(s3, L.adapter_version(copy_home, version))
     original = _objects(s3, promoted.adapter.location)
@@ -373,7 +407,7 @@ def test_cross_prefix_copy_carries_serving_copy_of(s3: Any) -> None:
     assert record["version"] == version
     assert record["content_hash"] == promoted.record.content_hash
     # delivering again copies nothing
-    again = A.apply_delivery(s3, plan, deployment, created_by="someone-else", now=lambda: "T2")
+    again = apply_delivery(s3, plan, deployment, created_by="someone-else", now=lambda: "T2")
     assert (
         json.loads(_objects(s3, L.adapter_version(copy_home, version))["mlcc-adapter.json"])
         == record
@@ -386,7 +420,7 @@ def test_cross_prefix_copy_carries_serving_copy_of(s3: Any) -> None:
     [
         (
             {"base_model": "mistralai/Mistral-7B-Instruct-v0.3"},
-            "base_model: adapter bot was trained on another base and is incompatible with this "
+            "/base_model: adapter bot was trained on another base and is incompatible with this "
             "deployment (got 'meta-llama/Llama-3.1-8B-Instruct@?'; allowed: "
             "mistralai/Mistral-7B-Instruct-v0.3@?; fix: deliver it to a deployment of its own "
             "base)",
@@ -403,16 +437,16 @@ def test_base_mismatch_is_refused(s3: Any, deployment_kwargs, message) -> None:
     kwargs = {
         "operation": "add",
         "deployment": _deployment(restaged.uri, **deployment_kwargs),
-        "live": A.LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
+        "live": LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
         "name": "bot",
         "source": promoted.adapter.location.uri,
         "core_bucket": CORE,
     }
     if message is None:
-        assert A.plan_delivery(s3, **kwargs).steps == ("copy", "load")
+        assert plan_delivery(s3, **kwargs).steps == ("copy", "load")
         return
     with pytest.raises(MlccError) as error:
-        A.plan_delivery(s3, **kwargs)
+        plan_delivery(s3, **kwargs)
     assert str(error.value) == message
     assert _objects(s3, restaged) == {}
 
@@ -420,13 +454,13 @@ def test_base_mismatch_is_refused(s3: Any, deployment_kwargs, message) -> None:
 def test_revision_mismatch_is_refused_when_both_known(s3: Any) -> None:
     promoted = _promote(s3, _raw(s3, "job-1"), base_revision="rev-a")
     with pytest.raises(MlccError, match="trained on another base"):
-        A.plan_delivery(
+        plan_delivery(
             s3,
             operation="add",
             deployment=_deployment(
                 L.model_location(CORE, "staged/x/").uri, base_model=LLAMA, base_revision="rev-b"
             ),
-            live=A.LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
+            live=LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
             name="bot",
             source=promoted.adapter.location.uri,
             core_bucket=CORE,
@@ -434,7 +468,7 @@ def test_revision_mismatch_is_refused_when_both_known(s3: Any) -> None:
 
 
 def test_refusals_come_first_and_all_at_once(s3: Any) -> None:
-    live = A.LiveState(
+    live = LiveState(
         iec={
             "spec": {
                 "modelSourceConfig": {"modelSourceType": "huggingface", "prefetchEnabled": True}
@@ -442,7 +476,7 @@ def test_refusals_come_first_and_all_at_once(s3: Any) -> None:
         }
     )
     with pytest.raises(MlccError) as error:
-        A.plan_delivery(
+        plan_delivery(
             s3,
             operation="add",
             deployment=_deployment(LLAMA),
@@ -452,12 +486,12 @@ def test_refusals_come_first_and_all_at_once(s3: Any) -> None:
             core_bucket=CORE,
         )
     assert [p.pointer for p in error.value.problems] == [
-        "model",
-        "spec/modelSourceConfig/modelSourceType",
-        "spec/modelSourceConfig/prefetchEnabled",
+        "/model",
+        "/spec/modelSourceConfig/modelSourceType",
+        "/spec/modelSourceConfig/prefetchEnabled",
     ]
     assert str(error.value.problems[0]) == (
-        "model: adapters are delivered through the model's S3 mount, and this deployment's "
+        "/model: adapters are delivered through the model's S3 mount, and this deployment's "
         "model is not on S3 (got 'meta-llama/Llama-3.1-8B-Instruct'; fix: stage the model to "
         "S3 and redeploy with model=s3://<core>/models/<org>/<base>/)"
     )
@@ -468,24 +502,24 @@ def test_refusals_come_first_and_all_at_once(s3: Any) -> None:
     [
         (
             _deployment("arn:aws:sagemaker:us-east-1:123456789012:model-package/llama/1"),
-            A.LiveState(),
-            "model: adapters are delivered through the model's S3 mount",
+            LiveState(),
+            "/model: adapters are delivered through the model's S3 mount",
         ),
         (
             _deployment(CANONICAL_MODEL.uri, target="eks"),
-            A.LiveState(s3_mount=False),
-            "volumes: the serving pods do not mount the model through the S3 CSI driver",
+            LiveState(s3_mount=False),
+            "/volumes: the serving pods do not mount the model through the S3 CSI driver",
         ),
         (
             _deployment(CANONICAL_MODEL.uri, target="realtime-inference"),
-            A.LiveState(),
-            "target: target realtime-inference does not load adapters into pods",
+            LiveState(),
+            "/target: target realtime-inference does not load adapters into pods",
         ),
     ],
 )
 def test_more_refusals(s3: Any, deployment, live, message: str) -> None:
     with pytest.raises(MlccError) as error:
-        A.plan_delivery(
+        plan_delivery(
             s3,
             operation="add",
             deployment=deployment,
@@ -497,20 +531,34 @@ def test_more_refusals(s3: Any, deployment, live, message: str) -> None:
     assert str(error.value).startswith(message)
 
 
+def test_the_mount_is_checked_only_where_the_pods_mount_the_model(s3: Any) -> None:
+    # hyperpod-eks: the operator mounts the model (pod_volumes false), whatever the pods list
+    plan = plan_delivery(
+        s3,
+        operation="add",
+        deployment=_deployment(CANONICAL_MODEL.uri),
+        live=LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}, s3_mount=False),
+        name="bot",
+        source=_raw(s3, "job-1"),
+        core_bucket=CORE,
+    )
+    assert plan.steps == ("promote", "load")
+
+
 def test_rank_above_the_live_limit_is_refused_before_promotion(s3: Any) -> None:
     source = _raw(s3, "job-1")
     with pytest.raises(MlccError) as error:
-        A.plan_delivery(
+        plan_delivery(
             s3,
             operation="add",
             deployment=_deployment(CANONICAL_MODEL.uri),
-            live=A.LiveState(),
+            live=LiveState(),
             name="bot",
             source=source,
             core_bucket=CORE,
         )
     assert str(error.value) == (
-        "rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine default) "
+        "/rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine default) "
         "(got 32; fix: raise VLLM_MAX_LORA_RANK to at least 32 and redeploy, then add the "
         "adapter again)"
     )
@@ -524,27 +572,27 @@ def test_remove_deletes_only_serving_copies(s3: Any) -> None:
     promoted = _promote(s3, _raw(s3, "job-1"))
     restaged = L.model_location(CORE, "staged/llama-3-1-8b/")
     deployment = _deployment(restaged.uri, base_model=LLAMA)
-    plan = A.plan_delivery(
+    plan = plan_delivery(
         s3,
         operation="add",
         deployment=deployment,
-        live=A.LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
+        live=LiveState(pod_env={"VLLM_MAX_LORA_RANK": "32"}),
         name="bot",
         source=promoted.adapter.location.uri,
         core_bucket=CORE,
     )
-    A.apply_delivery(s3, plan, deployment)
+    apply_delivery(s3, plan, deployment)
     # a canonical adapter that lives under the serving prefix too (hand copy, no record)
     own = L.adapter_version(L.adapter_home(restaged, "acme", "bot"), "v000000000000")
     _upload(s3, own, FILES)
     canonical_before = _objects(s3, promoted.adapter.home)
 
-    assert A.remove_serving_copies(s3, deployment, "bot", dry_run=True) == [plan.serving]
-    assert A.remove_serving_copies(s3, deployment, "bot") == [plan.serving]
+    assert remove_serving_copies(s3, deployment, "bot", dry_run=True) == [plan.serving]
+    assert remove_serving_copies(s3, deployment, "bot") == [plan.serving]
     assert _objects(s3, L.parse_s3_uri(plan.serving)) == {}
     assert sorted(_objects(s3, own)) == sorted(FILES)
     assert _objects(s3, promoted.adapter.home) == canonical_before
-    assert A.remove_serving_copies(s3, deployment, "bot") == []
+    assert remove_serving_copies(s3, deployment, "bot") == []
 
 
 def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
@@ -552,7 +600,7 @@ def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
 
     _promote(s3, _raw(s3, "job-1"))
     big = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 48}).encode()}
-    A.promote(
+    promote(
         s3,
         source_uri=_raw(s3, "job-2", big),
         core_bucket=CORE,
@@ -561,11 +609,29 @@ def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
         created_by="t",
     )
     _upload(s3, L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "old"), FILES)
-    records = A.recorded_adapters(s3, CANONICAL_MODEL)
+    records = recorded_adapters(s3, CANONICAL_MODEL)
     assert [(r.project, r.name, r.rank().need) for r in records] == [
         ("acme", "bot", 32),
         ("other", "wide", 48),
     ]
-    assert [r.name for r in A.recorded_adapters(s3, CANONICAL_MODEL, project="acme")] == ["bot"]
+    assert [r.name for r in recorded_adapters(s3, CANONICAL_MODEL, project="acme")] == ["bot"]
     fit = fit_max_rank([r.rank() for r in records], {}, 16, (1, 8, 16, 32, 64, 128, 256, 320, 512))
     assert fit.rank == 64
+
+
+def test_error_locations_are_uris_and_json_pointers(s3: Any) -> None:
+    source = _raw(s3, "bad-name", {**FILES, "notes/read me.txt": b"x"})
+    with pytest.raises(MlccError) as error:
+        _promote(s3, source)
+    (problem,) = error.value.problems
+    assert (problem.where, problem.pointer, problem.value) == (
+        f"{source}notes/read me.txt",
+        "",
+        "notes/read me.txt",
+    )
+    bad_r = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 0}).encode()}
+    source = _raw(s3, "bad-r", bad_r)
+    with pytest.raises(MlccError) as error:
+        _promote(s3, source)
+    (problem,) = error.value.problems
+    assert (problem.where, problem.pointer) == (f"{source}adapter_config.json", "/r")

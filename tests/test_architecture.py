@@ -91,6 +91,82 @@ def test_no_core_code_names_an_engine() -> None:
     assert offenders == []
 
 
+# I/O the core must not do (it runs in `mlcc render`, in the charts and in the CDK synth):
+# network, archives and temp files, subprocesses, AWS clients, the login name.
+CORE_FORBIDDEN = (
+    "urllib",
+    "http",
+    "socket",
+    "tarfile",
+    "tempfile",
+    "subprocess",
+    "boto3",
+    "botocore",
+    "getpass",
+)
+# What the I/O layer must not reach up or sideways into: jsii and the layers above it.
+OPS_FORBIDDEN = (
+    *JSII_MODULES,
+    "mlcc_constructs.k8s",
+    "mlcc_constructs.commands",
+    "mlcc_constructs.cli",
+)
+
+
+def _imported_modules(path: Path) -> list[str]:
+    """Every module ``path`` imports (relative imports resolved; ``from m import n`` counts
+    both ``m`` and ``m.n``, since ``n`` may be a submodule)."""
+    package = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts[:-1])
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = package.split(".")[: len(package.split(".")) - node.level + 1]
+            module = (
+                ".".join([*base, *([node.module] if node.module else [])])
+                if node.level
+                else node.module or ""
+            )
+            names += [module, *(f"{module}.{alias.name}" for alias in node.names)]
+    return names
+
+
+def _offenders(folder: Path, forbidden: tuple[str, ...]) -> list[str]:
+    return [
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted(folder.rglob("*.py"))
+        for name in _imported_modules(path)
+        if any(name == f or name.startswith(f + ".") for f in forbidden)
+    ]
+
+
+def test_the_core_does_no_io() -> None:
+    assert _offenders(PACKAGE / "core", CORE_FORBIDDEN) == []
+
+
+def test_ops_imports_nothing_above_it() -> None:
+    assert (PACKAGE / "ops" / "__init__.py").is_file()
+    assert _offenders(PACKAGE / "ops", OPS_FORBIDDEN) == []
+
+
+def test_the_import_checks_see_what_they_forbid() -> None:
+    # ops does the I/O the core may not: the same walker must find it there
+    found = {
+        line.split(": ")[1].split(".")[0] for line in _offenders(PACKAGE / "ops", CORE_FORBIDDEN)
+    }
+    assert {"urllib", "tarfile", "tempfile", "subprocess", "getpass"} <= found
+
+
+def test_importing_ops_loads_no_jsii_module() -> None:
+    statement = "import " + ", ".join(
+        f"mlcc_constructs.ops.{p.stem}"
+        for p in sorted((PACKAGE / "ops").glob("*.py"))
+        if p.stem != "__init__"
+    )
+    assert _loaded_after(statement) == []
+
+
 def test_the_resolver_never_names_an_engine_even_in_prose() -> None:
     source = (PACKAGE / "core" / "resolve.py").read_text()
     names = {m.engine for m in builtin_engines()} | {"trtllm", "llama", "djl", "SGLang"}

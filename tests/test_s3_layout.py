@@ -68,7 +68,7 @@ def test_hub_ids_map_and_unknown_ones_are_refused() -> None:
         L.base_model("meta-textgeneration-llama-9-unknown")
     text = str(error.value)
     assert text.startswith(
-        "base_model: not a Hugging Face model id, and not a mapped model hub id "
+        "/base_model: not a Hugging Face model id, and not a mapped model hub id "
         "(got 'meta-textgeneration-llama-9-unknown'; allowed: <org>/<name>"
     )
     assert text.endswith(
@@ -95,7 +95,7 @@ def test_bad_components_are_refused(project: str, name: str, bad: str) -> None:
         L.canonical_adapter_home(CORE, LLAMA, project, name)
     value = project if bad == "project" else name
     assert str(error.value) == (
-        f"{bad}: not a valid S3 path component (got {value!r}; allowed: a non-empty name "
+        f"/{bad}: not a valid S3 path component (got {value!r}; allowed: a non-empty name "
         "without '/', whitespace or control characters, not '.' or '..')"
     )
 
@@ -103,7 +103,7 @@ def test_bad_components_are_refused(project: str, name: str, bad: str) -> None:
 def test_all_bad_components_reported_at_once() -> None:
     with pytest.raises(MlccError) as error:
         L.canonical_adapter_home(CORE, LLAMA, "a b", "")
-    assert [p.pointer for p in error.value.problems] == ["project", "name"]
+    assert [p.pointer for p in error.value.problems] == ["/project", "/name"]
 
 
 @pytest.mark.parametrize(
@@ -111,25 +111,33 @@ def test_all_bad_components_reported_at_once() -> None:
     [
         (
             lambda: L.adapter_version(L.canonical_adapter_home(CORE, LLAMA, "a", "b"), "v123"),
-            "version: not an adapter version (got 'v123'; allowed: v<first 12 hex digits of "
+            "/version: not an adapter version (got 'v123'; allowed: v<first 12 hex digits of "
             "the content hash>, e.g. v0123456789ab)",
         ),
         (
             lambda: L.canonical_adapter_home("Bad_Bucket", LLAMA, "a", "b"),
-            "core bucket: not a valid S3 bucket name (got 'Bad_Bucket'; allowed: 3-63 "
+            "s3://Bad_Bucket/: not a valid S3 bucket name (got 'Bad_Bucket'; allowed: 3-63 "
             "lower-case letters, digits, '.', '-')",
         ),
         (
+            lambda: L.model_location(CORE, "models/../x/"),
+            f"s3://{CORE}/models/../x/: not a valid S3 path component (got '..'",
+        ),
+        (
+            lambda: L.job_output(ARTIFACTS, "a", "tune", "ok", "b c"),
+            "/parts/1: not a valid S3 path component (got 'b c'",
+        ),
+        (
             lambda: L.job_output(ARTIFACTS, "a", "deploy"),  # type: ignore[arg-type]
-            "kind: unknown job kind (got 'deploy'; allowed: tune, train, optimize)",
+            "/kind: unknown job kind (got 'deploy'; allowed: tune, train, optimize)",
         ),
         (
             lambda: L.base_model("meta-llama/../x"),
-            "base_model: not a Hugging Face model id, and not a mapped model hub id",
+            "/base_model: not a Hugging Face model id, and not a mapped model hub id",
         ),
         (
             lambda: L.parse_s3_uri("https://example.com/x"),
-            "uri: not an S3 URI (got 'https://example.com/x'; allowed: s3://<bucket>/<key>)",
+            "/uri: not an S3 URI (got 'https://example.com/x'; allowed: s3://<bucket>/<key>)",
         ),
     ],
 )

@@ -24,10 +24,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from mlcc_constructs.commands._common import add_registry_options, parse_assignments
 from mlcc_constructs.core.errors import fail
+
+if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
+    from mlcc_constructs.core.adapter_deployment import Deployment, LiveState
+    from mlcc_constructs.ops.pods import PodResult
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -123,7 +127,7 @@ def _print(document: Any) -> None:
 
 
 def run_promote(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.adapters import promote
+    from mlcc_constructs.ops.promotion import promote
 
     promotion = promote(
         _s3(args),
@@ -144,9 +148,9 @@ def run_promote(args: argparse.Namespace) -> int:
 # --- deployment and live state ----------------------------------------------------------
 
 
-def _deployment(args: argparse.Namespace) -> Any:
+def _deployment(args: argparse.Namespace) -> Deployment:
     from mlcc_constructs.commands._common import registry_from
-    from mlcc_constructs.core.adapters import Deployment
+    from mlcc_constructs.core.adapter_deployment import Deployment
 
     return Deployment.for_engine(
         registry_from(args).get(args.engine),
@@ -158,71 +162,14 @@ def _deployment(args: argparse.Namespace) -> Any:
     )
 
 
-def _kubectl(*argv: str) -> Any:
-    import subprocess  # only this handler needs it: keep `mlcc` start-up small
-
-    try:
-        done = subprocess.run(
-            ["kubectl", *argv, "-o", "json"], capture_output=True, text=True, check=False
-        )
-    except FileNotFoundError as error:
-        raise fail("kubectl is not on PATH", fix="install kubectl or pass --pod-url") from error
-    if done.returncode != 0:
-        raise fail(
-            f"kubectl {' '.join(argv)} failed: {done.stderr.strip()}",
-            fix="check the kube context, --namespace and --deployment-name",
-        )
-    return json.loads(done.stdout)
-
-
-def _discover(args: argparse.Namespace, deployment: Any) -> tuple[list[str], Any]:
-    """Running pods' URLs and the live state, from kubectl."""
-    from mlcc_constructs.commands._common import registry_from
-    from mlcc_constructs.core.adapters import LiveState
-    from mlcc_constructs.core.targets import load_target
-
-    if not args.deployment_name and not args.selector:
-        raise fail("--discover needs --deployment-name or --selector", pointer="--discover")
-    selector = args.selector or f"app.kubernetes.io/name={args.deployment_name}"
-    namespace = args.namespace
-    port = registry_from(args).get(args.engine).launch.get("port")
-    pods = _kubectl("get", "pods", "-n", namespace, "-l", selector)["items"]
-    running = sorted(
-        (p for p in pods if p.get("status", {}).get("phase") == "Running"),
-        key=lambda p: p["metadata"]["name"],
-    )
-    urls = [f"http://{p['status']['podIP']}:{port}" for p in running if p["status"].get("podIP")]
-    pod_env: dict[str, str] | None = None
-    s3_mount: bool | None = None
-    if running:
-        containers = running[0]["spec"].get("containers", [])
-        pod_env = {}
-        mount_path = load_target(args.target).adapter_delivery.mount_path
-        s3_mount = False
-        for container in containers:
-            for source in container.get("envFrom", []):
-                ref = source.get("configMapRef", {}).get("name")
-                if ref:
-                    data = _kubectl("get", "configmap", ref, "-n", namespace).get("data", {})
-                    pod_env.update({str(k): str(v) for k, v in data.items()})
-            pod_env.update(
-                {e["name"]: str(e["value"]) for e in container.get("env", []) if "value" in e}
-            )
-            if any(m.get("mountPath") == mount_path for m in container.get("volumeMounts", [])):
-                s3_mount = True
-    iec = None
-    if "InferenceEndpointConfig" in load_target(args.target).kinds and args.deployment_name:
-        iec = _kubectl("get", "inferenceendpointconfig", args.deployment_name, "-n", namespace)
-    return urls, LiveState(pod_env=pod_env, iec=iec, s3_mount=s3_mount)
-
-
-def _live(args: argparse.Namespace, deployment: Any) -> tuple[list[str], Any]:
-    from mlcc_constructs.core.adapters import LiveState
+def _live(args: argparse.Namespace) -> tuple[list[str], LiveState]:
+    """Pod URLs and the live state: discovered, then ``--pod-env``/``--iec`` on top."""
+    from mlcc_constructs.core.adapter_deployment import LiveState
 
     urls: list[str] = []
     live = LiveState()
     if args.discover:
-        urls, live = _discover(args, deployment)
+        urls, live = _discover(args)
     env = parse_assignments(args.pod_env, "--pod-env")
     iec = live.iec
     if args.iec:
@@ -237,14 +184,30 @@ def _live(args: argparse.Namespace, deployment: Any) -> tuple[list[str], Any]:
     return [*urls, *args.pod_url], live
 
 
+def _discover(args: argparse.Namespace) -> tuple[list[str], LiveState]:
+    from mlcc_constructs.commands._common import registry_from
+    from mlcc_constructs.ops.kubectl import discover
+
+    if not args.deployment_name and not args.selector:
+        raise fail("--discover needs --deployment-name or --selector", where="--discover")
+    return discover(
+        target=args.target,
+        namespace=args.namespace,
+        selector=args.selector or f"app.kubernetes.io/name={args.deployment_name}",
+        port=registry_from(args).get(args.engine).launch.get("port"),
+        iec_name=args.deployment_name,
+    )
+
+
 # --- add / update / plan / remove -------------------------------------------------------
 
 
 def run_deliver(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.adapters import PodClient, apply_delivery, plan_delivery, roll_out
+    from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery
+    from mlcc_constructs.ops.pods import PodClient, roll_out
 
     deployment = _deployment(args)
-    pods, live = _live(args, deployment)
+    pods, live = _live(args)
     s3 = _s3(args)
     operation: Literal["add", "update"] = "update" if args.action == "update" else "add"
     plan = plan_delivery(
@@ -269,10 +232,11 @@ def run_deliver(args: argparse.Namespace) -> int:
 
 
 def run_remove(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.adapters import PodClient, remove_serving_copies, roll_out
+    from mlcc_constructs.ops.delivery import remove_serving_copies
+    from mlcc_constructs.ops.pods import PodClient, roll_out
 
     deployment = _deployment(args)
-    pods, _ = _live(args, deployment)
+    pods, _ = _live(args)
     s3 = _s3(args)
     if args.dry_run:
         deleted = remove_serving_copies(s3, deployment, args.name, dry_run=True)
@@ -287,7 +251,7 @@ def run_remove(args: argparse.Namespace) -> int:
     return _report({"lora_name": args.name, "deleted": deleted}, pods, results)
 
 
-def _report(document: dict[str, Any], pods: list[str], results: list[Any]) -> int:
+def _report(document: dict[str, Any], pods: list[str], results: list[PodResult]) -> int:
     failed = sorted({r.pod for r in results if not r.ok})
     _print({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
     if not pods:

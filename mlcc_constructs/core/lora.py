@@ -4,7 +4,7 @@ Integrator API:
 
 - :func:`fit_max_rank` ``(adapters, tune_ranks, default, allowed, explicit=None) -> RankFit``:
   the serving ``max_lora_rank``. ``adapters`` are :class:`AdapterRank` (see
-  ``adapters.AdapterRecord.rank_need()``), ``default``/``allowed`` come from the engine
+  ``adapter_record.AdapterRecord.rank()``), ``default``/``allowed`` come from the engine
   manifest's ``capability_map.lora_max_rank``.
 - :func:`model_geometry` ``(config_json_dict) -> ModelGeometry`` from a staged ``config.json``.
 - :func:`lora_buffer_bytes` ``(geometry, tp=, max_loras=, rank=) -> int`` per GPU.

@@ -30,7 +30,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
 from mlcc_constructs.core.targets import AdapterDelivery
 
 ADAPTER_DIR = ".mlcc-adapters"
@@ -121,8 +121,11 @@ class CanonicalAdapter:
 # --- validation -------------------------------------------------------------------------
 
 
-def component_problem(value: object, *, pointer: str) -> Problem | None:
-    """The problem with one path component, or ``None`` when it is valid."""
+def component_problem(value: object, *, pointer: str = "", where: str = "") -> Problem | None:
+    """The problem with one path component, or ``None`` when it is valid.
+
+    ``pointer`` is the JSON pointer of the field holding it (if any), ``where`` the object.
+    """
     if (
         not isinstance(value, str)
         or value in ("", ".", "..")
@@ -131,6 +134,7 @@ def component_problem(value: object, *, pointer: str) -> Problem | None:
     ):
         return Problem(
             message="not a valid S3 path component",
+            where=where,
             pointer=pointer,
             value=value,
             allowed=_COMPONENT_RULE,
@@ -139,21 +143,24 @@ def component_problem(value: object, *, pointer: str) -> Problem | None:
 
 
 def check_components(**components: str) -> None:
-    """Raise one error naming every invalid component (keyword = field name)."""
+    """Raise one error naming every invalid component (keyword = field name; the pointer is
+    ``/<field name>``)."""
     problems = [
         problem
         for field_name, value in components.items()
-        if (problem := component_problem(value, pointer=field_name)) is not None
+        if (problem := component_problem(value, pointer=json_pointer(field_name))) is not None
     ]
     if problems:
         raise MlccError(problems)
 
 
-def check_bucket(bucket: str, *, pointer: str = "bucket") -> str:
-    """A valid S3 bucket name, or an error."""
+def check_bucket(bucket: str, *, pointer: str = "") -> str:
+    """A valid S3 bucket name, or an error at ``pointer`` (a field holding the name) or, with
+    no pointer, at the bucket's URI."""
     if not _BUCKET.match(bucket):
         raise fail(
             "not a valid S3 bucket name",
+            where="" if pointer else f"s3://{bucket}/",
             pointer=pointer,
             value=bucket,
             allowed="3-63 lower-case letters, digits, '.', '-'",
@@ -161,7 +168,7 @@ def check_bucket(bucket: str, *, pointer: str = "bucket") -> str:
     return bucket
 
 
-def check_version(version: str, *, pointer: str = "version") -> str:
+def check_version(version: str, *, pointer: str = "/version") -> str:
     """``v`` followed by 12 lower-case hex digits, or an error."""
     if not isinstance(version, str) or not _VERSION.match(version):
         raise fail(
@@ -178,19 +185,18 @@ def version_id(content_hash: str) -> str:
     if not _HASH.match(content_hash):
         raise fail(
             "not a sha256 content hash",
-            pointer="content_hash",
+            pointer="/content_hash",
             value=content_hash,
             allowed="64 lower-case hex digits",
         )
     return "v" + content_hash[:12]
 
 
-def _prefix_parts(prefix: str, *, pointer: str) -> list[str]:
+def _prefix_parts(bucket: str, prefix: str) -> list[str]:
     parts = prefix.rstrip("/").split("/")
+    where = f"s3://{bucket}/{prefix}"
     problems = [
-        problem
-        for index, part in enumerate(parts)
-        if (problem := component_problem(part, pointer=f"{pointer}[{index}]")) is not None
+        problem for part in parts if (problem := component_problem(part, where=where)) is not None
     ]
     if problems:
         raise MlccError(problems)
@@ -200,7 +206,7 @@ def _prefix_parts(prefix: str, *, pointer: str) -> list[str]:
 def model_location(bucket: str, prefix: str) -> S3Location:
     """A staged model's prefix (``s3://bucket/prefix/``), every part validated."""
     check_bucket(bucket)
-    parts = _prefix_parts(prefix, pointer="model prefix")
+    parts = _prefix_parts(bucket, prefix)
     return S3Location(bucket=bucket, key="/".join(parts) + "/")
 
 
@@ -214,17 +220,19 @@ def hub_model_ids() -> Mapping[str, str]:
     return MappingProxyType(dict(document["hub_ids"]))
 
 
-def base_model(model_id: str, *, pointer: str = "base_model") -> BaseModel:
+def base_model(model_id: str, *, pointer: str = "/base_model", where: str = "") -> BaseModel:
     """``org``/``base`` of a Hugging Face id, or of a hub id mapped in the hub table.
 
     A hub id that is not in ``data/hub_model_ids.json`` is refused: guessing an org would put
-    adapters under a base they were never trained on.
+    adapters under a base they were never trained on. ``where``/``pointer`` locate the id
+    (the document and field it came from) in the error.
     """
     if isinstance(model_id, str) and model_id in hub_model_ids():
         model_id = hub_model_ids()[model_id]
     elif not isinstance(model_id, str) or not _HF_ID.match(model_id):
         raise fail(
             "not a Hugging Face model id, and not a mapped model hub id",
+            where=where,
             pointer=pointer,
             value=model_id,
             allowed="<org>/<name> (letters, digits, '.', '_', '-') or one of "
@@ -233,7 +241,14 @@ def base_model(model_id: str, *, pointer: str = "base_model") -> BaseModel:
             "mlcc_constructs/data/hub_model_ids.json",
         )
     org, base = model_id.split("/")
-    check_components(**{f"{pointer} org": org, f"{pointer} name": base})
+    # a mapped hub id comes from the data file, so its parts are checked too
+    problems = [
+        problem
+        for part in (org, base)
+        if (problem := component_problem(part, pointer=pointer, where=where)) is not None
+    ]
+    if problems:
+        raise MlccError(problems)
     return BaseModel(org=org, base=base)
 
 
@@ -242,7 +257,7 @@ def base_model(model_id: str, *, pointer: str = "base_model") -> BaseModel:
 
 def base_model_location(core_bucket: str, base: BaseModel) -> S3Location:
     """``s3://<core>/models/<org>/<base>/``: where a base is staged."""
-    check_bucket(core_bucket, pointer="core bucket")
+    check_bucket(core_bucket)
     check_components(org=base.org, base=base.base)
     return S3Location(bucket=core_bucket, key=f"{_MODELS}/{base.org}/{base.base}/")
 
@@ -287,7 +302,7 @@ def adapter_version(home: S3Location, version: str) -> S3Location:
     check_version(version)
     parsed = parse_canonical_adapter(home.uri)
     if parsed is None or parsed.version is not None:
-        raise fail("not an adapter home", pointer="home", value=home.uri)
+        raise fail("not an adapter home", pointer="/home", value=home.uri)
     return S3Location(bucket=home.bucket, key=f"{home.key}{version}/")
 
 
@@ -298,17 +313,24 @@ def record_location(adapter: S3Location) -> S3Location:
 
 def full_finetune(core_bucket: str, project: str, name: str) -> S3Location:
     """``s3://<core>/models/mlcc-<project>/<name>/`` (a full fine-tune + ``mlcc-model.json``)."""
-    check_bucket(core_bucket, pointer="core bucket")
+    check_bucket(core_bucket)
     check_components(project=project, name=name)
     return S3Location(bucket=core_bucket, key=f"{_MODELS}/{_FULL_MODEL_PREFIX}{project}/{name}/")
 
 
 def job_output(artifacts_bucket: str, project: str, kind: JobKind, *parts: str) -> S3Location:
     """``s3://<artifacts>/<project>/<kind>/<parts...>/``: raw job output, never served as-is."""
-    check_bucket(artifacts_bucket, pointer="artifacts bucket")
+    check_bucket(artifacts_bucket)
     if kind not in JOB_KINDS:
-        raise fail("unknown job kind", pointer="kind", value=kind, allowed=", ".join(JOB_KINDS))
-    check_components(project=project, **{f"part[{i}]": p for i, p in enumerate(parts)})
+        raise fail("unknown job kind", pointer="/kind", value=kind, allowed=", ".join(JOB_KINDS))
+    check_components(project=project)
+    problems = [
+        problem
+        for index, part in enumerate(parts)
+        if (problem := component_problem(part, pointer=json_pointer("parts", index))) is not None
+    ]
+    if problems:
+        raise MlccError(problems)
     tail = "".join(f"{p}/" for p in parts)
     return S3Location(bucket=artifacts_bucket, key=f"{project}/{kind}/{tail}")
 
@@ -316,7 +338,7 @@ def job_output(artifacts_bucket: str, project: str, kind: JobKind, *parts: str) 
 # --- parsing ----------------------------------------------------------------------------
 
 
-def parse_s3_uri(uri: str, *, pointer: str = "uri") -> S3Location:
+def parse_s3_uri(uri: str, *, pointer: str = "/uri") -> S3Location:
     """``s3://bucket/key`` → :class:`S3Location`; anything else is refused."""
     match = _S3_URI.match(uri) if isinstance(uri, str) else None
     if match is None:
@@ -344,7 +366,7 @@ def parse_canonical_adapter(uri: str) -> CanonicalAdapter | None:
     version = tail[2] if len(tail) == 3 else None
     if version is not None and not _VERSION.match(version):
         return None
-    if any(component_problem(p, pointer="") for p in (*model_parts, *tail)):
+    if any(component_problem(p) for p in (*model_parts, *tail)):
         return None
     return CanonicalAdapter(
         model=S3Location(bucket=match.group("bucket"), key="/".join(model_parts) + "/"),
@@ -368,7 +390,7 @@ def pod_adapter_path(
     if delivery.strategy != "model-prefix" or not delivery.mount_path or not delivery.subdir:
         raise fail(
             "the target does not deliver adapters through the model mount",
-            pointer="adapter_delivery",
+            pointer="/adapter_delivery",
             value=delivery.strategy,
             allowed="model-prefix with mount_path and subdir",
         )
@@ -376,7 +398,7 @@ def pod_adapter_path(
         raise fail(
             "adapter_delivery.subdir must be the S3 layout's adapter folder: the pod sees the "
             "model prefix as it is on S3",
-            pointer="adapter_delivery/subdir",
+            pointer="/adapter_delivery/subdir",
             value=delivery.subdir,
             allowed=ADAPTER_DIR,
         )

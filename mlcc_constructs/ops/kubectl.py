@@ -1,0 +1,77 @@
+"""The live state of a deployment, from ``kubectl`` (the current kube context).
+
+:func:`discover` finds the Running serving pods (URL = pod IP + the engine's port), the env
+of the first one (container env + envFrom ConfigMaps) for the live rank limit, whether it
+mounts the model prefix, and, for a target that renders an ``InferenceEndpointConfig``, the
+live one.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from typing import Any
+
+from mlcc_constructs.core.adapter_deployment import LiveState
+from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.targets import load_target
+
+
+def kubectl(*argv: str) -> Any:
+    """``kubectl ARGV -o json``, parsed; a missing kubectl or a failed call is an error."""
+    try:
+        done = subprocess.run(
+            ["kubectl", *argv, "-o", "json"], capture_output=True, text=True, check=False
+        )
+    except FileNotFoundError as error:
+        raise fail("kubectl is not on PATH", fix="install kubectl or pass --pod-url") from error
+    if done.returncode != 0:
+        raise fail(
+            f"kubectl {' '.join(argv)} failed: {done.stderr.strip()}",
+            fix="check the kube context, --namespace and --deployment-name",
+        )
+    return json.loads(done.stdout)
+
+
+def discover(
+    *,
+    target: str,
+    namespace: str,
+    selector: str,
+    port: object,
+    iec_name: str | None,
+) -> tuple[list[str], LiveState]:
+    """Running pods' URLs (sorted by pod name) and the live state.
+
+    ``selector`` picks the serving pods, ``port`` is the engine's; the live
+    ``InferenceEndpointConfig`` named ``iec_name`` is read when the target renders one.
+    """
+    pods = kubectl("get", "pods", "-n", namespace, "-l", selector)["items"]
+    running = sorted(
+        (p for p in pods if p.get("status", {}).get("phase") == "Running"),
+        key=lambda p: p["metadata"]["name"],
+    )
+    urls = [f"http://{p['status']['podIP']}:{port}" for p in running if p["status"].get("podIP")]
+    descriptor = load_target(target)
+    pod_env: dict[str, str] | None = None
+    s3_mount: bool | None = None
+    if running:
+        containers = running[0]["spec"].get("containers", [])
+        pod_env = {}
+        mount_path = descriptor.adapter_delivery.mount_path
+        s3_mount = False
+        for container in containers:
+            for source in container.get("envFrom", []):
+                ref = source.get("configMapRef", {}).get("name")
+                if ref:
+                    data = kubectl("get", "configmap", ref, "-n", namespace).get("data", {})
+                    pod_env.update({str(k): str(v) for k, v in data.items()})
+            pod_env.update(
+                {e["name"]: str(e["value"]) for e in container.get("env", []) if "value" in e}
+            )
+            if any(m.get("mountPath") == mount_path for m in container.get("volumeMounts", [])):
+                s3_mount = True
+    iec = None
+    if "InferenceEndpointConfig" in descriptor.kinds and iec_name:
+        iec = kubectl("get", "inferenceendpointconfig", iec_name, "-n", namespace)
+    return urls, LiveState(pod_env=pod_env, iec=iec, s3_mount=s3_mount)

@@ -1,0 +1,231 @@
+"""Adapter versions on S3: promote a source to its canonical version, read records.
+
+- :func:`promote` copies a source prefix or ``.tar.gz`` to its canonical version. Identical
+  content is the same version (nothing copied); an existing version is never rewritten or
+  deleted.
+- :func:`read_adapter_record` reads a version's record, :func:`canonical_record` also
+  synthesises one for an unversioned home without it, :func:`recorded_adapters` lists every
+  record under a model prefix (for the rank fit).
+
+Every S3 path comes from :mod:`mlcc_constructs.core.s3_layout`; the record's rules are
+:mod:`mlcc_constructs.core.adapter_record`'s. Who and when a record is written is decided
+here (the user's login, the clock), never in the core.
+"""
+
+from __future__ import annotations
+
+import getpass
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from mlcc_constructs.core import s3_layout as layout
+from mlcc_constructs.core.adapter_record import (
+    AdapterRecord,
+    adapter_files,
+    content_hash,
+    parse_record_json,
+    recorded_locations,
+    resolve_base,
+    synthesised_record,
+)
+from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.ops.adapter_sources import (
+    PrefixSource,
+    Source,
+    check_peft_files,
+    open_source,
+)
+from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, put_json, stream_sha256
+
+PromotionStatus = Literal["created", "unchanged", "canonical", "dry-run"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Promotion:
+    """The outcome of :func:`promote`. ``copied`` lists the file names written (sorted)."""
+
+    status: PromotionStatus
+    adapter: CanonicalAdapter
+    record: AdapterRecord
+    copied: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """For ``mlcc adapter promote`` output."""
+        return {
+            "status": self.status,
+            "uri": self.adapter.location.uri,
+            "home": self.adapter.home.uri,
+            "version": self.adapter.version or "",
+            "copied": list(self.copied),
+            "record": self.record.to_json(),
+        }
+
+
+def now_utc() -> str:
+    """The current time, ISO 8601 in UTC to the second (a record's ``created_at``)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def who() -> str:
+    """The login name (a record's ``created_by``), or ``unknown``."""
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "unknown"
+
+
+# --- records ----------------------------------------------------------------------------
+
+
+def read_adapter_record(s3: S3Client, adapter: S3Location) -> AdapterRecord | None:
+    """The record of an adapter version (or home), or ``None`` when it has none."""
+    record = layout.record_location(adapter)
+    body = get_bytes(s3, record)
+    if body is None:
+        return None
+    return parse_record_json(body, where=record.uri)
+
+
+def recorded_adapters(
+    s3: S3Client, model: S3Location, *, project: str | None = None
+) -> list[AdapterRecord]:
+    """Every adapter version with a record under a staged model prefix (all projects, or one).
+
+    For the rank fit: ``fit_max_rank([r.rank() for r in recorded_adapters(...)], ...)``.
+    Serving copies are included (they serve here too). Sorted by project, name, version.
+    """
+    root = (
+        layout.project_adapters(model, project)
+        if project is not None
+        else layout.adapters_root(model)
+    )
+    keys = (item["Key"] for item in list_objects(s3, root))
+    records = []
+    for adapter in recorded_locations(root, keys):
+        record = read_adapter_record(s3, adapter.location)
+        if record is not None:
+            records.append(record)
+    return sorted(records, key=lambda r: (r.project, r.name, r.version))
+
+
+def canonical_record(s3: S3Client, adapter: CanonicalAdapter) -> AdapterRecord:
+    """The record of a canonical adapter; an unversioned home without one gets it synthesised
+    from its ``adapter_config.json`` (pre-versioning homes and hand copies stay valid)."""
+    record = read_adapter_record(s3, adapter.location)
+    if record is not None:
+        return record
+    source = PrefixSource(s3, adapter.location)
+    files = adapter_files(adapter, source.files)
+    if not files:
+        raise fail("no adapter at this canonical location", value=adapter.location.uri)
+    return synthesised_record(adapter, files, check_peft_files(source))
+
+
+# --- promotion --------------------------------------------------------------------------
+
+
+def promote(
+    s3: S3Client,
+    *,
+    source_uri: str,
+    core_bucket: str,
+    project: str,
+    name: str,
+    base_model: str | None = None,
+    base_revision: str | None = None,
+    technique: str | None = None,
+    source_job: str | None = None,
+    created_by: str | None = None,
+    now: Callable[[], str] = now_utc,
+    dry_run: bool = False,
+) -> Promotion:
+    """Promote a source prefix or ``.tar.gz`` to ``<canonical home>/v<hash12>/``.
+
+    A canonical source (a version or an unversioned home) is used as-is (``canonical``).
+    Identical content finds its version already there (``unchanged``, nothing copied). New
+    content is copied file by file and the adapter record is written last, so a version
+    with a record is complete. A version directory left without a record by an interrupted
+    promotion is completed, never overwritten: a file there with other bytes is refused.
+    ``dry_run`` reads and hashes but writes nothing (``dry-run``).
+    """
+    layout.check_components(project=project, name=name)
+    existing = layout.parse_canonical_adapter(source_uri)
+    if existing is not None:
+        return Promotion(
+            status="canonical", adapter=existing, record=canonical_record(s3, existing)
+        )
+    source = open_source(s3, source_uri)
+    try:
+        peft = check_peft_files(source)
+        base_id = resolve_base(base_model, peft, None)
+        base = layout.base_model(base_id)
+        digest = content_hash(source.files)
+        version = layout.version_id(digest)
+        home = layout.canonical_adapter_home(core_bucket, base, project, name)
+        adapter = layout.parse_canonical_adapter(layout.adapter_version(home, version).uri)
+        assert adapter is not None
+        record = AdapterRecord(
+            project=project,
+            name=name,
+            version=version,
+            content_hash=digest,
+            source_uri=source.uri,
+            source_job=source_job,
+            technique=technique,
+            r=peft.r,
+            rank_pattern=peft.rank_pattern,
+            target_modules=peft.target_modules,
+            base_model=base.hf_id,
+            base_revision=base_revision or peft.base_revision,
+            created_by=created_by or who(),
+            created_at=now(),
+        )
+        found = read_adapter_record(s3, adapter.location)
+        if found is not None:
+            if found.content_hash != digest:
+                raise fail(
+                    "a different adapter already holds this version (12-digit hash collision)",
+                    where=adapter.location.uri,
+                    value=found.content_hash,
+                    fix="promote under another adapter name",
+                )
+            return Promotion(status="unchanged", adapter=adapter, record=found)
+        if dry_run:
+            return Promotion(status="dry-run", adapter=adapter, record=record)
+        copied = write_version(s3, source, adapter.location)
+        put_json(s3, layout.record_location(adapter.location), record.to_json())
+        return Promotion(status="created", adapter=adapter, record=record, copied=copied)
+    finally:
+        source.close()
+
+
+def write_version(s3: S3Client, source: Source, version: S3Location) -> tuple[str, ...]:
+    """Copy the source's files into ``version``; returns the names copied (sorted).
+
+    A file already there is kept when its bytes match (an interrupted copy is completed) and
+    refused when they differ: versions are never overwritten. The record is the caller's.
+    """
+    present = {version.relative(item["Key"]): item for item in list_objects(s3, version)}
+    problems = []
+    copied = []
+    for name in sorted(source.files):
+        dest = S3Location(bucket=version.bucket, key=version.key + name)
+        if name in present:
+            if stream_sha256(s3, dest) != source.files[name]:
+                problems.append(
+                    Problem(
+                        message="an incomplete version holds this file with other bytes; "
+                        "versions are never overwritten",
+                        where=dest.uri,
+                        fix="inspect and delete the incomplete version by hand, then retry",
+                    )
+                )
+            continue
+        source.copy_to(s3, name, dest)
+        copied.append(name)
+    if problems:
+        raise MlccError(problems)
+    return tuple(copied)
