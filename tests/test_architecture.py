@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from mlcc_constructs.core.manifests import builtin_engines
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mlcc_constructs"
@@ -217,7 +219,7 @@ def test_the_cli_command_table_matches_what_each_module_registers() -> None:
     for module in cli.COMMAND_MODULES:
         parser = argparse.ArgumentParser()
         subparsers = parser.add_subparsers()
-        importlib.import_module(f"mlcc_constructs.commands.{module}").register(subparsers)
+        importlib.import_module(f"mlcc_constructs.cli.{module}").register(subparsers)
         registered.update(dict.fromkeys(subparsers.choices, module))
     assert registered == cli.COMMAND_OWNERS
 
@@ -227,3 +229,34 @@ def test_every_public_name_resolves() -> None:
 
     for name in mlcc_constructs.__all__:
         assert getattr(mlcc_constructs, name).__name__ == name
+
+
+# Each layer may import the package layers listed (nothing lower imports anything higher;
+# the cdk8s and CDK layers do not import each other).
+LAYERS = {
+    "core": {"core"},
+    "k8s": {"core", "k8s"},
+    "aws": {"core", "aws"},
+    "ops": {"core", "ops"},
+    "cli": {"core", "k8s", "aws", "ops", "cli"},
+}
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_each_layer_imports_only_the_layers_below_it(layer: str) -> None:
+    offenders = [
+        f"{path.relative_to(PACKAGE)}: {name}"
+        for path in sorted((PACKAGE / layer).rglob("*.py"))
+        for name in _imported_modules(path)
+        if name.startswith("mlcc_constructs.")
+        and name.split(".")[1] in LAYERS
+        and name.split(".")[1] not in LAYERS[layer]
+    ]
+    assert offenders == []
+
+
+def test_the_package_holds_only_the_layers() -> None:
+    modules = {p.stem for p in PACKAGE.glob("*.py")} | {
+        p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
+    }
+    assert modules == {"__init__", *LAYERS}

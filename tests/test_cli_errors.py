@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mlcc_constructs import cli
-from mlcc_constructs.commands import render as render_command
+from mlcc_constructs.cli import render as render_command
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 RENDER = ["render", "--engine", "vllm", "--model", MODEL, "--instance-type", "ml.g5.12xlarge"]

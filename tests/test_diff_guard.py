@@ -14,7 +14,7 @@ from _cdk_app import BEFORE_FIX, EKS_STACK, EXPECTED_DIFF, REPO, template
 
 from mlcc_constructs.cli import main
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.diff_guard import (
+from mlcc_constructs.ops.diff_guard import (
     TemplateDiff,
     diff_guard,
     load_expectation,
@@ -218,7 +218,7 @@ def test_cli_reports_a_bad_template_before_running_node(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     Path("before.yaml").write_bytes(text.encode("latin-1"))
-    monkeypatch.setattr("mlcc_constructs.diff_guard.SCRIPT", tmp_path / "never-run.js")
+    monkeypatch.setattr("mlcc_constructs.ops.diff_guard.SCRIPT", tmp_path / "never-run.js")
     argv = ["diff-guard", "before.yaml", str(BEFORE_FIX), "--expect", str(EXPECTED_DIFF)]
     assert main(argv) == 1
     assert capsys.readouterr().err == f"mlcc: error: {message}\n"
@@ -266,7 +266,7 @@ def test_node_failure_names_the_error_line(
 ) -> None:
     broken = tmp_path / "broken.js"
     broken.write_text(script, encoding="utf-8")
-    monkeypatch.setattr("mlcc_constructs.diff_guard.SCRIPT", broken)
+    monkeypatch.setattr("mlcc_constructs.ops.diff_guard.SCRIPT", broken)
     with pytest.raises(MlccError) as caught:
         template_diff({"Resources": {}}, {"Resources": {}})
     (problem,) = caught.value.problems

@@ -26,7 +26,7 @@ def test_installed_wheel_renders_from_its_own_files(tmp_path: Path) -> None:
         "mlcc_constructs/targets/hyperpod-eks/manifest.json",
         "mlcc_constructs/stacks/buckets.json",
         "mlcc_constructs/data/versions.json",
-        "mlcc_constructs/_cfn_diff.js",
+        "mlcc_constructs/ops/_cfn_diff.js",
         "mlcc_constructs/py.typed",
     ):
         assert shipped in names, shipped

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from mlcc_constructs.commands._common import add_deployment_options, registry_from, spec_from_args
+from mlcc_constructs.cli._common import add_deployment_options, registry_from, spec_from_args
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlcc_constructs.diff_guard import load_inputs, offending_changes, template_diff
+    from mlcc_constructs.ops.diff_guard import load_inputs, offending_changes, template_diff
 
     before, after, expected = load_inputs(args.before, args.after, args.expect)
     diff = template_diff(before, after)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from mlcc_constructs.commands._common import add_registry_options, registry_from
+from mlcc_constructs.cli._common import add_registry_options, registry_from
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

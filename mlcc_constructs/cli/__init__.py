@@ -1,5 +1,5 @@
-"""The ``mlcc`` command. Each command group lives in ``mlcc_constructs/commands/<group>.py``
-and exposes ``register(subparsers)``; handlers import heavy modules (jsii) only when run, so
+"""The ``mlcc`` command. Each command group lives in ``mlcc_constructs/cli/<group>.py`` and
+exposes ``register(subparsers)``; handlers import heavy modules (jsii) only when run, so
 the pure commands start fast.
 """
 
@@ -48,7 +48,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     owner = COMMAND_OWNERS.get(command or "")
     modules = [owner] if owner in COMMAND_MODULES else COMMAND_MODULES
     for name in modules:
-        importlib.import_module(f"mlcc_constructs.commands.{name}").register(subparsers)
+        importlib.import_module(f"mlcc_constructs.cli.{name}").register(subparsers)
     return parser
 
 
@@ -112,7 +112,3 @@ def aws_error_text(error: BaseException) -> str:
     if not fix:
         fix = "check AWS credentials, the region and --endpoint-url"
     return f"S3: {message} (fix: {fix})"
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.commands._common import (
+from mlcc_constructs.cli._common import (
     add_deployment_options,
     registry_from,
     spec_from_args,

@@ -26,7 +26,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any, Literal
 
-from mlcc_constructs.commands._common import add_registry_options, parse_assignments
+from mlcc_constructs.cli._common import add_registry_options, parse_assignments
 from mlcc_constructs.core.errors import fail
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
@@ -149,7 +149,7 @@ def run_promote(args: argparse.Namespace) -> int:
 
 
 def _deployment(args: argparse.Namespace) -> Deployment:
-    from mlcc_constructs.commands._common import registry_from
+    from mlcc_constructs.cli._common import registry_from
     from mlcc_constructs.core.adapter_deployment import Deployment
 
     return Deployment.for_engine(
@@ -185,7 +185,7 @@ def _live(args: argparse.Namespace) -> tuple[list[str], LiveState]:
 
 
 def _discover(args: argparse.Namespace) -> tuple[list[str], LiveState]:
-    from mlcc_constructs.commands._common import registry_from
+    from mlcc_constructs.cli._common import registry_from
     from mlcc_constructs.ops.kubectl import discover
 
     if not args.deployment_name and not args.selector:

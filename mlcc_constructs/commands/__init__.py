@@ -1,1 +1,0 @@
-"""``mlcc`` command groups; each module exposes ``register(subparsers)``."""
