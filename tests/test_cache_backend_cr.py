@@ -130,7 +130,7 @@ def test_construct_refuses_a_reserved_override() -> None:
     with pytest.raises(MlccError) as caught:
         CacheBackend(chart, "Cache", name="bad", spec=unchecked)
     assert str(caught.value).startswith(
-        "bad/Cache/Resource:spec.integration.engineOverrides.env[0]: replaces reserved env "
+        "bad/Cache/Resource:/spec/integration/engineOverrides/env/0: replaces reserved env "
         "PYTHONHASHSEED of adapter vllm-lmcache-mp (VLLM + LMCache)"
     )
 

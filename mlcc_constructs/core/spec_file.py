@@ -77,7 +77,7 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
         from mlcc_constructs.core.cache import CacheBackendSpec
 
         values["cache_backend"] = CacheBackendSpec.from_dict(
-            document["cache_backend"], where=where, path="cache_backend"
+            document["cache_backend"], where=where, path="/cache_backend"
         )
     context = RenderContext(**{k: document.get(k) for k in _CONTEXT_FIELDS})
     return SpecFile(spec=DeploymentSpec(**values), context=context)
