@@ -75,7 +75,7 @@ VLLM_ARGS = "allowed: any argument except --kv-transfer-config, --disable-hybrid
 VLLM_ENV = "allowed: any env except PYTHONHASHSEED, INFERENCECACHE_FAIL_OPEN"
 SGL_ARGS = "allowed: any argument except --enable-lmcache, --lmcache-config-file, --enable-metrics"
 SGL_ENV = "allowed: any env except LMCACHE_USE_EXPERIMENTAL, INFERENCECACHE_FAIL_OPEN"
-OV = "spec.integration.engineOverrides"
+OV = "/spec/integration/engineOverrides"
 
 
 def test_seed_safe_example_is_admitted() -> None:
@@ -95,7 +95,7 @@ REJECTED = [
         "VLLM",
         {"env": [{"name": "PYTHONHASHSEED", "value": "1"}]},
         [
-            f"{OV}.env[0]: replaces reserved env PYTHONHASHSEED of adapter {VLLM} "
+            f"{OV}/env/0: replaces reserved env PYTHONHASHSEED of adapter {VLLM} "
             f"(got 'PYTHONHASHSEED'; {VLLM_ENV}; {FIX})"
         ],
         id="vllm-replace-PYTHONHASHSEED",
@@ -104,7 +104,7 @@ REJECTED = [
         "VLLM",
         {"suppressArgs": ["--disable-hybrid-kv-cache-manager"]},
         [
-            f"{OV}.suppressArgs[0]: suppresses reserved argument --disable-hybrid-kv-cache-manager"
+            f"{OV}/suppressArgs/0: suppresses reserved argument --disable-hybrid-kv-cache-manager"
             f" of adapter {VLLM} (got '--disable-hybrid-kv-cache-manager'; {VLLM_ARGS}; {FIX})"
         ],
         id="vllm-suppress-disable-hybrid",
@@ -113,7 +113,7 @@ REJECTED = [
         "VLLM",
         {"args": ["--max-model-len", "4096", "--kv-transfer-config", "{}"]},
         [
-            f"{OV}.args[2]: replaces reserved argument --kv-transfer-config of adapter {VLLM} "
+            f"{OV}/args/2: replaces reserved argument --kv-transfer-config of adapter {VLLM} "
             f"(got '--kv-transfer-config'; {VLLM_ARGS}; {FIX})"
         ],
         id="vllm-replace-kv-transfer-config",
@@ -122,7 +122,7 @@ REJECTED = [
         "VLLM",
         {"args": ["--kv-transfer-config={}"]},
         [
-            f"{OV}.args[0]: replaces reserved argument --kv-transfer-config of adapter {VLLM} "
+            f"{OV}/args/0: replaces reserved argument --kv-transfer-config of adapter {VLLM} "
             f"(got '--kv-transfer-config={{}}'; {VLLM_ARGS}; {FIX})"
         ],
         id="vllm-replace-kv-transfer-config-equals-form",
@@ -131,7 +131,7 @@ REJECTED = [
         "VLLM",
         {"suppressEnv": ["INFERENCECACHE_FAIL_OPEN"]},
         [
-            f"{OV}.suppressEnv[0]: suppresses reserved env INFERENCECACHE_FAIL_OPEN of adapter "
+            f"{OV}/suppressEnv/0: suppresses reserved env INFERENCECACHE_FAIL_OPEN of adapter "
             f"{VLLM} (got 'INFERENCECACHE_FAIL_OPEN'; {VLLM_ENV}; {FIX})"
         ],
         id="vllm-suppress-fail-open",
@@ -140,9 +140,9 @@ REJECTED = [
         "SGLang",
         {"args": ["--enable-metrics"], "suppressArgs": ["--lmcache-config-file"]},
         [
-            f"{OV}.args[0]: replaces reserved argument --enable-metrics of adapter {SGLANG} "
+            f"{OV}/args/0: replaces reserved argument --enable-metrics of adapter {SGLANG} "
             f"(got '--enable-metrics'; {SGL_ARGS}; {FIX})",
-            f"{OV}.suppressArgs[0]: suppresses reserved argument --lmcache-config-file of adapter "
+            f"{OV}/suppressArgs/0: suppresses reserved argument --lmcache-config-file of adapter "
             f"{SGLANG} (got '--lmcache-config-file'; {SGL_ARGS}; {FIX})",
         ],
         id="sglang-args",
@@ -154,9 +154,9 @@ REJECTED = [
             "suppressArgs": ["--enable-lmcache"],
         },
         [
-            f"{OV}.env[0]: replaces reserved env LMCACHE_USE_EXPERIMENTAL of adapter {SGLANG} "
+            f"{OV}/env/0: replaces reserved env LMCACHE_USE_EXPERIMENTAL of adapter {SGLANG} "
             f"(got 'LMCACHE_USE_EXPERIMENTAL'; {SGL_ENV}; {FIX})",
-            f"{OV}.suppressArgs[0]: suppresses reserved argument --enable-lmcache of adapter "
+            f"{OV}/suppressArgs/0: suppresses reserved argument --enable-lmcache of adapter "
             f"{SGLANG} (got '--enable-lmcache'; {SGL_ARGS}; {FIX})",
         ],
         id="sglang-env-and-enable-lmcache",
@@ -198,31 +198,31 @@ def test_every_problem_of_a_spec_is_reported_at_once() -> None:
     spec["runtim"] = "x"
     found = problems_of(spec)
     assert [line.split(":", 1)[0] for line in found] == [
-        "spec.runtim",
-        "spec.lmCache.chunkSizeTokens",
-        f"{OV}.env[0]",
-        f"{OV}.args[0]",
-        f"{OV}.suppressArgs[0]",
-        "spec.lmCache.podLocal.server.image",
-        "spec.lmCache.podLocal.server.resources.limits.memory",
+        "/spec/runtim",
+        "/spec/lmCache/chunkSizeTokens",
+        f"{OV}/env/0",
+        f"{OV}/args/0",
+        f"{OV}/suppressArgs/0",
+        "/spec/lmCache/podLocal/server/image",
+        "/spec/lmCache/podLocal/server/resources/limits/memory",
     ]
 
 
 BAD_INPUT = [
     pytest.param(
         {"runtime": "vllm"},
-        "spec.runtime: not an allowed value (got 'vllm'; allowed: VLLM, SGLang; "
+        "/spec/runtime: not an allowed value (got 'vllm'; allowed: VLLM, SGLang; "
         "fix: values are case-sensitive: use VLLM)",
         id="runtime-case",
     ),
     pytest.param(
         {"lmCache": {"topology": "PodLocal", "chunkSizeTokens": "128", "podLocal": "x"}},
-        "spec.lmCache.chunkSizeTokens: must be an integer (got '128')",
+        "/spec/lmCache/chunkSizeTokens: must be an integer (got '128')",
         id="chunk-size-type",
     ),
     pytest.param(
         {"type": "SGLangHiCache"},
-        "spec.runtime: no runtime adapter supports VLLM + SGLangHiCache (got 'VLLM'; "
+        "/spec/runtime: no runtime adapter supports VLLM + SGLangHiCache (got 'VLLM'; "
         "allowed: VLLM + LMCache, SGLang + LMCache)",
         id="no-adapter",
     ),
@@ -233,31 +233,31 @@ BAD_INPUT = [
     ),
     pytest.param(
         {"lmCache": {"topology": "NodeLocal"}},
-        "spec.lmCache.topology: NodeLocal is not supported by mlcc: it injects the PodLocal MP "
+        "/spec/lmCache/topology: NodeLocal is not supported by mlcc: it injects the PodLocal MP "
         "server (got 'NodeLocal'; allowed: PodLocal)",
         id="node-local",
     ),
     pytest.param(
         {"integration": {"engineOverrides": {"args": ["32768", "--max-model-len"]}}},
-        f"{OV}.args[0]: the first argument must be a flag: a value needs the flag it belongs to "
+        f"{OV}/args/0: the first argument must be a flag: a value needs the flag it belongs to "
         "(got '32768'; fix: put the flag first, e.g. [--max-model-len, '32768'])",
         id="args-start-with-value",
     ),
     pytest.param(
         {"integration": {"engineOverrides": {"suppressArgs": ["--foo=1"]}}},
-        f"{OV}.suppressArgs[0]: must be a bare flag name (got '--foo=1'; "
+        f"{OV}/suppressArgs/0: must be a bare flag name (got '--foo=1'; "
         "fix: e.g. --some-flag (no value))",
         id="suppress-with-value",
     ),
     pytest.param(
         {"integration": {"engineOverrides": {"supressEnv": []}}},
-        f"{OV}.supressEnv: unknown field (allowed: env, suppressEnv, args, suppressArgs; "
+        f"{OV}/supressEnv: unknown field (allowed: env, suppressEnv, args, suppressArgs; "
         "fix: did you mean suppressEnv?)",
         id="unknown-field",
     ),
     pytest.param(
         {"remoteStorage": {"provider": "Redis", "ownership": "External"}},
-        "spec.remoteStorage.endpoint: required for External ownership "
+        "/spec/remoteStorage/endpoint: required for External ownership "
         "(fix: set endpoint to the Redis host:port)",
         id="external-needs-endpoint",
     ),
@@ -289,7 +289,7 @@ def test_memory_must_cover_l1_plus_headroom() -> None:
     spec = seed_safe_spec()
     spec["lmCache"]["podLocal"]["server"]["l1Capacity"] = "5Gi"
     assert problems_of(spec) == [
-        "spec.lmCache.podLocal.server.resources.requests.memory: does not cover l1Capacity + 1Gi "
+        "/spec/lmCache/podLocal/server/resources/requests/memory: does not cover l1Capacity + 1Gi "
         "(6Gi): /dev/shm holds the whole L1 (got '5Gi'; fix: set requests.memory to at least 6Gi)"
     ]
 
@@ -326,11 +326,14 @@ def test_reserved_sets_are_declared_in_the_data_file() -> None:
 def test_rules_never_branch_on_a_runtime_name() -> None:
     from pathlib import Path
 
-    import mlcc_constructs.core.cache as module
+    import mlcc_constructs.core.cache as package
 
-    source = Path(module.__file__).read_text()
-    for name in ("VLLM", "SGLang", "vllm", "sglang"):
-        assert f'"{name}"' not in source, name
+    sources = sorted(Path(package.__file__).parent.glob("*.py"))
+    assert len(sources) > 1  # every module of the package
+    for path in sources:
+        source = path.read_text()
+        for name in ("VLLM", "SGLang", "vllm", "sglang"):
+            assert f'"{name}"' not in source, (path.name, name)
 
 
 @pytest.mark.parametrize(

@@ -52,7 +52,7 @@ def _errors(validator: jsonschema.Validator, obj: Any) -> list[str]:
 def synthesized() -> list[dict[str, Any]]:
     import cdk8s
 
-    from mlcc_constructs.k8s.cache_backend import CacheBackend
+    from mlcc_constructs.k8s.cache_backend import CacheBackend, CacheBackendProps
 
     app = cdk8s.App()
     chart = cdk8s.Chart(app, "cache")
@@ -67,9 +67,9 @@ def synthesized() -> list[dict[str, Any]]:
     CacheBackend(
         chart,
         "Cache",
-        name="vllm-mp",
-        namespace="serving",
-        spec=CacheBackendSpec.from_dict(raw),
+        props=CacheBackendProps(
+            name="vllm-mp", namespace="serving", spec=CacheBackendSpec.from_dict(raw)
+        ),
     )
     return [dict(o) for o in chart.to_json()]
 
@@ -115,7 +115,7 @@ def test_upstream_sample_round_trips_through_the_typed_spec(
 def test_construct_refuses_a_reserved_override() -> None:
     import cdk8s
 
-    from mlcc_constructs.k8s.cache_backend import CacheBackend
+    from mlcc_constructs.k8s.cache_backend import CacheBackend, CacheBackendProps
 
     # Built in Python, bypassing from_dict: the construct still admits it.
     lm_cache = CacheBackendSpec.from_dict(seed_safe_spec()).lm_cache
@@ -128,9 +128,9 @@ def test_construct_refuses_a_reserved_override() -> None:
     )
     chart = cdk8s.Chart(cdk8s.App(), "bad")
     with pytest.raises(MlccError) as caught:
-        CacheBackend(chart, "Cache", name="bad", spec=unchecked)
+        CacheBackend(chart, "Cache", props=CacheBackendProps(name="bad", spec=unchecked))
     assert str(caught.value).startswith(
-        "bad/Cache/Resource:spec.integration.engineOverrides.env[0]: replaces reserved env "
+        "bad/Cache/Resource:/spec/integration/engineOverrides/env/0: replaces reserved env "
         "PYTHONHASHSEED of adapter vllm-lmcache-mp (VLLM + LMCache)"
     )
 
@@ -138,12 +138,14 @@ def test_construct_refuses_a_reserved_override() -> None:
 def test_synth_re_admits_json_patches() -> None:
     import cdk8s
 
-    from mlcc_constructs.k8s.cache_backend import CacheBackend
+    from mlcc_constructs.k8s.cache_backend import CacheBackend, CacheBackendProps
 
     app = cdk8s.App()
     chart = cdk8s.Chart(app, "patched")
     cache = CacheBackend(
-        chart, "Cache", name="c", spec=CacheBackendSpec.from_dict(seed_safe_spec())
+        chart,
+        "Cache",
+        props=CacheBackendProps(name="c", spec=CacheBackendSpec.from_dict(seed_safe_spec())),
     )
     cache.resource.add_json_patch(
         cdk8s.JsonPatch.add(

@@ -96,9 +96,9 @@ def test_check_refuses_a_pythonhashseed_override(
     assert out == ""
     lines = err.splitlines()
     assert [line.split(" (got")[0] for line in lines] == [
-        f"mlcc: error: {path}:spec.integration.engineOverrides.env[1]: replaces reserved env "
+        f"mlcc: error: {path}:/spec/integration/engineOverrides/env/1: replaces reserved env "
         "PYTHONHASHSEED of adapter vllm-lmcache-mp (VLLM + LMCache)",
-        f"mlcc: error: {path}:spec.integration.engineOverrides.suppressArgs[0]: suppresses "
+        f"mlcc: error: {path}:/spec/integration/engineOverrides/suppressArgs/0: suppresses "
         "reserved argument --disable-hybrid-kv-cache-manager of adapter vllm-lmcache-mp "
         "(VLLM + LMCache)",
     ]

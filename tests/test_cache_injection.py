@@ -232,26 +232,26 @@ def test_a_pod_template_works_too() -> None:
 INJECTION_ERRORS = [
     pytest.param(
         {"engine_container": "engine"},
-        "spec.template.spec.containers: no container named engine (got ['vllm', "
+        "/spec/template/spec/containers: no container named engine (got ['vllm', "
         "'metrics-proxy']; fix: pass engine_container= the engine container's name)",
         id="no-engine",
     ),
     pytest.param(
         {"port": 5555},
-        "spec.template.spec: port 5555 is already used by container vllm (fix: the LMCache MP "
+        "/spec/template/spec: port 5555 is already used by container vllm (fix: the LMCache MP "
         "server listens there: change one of the two ports)",
         id="port-collision",
     ),
     pytest.param(
         {"remote": {"provider": "Redis", "ownership": "Managed"}},
-        "spec.remoteStorage.ownership: Managed remote storage needs the operator (it observes "
+        "/spec/remoteStorage/ownership: Managed remote storage needs the operator (it observes "
         "the endpoint) (got 'Managed'; fix: use ownership External with endpoint host:port, or "
         "emit the CacheBackend CR)",
         id="managed-redis",
     ),
     pytest.param(
         {"already": True},
-        "spec.template.metadata.annotations.inferencecache.io/injected-by: already injected by "
+        "/spec/template/metadata/annotations/inferencecache.io~1injected-by: already injected by "
         "mlcc/vllm-lmcache-mp (fix: inject into the un-injected template)",
         id="twice",
     ),

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from mlcc_constructs.core.cache import CacheBackendSpec  # TODO(after split): .spec
+from mlcc_constructs.core.cache.spec import CacheBackendSpec
 from mlcc_constructs.core.errors import fail
 from mlcc_constructs.core.lora import AdapterRank
 from mlcc_constructs.core.typecheck import check_fields

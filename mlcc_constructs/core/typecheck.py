@@ -17,15 +17,20 @@ import dataclasses
 import types
 import typing
 from collections.abc import Mapping, Sequence
-from functools import cache
 from typing import Any
 
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
 
 
-@cache
-def _hints(cls: Any) -> dict[str, Any]:  # keyed by the class
-    return typing.get_type_hints(cls)
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    """The resolved annotations of ``cls``, computed once per class."""
+    found = _HINTS.get(cls)
+    if found is None:
+        found = _HINTS[cls] = typing.get_type_hints(cls)
+    return found
 
 
 def _describe(hint: Any) -> str:

@@ -27,16 +27,16 @@ from mlcc_constructs.core.errors import MlccError
 
 @dataclass(frozen=True, kw_only=True)
 class CacheBackendProps:
-    """Props of :class:`CacheBackend`."""
+    """Props of :class:`CacheBackend`: ``CacheBackend(scope, id, props=CacheBackendProps(...))``."""
 
     name: str
-    """``metadata.name`` of the CacheBackend."""
+    """``metadata.name`` of the CacheBackend. Required."""
     spec: CacheBackendSpec
-    """The typed spec (admitted when the construct is created and again at synth)."""
+    """The typed spec (admitted when the construct is created and again at synth). Required."""
     namespace: str | None = None
     """``metadata.namespace``. Default: none (the chart's or kubectl's namespace)."""
     labels: Mapping[str, str] | None = None
-    """``metadata.labels``. Default: none."""
+    """``metadata.labels``. Default: none (no labels)."""
 
 
 @jsii.implements(constructs.IValidation)
@@ -57,42 +57,34 @@ class _Admission:
 class CacheBackend(constructs.Construct):
     """An ``inferencecache.io/v1alpha1`` CacheBackend object (child ``Resource``).
 
-    Admission runs on construction (raises :class:`MlccError` with every problem) and again
-    at synth on the emitted JSON.
+    Admission runs on construction (raises :class:`MlccError` with every problem; a spec
+    from :meth:`CacheBackendSpec.from_dict` is already admitted and is not re-checked) and
+    again at synth on the emitted JSON.
 
-    :param name: ``metadata.name``.
-    :param spec: the typed CacheBackend spec.
-    :param namespace: ``metadata.namespace``. Default: none.
-    :param labels: ``metadata.labels``. Default: none.
+    :param scope: the parent construct (a cdk8s Chart or below).
+    :param id: the construct id.
+    :param props: name, spec, namespace and labels (:class:`CacheBackendProps`).
     """
 
-    def __init__(
-        self,
-        scope: constructs.Construct,
-        id: str,
-        *,
-        name: str,
-        spec: CacheBackendSpec,
-        namespace: str | None = None,
-        labels: Mapping[str, str] | None = None,
-    ) -> None:
+    def __init__(self, scope: constructs.Construct, id: str, *, props: CacheBackendProps) -> None:
         super().__init__(scope, id)
-        self.props = CacheBackendProps(name=name, spec=spec, namespace=namespace, labels=labels)
+        self.props: CacheBackendProps = props
         """The props this object was made from."""
-        admit(spec, where=f"{self.node.path}/Resource")
+        admit(props.spec, where=f"{self.node.path}/Resource")
+        labels = dict(props.labels) if props.labels else None
         self.resource: cdk8s.ApiObject = cdk8s.ApiObject(
             self,
             "Resource",
             api_version=API_VERSION,
             kind=KIND,
             metadata=cdk8s.ApiObjectMetadata(
-                name=name, namespace=namespace, labels=dict(labels) if labels else None
+                name=props.name, namespace=props.namespace, labels=labels
             ),
         )
         """The CacheBackend ApiObject."""
-        self.resource.add_json_patch(cdk8s.JsonPatch.add("/spec", spec.to_dict()))
+        self.resource.add_json_patch(cdk8s.JsonPatch.add("/spec", props.spec.to_dict()))
         self.resource.node.add_validation(_Admission(self.resource))
-        self.name: str = name
+        self.name: str = props.name
         """``metadata.name``."""
-        self.spec: CacheBackendSpec = spec
+        self.spec: CacheBackendSpec = props.spec
         """The admitted spec."""

@@ -1,0 +1,85 @@
+"""LMCache CacheBackend: the typed spec, admission and injection into an engine Deployment.
+
+The spec mirrors the upstream ``inferencecache.io/v1alpha1`` CacheBackend (the operator in
+cachebox-project/inference-cache) for the PodLocal LMCache topology. One module per job:
+
+- :mod:`.quantity`: Kubernetes quantities (``4Gi``) as exact numbers and back.
+- :mod:`.fields`: the one generic camelCase ↔ dataclass mapping (``to_dict``, field reading).
+- :mod:`.spec`: the frozen dataclasses, each field declaring its CRD path and checks.
+- :mod:`.parse`: :func:`parse_cache_backend`, :meth:`CacheBackendSpec.from_dict` and
+  :func:`load_cache_backends`: dicts or YAML to typed objects, every problem named by its
+  JSON pointer (``/spec/lmCache/chunkSizeTokens``).
+- :mod:`.admission`: :func:`admission_problems`, the rules the operator's admission webhook
+  applies (above all: ``engineOverrides`` may not touch a token the runtime adapter
+  reserves), and :func:`admit`, which runs them once per spec and returns an
+  :class:`Admission`.
+- :mod:`.inject` and :mod:`.pod`: :func:`inject_cache_backend`, a pure function wiring a
+  plain Deployment the way the operator's pod webhook would (the adapter's wire, the four
+  override primitives, the native sidecar, ``/dev/shm``), and
+  :func:`render_cache_config_maps`.
+
+Adapters are data (:mod:`mlcc_constructs.core.cache_adapters`); the rules never branch on a
+runtime name.
+"""
+
+from __future__ import annotations
+
+from mlcc_constructs.core.cache.admission import (
+    Admission,
+    admission_problems,
+    admit,
+    leading_token,
+)
+from mlcc_constructs.core.cache.inject import (
+    INJECTED_BY_ANNOTATION,
+    SKIP_INJECT_ANNOTATION,
+    cache_config_map_name,
+    inject_cache_backend,
+    render_cache_config_maps,
+)
+from mlcc_constructs.core.cache.parse import load_cache_backends, parse_cache_backend
+from mlcc_constructs.core.cache.quantity import format_quantity, parse_quantity
+from mlcc_constructs.core.cache.spec import (
+    API_VERSION,
+    KIND,
+    CacheBackendDocument,
+    CacheBackendSpec,
+    EngineOverrides,
+    EnvOverride,
+    Integration,
+    LMCacheSpec,
+    Observation,
+    PodLocalServer,
+    RedisSpec,
+    RemoteStorage,
+    SecretKeySelector,
+)
+
+__all__ = (
+    "API_VERSION",
+    "INJECTED_BY_ANNOTATION",
+    "KIND",
+    "SKIP_INJECT_ANNOTATION",
+    "Admission",
+    "CacheBackendDocument",
+    "CacheBackendSpec",
+    "EngineOverrides",
+    "EnvOverride",
+    "Integration",
+    "LMCacheSpec",
+    "Observation",
+    "PodLocalServer",
+    "RedisSpec",
+    "RemoteStorage",
+    "SecretKeySelector",
+    "admission_problems",
+    "admit",
+    "cache_config_map_name",
+    "format_quantity",
+    "inject_cache_backend",
+    "leading_token",
+    "load_cache_backends",
+    "parse_cache_backend",
+    "parse_quantity",
+    "render_cache_config_maps",
+)
