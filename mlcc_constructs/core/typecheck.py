@@ -21,7 +21,6 @@ from typing import Any
 
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
 
-
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
