@@ -109,7 +109,7 @@ REFUSED = [
     pytest.param(
         ("hiCache",),
         {"sizeGB": 1},
-        "/spec/hiCache: hiCache (type SGLangHiCache) is not supported by mlcc: use type LMCache",
+        "/spec/hiCache: hiCache is not supported by mlcc: use type LMCache",
         id="hiCache",
     ),
     pytest.param(

@@ -122,7 +122,7 @@ BAD_MANIFESTS = [
         _with(env_var_prefix="myeng"),
         [
             "{F}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' "
-            "(got 'myeng'; allowed: ^[A-Z][A-Z0-9_]*_$, e.g. VLLM_)"
+            "(got 'myeng'; allowed: ^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_)"
         ],
     ),
     (

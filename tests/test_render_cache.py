@@ -99,14 +99,14 @@ def test_env_delivery_passes_the_injected_args_through_the_wrapper(tmp_path: Pat
             "vllm",
             "SGLang",
             "eks",
-            "cache_backend/runtime: engine 'vllm' serves CacheBackend runtime VLLM (got 'SGLang'; "
+            "/cache_backend/runtime: engine 'vllm' serves CacheBackend runtime VLLM (got 'SGLang'; "
             "allowed: VLLM; fix: pick the CacheBackend runtime of this engine, or another engine)",
         ),
         (
             "vllm",
             "VLLM",
             "hyperpod-eks",
-            "cache_backend: LMCache injection applies to target eks; the HyperPod inference "
+            "/cache_backend: LMCache injection applies to target eks; the HyperPod inference "
             "operator wires its own KV cache (InferenceEndpointConfig kvCacheSpec) (got "
             "'hyperpod-eks'; allowed: eks; fix: drop cache_backend, or render for target eks)",
         ),
@@ -167,7 +167,7 @@ def test_overrides_may_not_touch_flags_the_config_sets(
     with pytest.raises(MlccError) as caught:
         render(spec, context=CONTEXT)
     assert str(caught.value) == (
-        f"cache_backend/integration/engineOverrides/{field}/{index}: overrides {flag}, which "
+        f"/cache_backend/integration/engineOverrides/{field}/{index}: overrides {flag}, which "
         f"{owner} sets: an override would conflict with it (the probes, Service and GPU requests "
         f"follow the config) (got {tokens[index]!r}; fix: set it through {owner} instead, or drop "
         "the override)"

@@ -496,7 +496,7 @@ def test_plugin_without_an_image_needs_one(tmp_path: Path) -> None:
             CONTEXT,
             "/name: a name is required to render Kubernetes objects (allowed: lower-case letters, "
             "digits and '-', starting with a letter, at most 63; fix: pass --name, e.g. --name "
-            "llama-vllm)",
+            "my-model)",
         ),
         (
             {"name": "Llama_VLLM"},

@@ -162,8 +162,21 @@ def _adapter(raw: Mapping[str, Any]) -> RuntimeAdapter:
 
 
 @cache
+@cache
+def _document() -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(
+        data_path("cache_adapters.json").read_text(encoding="utf-8")
+    )
+    return document
+
+
+def cache_types() -> tuple[str, ...]:
+    """The CacheBackend ``type`` values the CRD defines (``LMCache``...)."""
+    return tuple(_document()["types"])
+
+
 def _load() -> tuple[tuple[RuntimeAdapter, ...], MpServer]:
-    raw = json.loads(data_path("cache_adapters.json").read_text(encoding="utf-8"))
+    raw = _document()
     server = raw["mp_server"]
     mp = MpServer(
         container=server["container"],

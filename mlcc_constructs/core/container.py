@@ -128,7 +128,8 @@ def describe_container(
             (KEYS_ENV, ",".join(engine_env)),
         )
     wrapper_files = wrapper_files_for(manifest.json_text) if mounted else None
-    hashed = dict(engine_env)
+    # The engine config (whatever the delivery) and the mounted wrapper files.
+    hashed = dict(resolution.tier1 + resolution.tier2)
     if wrapper_files is not None:
         hashed[WRAPPER_MOUNT] = _wrapper_files_hash(manifest.json_text)
     return Container(

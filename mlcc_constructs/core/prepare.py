@@ -15,6 +15,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.buckets import bucket_name, bucket_patterns
+from mlcc_constructs.core.cache.admission import Admission
 from mlcc_constructs.core.container import Container, describe_container
 from mlcc_constructs.core.deployment_lora import lora_fit, lora_memory_cap
 from mlcc_constructs.core.errors import MlccError, Problem
@@ -27,7 +28,6 @@ from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.core.versions import pinned
 
 if TYPE_CHECKING:
-    from mlcc_constructs.core.cache import Admission  # loaded only with a cache backend
     from mlcc_constructs.core.render import RenderedObject
 
 

@@ -18,11 +18,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-import yaml
-
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
 from mlcc_constructs.core.prepare import RenderContext
+from mlcc_constructs.core.schema_check import iter_errors
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
 SCHEMA_FILE = "deployment-spec.schema.json"
@@ -111,15 +110,12 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
 
 
 def _build(document: Mapping[str, Any]) -> SpecFile:
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(schema())
-    errors = sorted(validator.iter_errors(document), key=lambda e: [str(p) for p in e.path])
+    errors = sorted(iter_errors(document, schema()), key=lambda e: [str(p) for p in e.path])
     if errors:
         raise MlccError(
             Problem(
                 message=error.message,
-                pointer=json_pointer(*error.absolute_path) or "/",
+                pointer=json_pointer(*error.path) or "/",
                 fix="see mlcc_constructs/data/deployment-spec.schema.json for the fields",
             )
             for error in errors
@@ -161,6 +157,8 @@ def load_spec_document(path: str | Path) -> dict[str, Any]:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
         raise fail(f"cannot read the spec file: {error.strerror}", where=where) from error
+    import yaml  # only a spec file needs it (start-up of the pure commands)
+
     try:
         document = json.loads(text) if where.endswith(".json") else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as error:

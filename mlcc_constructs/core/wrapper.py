@@ -136,8 +136,7 @@ def main(args: Sequence[str] | None = None) -> int:
     engine = os.environ.get("MLCC_ENGINE", "")
     if not engine:
         print(
-            "mlcc wrapper: MLCC_ENGINE is not set (the engine's name, as its manifest declares it)",
-            file=sys.stderr,
+            "mlcc wrapper: MLCC_ENGINE is not set (the engine's name, e.g. vllm)", file=sys.stderr
         )
         return 2
     delivered = os.environ.get("MLCC_ENGINE_KEYS")

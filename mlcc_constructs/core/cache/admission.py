@@ -39,14 +39,17 @@ class Admission:
     Built by :func:`admit`; pass it (or the spec) to
     :func:`~mlcc_constructs.core.cache.inject_cache_backend` and
     :func:`~mlcc_constructs.core.cache.render_cache_config_maps`.
+
+    Fields:
+
+    ``spec``: The admitted spec.
+    ``adapter``: The runtime adapter it selects.
+    ``values``: The adapter templates' placeholder values (``{mp_port}``, ``{kv_role}``, ...).
     """
 
     spec: CacheBackendSpec
-    """The admitted spec."""
     adapter: RuntimeAdapter
-    """The runtime adapter it selects."""
     values: Mapping[str, str]
-    """The adapter templates' placeholder values (``{mp_port}``, ``{kv_role}``, ...)."""
 
     @property
     def lm_cache(self) -> LMCacheSpec:

@@ -54,7 +54,7 @@ class Crd:
     """How one field maps to its CRD key and what parsing checks (see :func:`crd`)."""
 
     path: str = ""
-    required: str = ""
+    required: str | Callable[[], str] = ""
     enum: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
     refused: Mapping[str, str] = dataclasses.field(default_factory=dict)
     minimum: int | None = None
@@ -70,11 +70,15 @@ class Crd:
         """The enum (a callable enum is read each time: it may come from a data file)."""
         return self.enum() if callable(self.enum) else self.enum
 
+    def required_text(self) -> str:
+        """What to set when the key is missing (a callable is read each time, like the enum)."""
+        return self.required() if callable(self.required) else self.required
+
 
 def crd(
     *,
     path: str = "",
-    required: str = "",
+    required: str | Callable[[], str] = "",
     enum: tuple[str, ...] | Callable[[], tuple[str, ...]] = (),
     refused: Mapping[str, str] | None = None,
     minimum: int | None = None,
@@ -317,30 +321,30 @@ def _read_leaf(leaf: _Leaf, reader: Reader) -> Any:
     key, meta = leaf.path[-1], leaf.crd
     if leaf.kind == "string":
         return reader.string(
-            key, required=meta.required, enum=meta.allowed_values(), refused=meta.refused
+            key, required=meta.required_text(), enum=meta.allowed_values(), refused=meta.refused
         )
     if leaf.kind == "integer":
         return reader.integer(
-            key, required=meta.required, minimum=meta.minimum, maximum=meta.maximum
+            key, required=meta.required_text(), minimum=meta.minimum, maximum=meta.maximum
         )
     if leaf.kind == "boolean":
         return reader.boolean(key)
     if leaf.kind == "quantity":
-        return reader.quantity(key, required=meta.required)
+        return reader.quantity(key, required=meta.required_text())
     if leaf.kind == "resources":
-        return reader.resources(key, required=meta.required)
+        return reader.resources(key, required=meta.required_text())
     if leaf.kind == "strings":
         return reader.strings(key, expect=meta.expect)
     if leaf.kind == "labels":
         return reader.string_map(key)
     if leaf.kind == "raw":
-        raw = reader.child(key, required=meta.required)
+        raw = reader.child(key, required=meta.required_text())
         return dict(raw.node) if raw is not None else None
     assert leaf.item is not None
     if leaf.kind == "objects":
         item = leaf.item
         return reader.objects(key, lambda entry: _read(item, entry), expect=meta.expect)
-    child = reader.child(key, required=meta.required)
+    child = reader.child(key, required=meta.required_text())
     return _read(leaf.item, child) if child is not None else None
 
 

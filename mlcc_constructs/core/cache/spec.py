@@ -16,12 +16,17 @@ from typing import Any, ClassVar
 
 from mlcc_constructs.core.cache.fields import CrdModel, CrdObject, PatternRule, crd
 from mlcc_constructs.core.cache.quantity import parse_quantity
-from mlcc_constructs.core.cache_adapters import RuntimeAdapter, adapter_for, mp_server, runtimes
+from mlcc_constructs.core.cache_adapters import (
+    RuntimeAdapter,
+    adapter_for,
+    cache_types,
+    mp_server,
+    runtimes,
+)
 
 API_VERSION = "inferencecache.io/v1alpha1"
 KIND = "CacheBackend"
 
-_TYPES = ("LMCache", "SGLangHiCache")
 _TOPOLOGIES = ("PodLocal",)
 _ROLES = ("ReadWrite", "ReadOnly", "WriteOnly")
 _MODES = ("Offload",)
@@ -41,43 +46,58 @@ DIGEST_PINNED = PatternRule(
 @dataclass(frozen=True, kw_only=True)
 class EnvOverride(CrdModel):
     """An ``engineOverrides.env`` entry (a Kubernetes ``EnvVar``): a plain ``value`` or a
-    ``valueFrom`` source."""
+    ``valueFrom`` source.
+
+    Fields:
+
+    ``name``
+    ``value``: Default: none (``valueFrom`` or the empty string).
+    ``value_from``: A Kubernetes ``EnvVarSource``. Default: none.
+    """
 
     name: str = field(metadata=crd(required="the env var's name"))
     value: str | None = None
-    """Default: none (``valueFrom`` or the empty string)."""
     value_from: Mapping[str, Any] | None = field(default=None, metadata=crd(excludes="value"))
-    """A Kubernetes ``EnvVarSource``. Default: none."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class EngineOverrides(CrdModel):
-    """The four primitives of ``spec.integration.engineOverrides`` (see the seed)."""
+    """The four primitives of ``spec.integration.engineOverrides`` (see the seed).
+
+    Fields:
+
+    ``args``: Replace an adapter flag by leading token, or append a new flag. Default: none.
+    ``env``: Upsert an adapter-contributed env var by name, or append a new name. Default: none.
+    ``suppress_args``: Remove non-reserved adapter-contributed flags. Default: none.
+    ``suppress_env``: Remove non-reserved adapter-contributed env vars. Default: none.
+    """
 
     CRD: ClassVar[CrdObject] = CrdObject(
         key_order={"": ("env", "suppressEnv", "args", "suppressArgs")}
     )
 
     args: tuple[str, ...] = ()
-    """Replace an adapter flag by leading token, or append a new flag. Default: none."""
     env: tuple[EnvOverride, ...] = field(
         default=(), metadata=crd(expect="a list of {name, value} entries")
     )
-    """Upsert an adapter-contributed env var by name, or append a new name. Default: none."""
     suppress_args: tuple[str, ...] = ()
-    """Remove non-reserved adapter-contributed flags. Default: none."""
     suppress_env: tuple[str, ...] = ()
-    """Remove non-reserved adapter-contributed env vars. Default: none."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Integration(CrdModel):
-    """``spec.integration``: how the engine uses the cache."""
+    """``spec.integration``: how the engine uses the cache.
+
+    Fields:
+
+    ``role``: ``ReadWrite``, ``ReadOnly`` or ``WriteOnly``. Default: ``ReadWrite``.
+    ``fail_open``: Serve uncached when the cache is down. Default: true.
+    ``mode``: Only ``Offload`` is injected by mlcc. Default: ``Offload``.
+    ``engine_overrides``: Default: no overrides.
+    """
 
     role: str | None = field(default=None, metadata=crd(enum=_ROLES))
-    """``ReadWrite``, ``ReadOnly`` or ``WriteOnly``. Default: ``ReadWrite``."""
     fail_open: bool | None = None
-    """Serve uncached when the cache is down. Default: true."""
     mode: str | None = field(
         default=None,
         metadata=crd(
@@ -88,31 +108,33 @@ class Integration(CrdModel):
             },
         ),
     )
-    """Only ``Offload`` is injected by mlcc. Default: ``Offload``."""
     engine_overrides: EngineOverrides | None = None
-    """Default: no overrides."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodLocalServer(CrdModel):
-    """``spec.lmCache.podLocal.server``: the MP server injected next to each engine."""
+    """``spec.lmCache.podLocal.server``: the MP server injected next to each engine.
+
+    Fields:
+
+    ``image``: Digest-pinned LMCache server image (``...@sha256:<64 hex>``).
+    ``port``: Loopback port the engine's connector dials.
+    ``l1_capacity``: Host-memory cache capacity, a Kubernetes quantity such as ``4Gi``.
+    ``max_workers``: MP server worker pool size.
+    ``resources``: ``requests``/``limits``; memory must each cover l1Capacity + 1Gi.
+    """
 
     image: str = field(
         metadata=crd(required="a digest-pinned LMCache server image", rules=(DIGEST_PINNED,))
     )
-    """Digest-pinned LMCache server image (``...@sha256:<64 hex>``)."""
     port: int = field(metadata=crd(required="1-65535", minimum=1, maximum=65535))
-    """Loopback port the engine's connector dials."""
     l1_capacity: str | int = field(
         metadata=crd(required="host cache capacity, e.g. 4Gi", quantity=True)
     )
-    """Host-memory cache capacity, a Kubernetes quantity such as ``4Gi``."""
     max_workers: int = field(metadata=crd(required="at least 1", minimum=1))
-    """MP server worker pool size."""
     resources: Mapping[str, Mapping[str, str | int]] = field(
         metadata=crd(required="requests and limits", resources=True)
     )
-    """``requests``/``limits``; memory must each cover l1Capacity + 1Gi."""
 
     @property
     def l1_bytes(self) -> Fraction:
@@ -122,7 +144,14 @@ class PodLocalServer(CrdModel):
 
 @dataclass(frozen=True, kw_only=True)
 class LMCacheSpec(CrdModel):
-    """``spec.lmCache`` for the PodLocal topology."""
+    """``spec.lmCache`` for the PodLocal topology.
+
+    Fields:
+
+    ``topology``: Only ``PodLocal``. Default: ``PodLocal``.
+    ``chunk_size_tokens``: Tokens per LMCache chunk. Default: 256.
+    ``server``: The MP server (``podLocal.server``).
+    """
 
     CRD: ClassVar[CrdObject] = CrdObject(
         refused_keys={"nodeLocal": "the NodeLocal topology is not supported by mlcc: use podLocal"},
@@ -139,80 +168,95 @@ class LMCacheSpec(CrdModel):
             },
         ),
     )
-    """Only ``PodLocal``. Default: ``PodLocal``."""
     chunk_size_tokens: int | None = field(default=None, metadata=crd(minimum=1, maximum=2**31 - 1))
-    """Tokens per LMCache chunk. Default: 256."""
     server: PodLocalServer = field(metadata=crd(path="podLocal.server", required="the MP server"))
-    """The MP server (``podLocal.server``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class SecretKeySelector(CrdModel):
-    """A key of a Secret: credentials never travel as plain values."""
+    """A key of a Secret: credentials never travel as plain values.
+
+    Fields:
+
+    ``key``
+    ``name``
+    ``optional``: Default: unset (required).
+    """
 
     key: str = field(metadata=crd(required="the Secret's key"))
     name: str = ""
     optional: bool | None = None
-    """Default: unset (required)."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class RedisSpec(CrdModel):
-    """``spec.remoteStorage.redis``."""
+    """``spec.remoteStorage.redis``.
+
+    Fields:
+
+    ``image``: Managed Redis image. Default: the operator's.
+    ``database``: Default: unset (LMCache's resp adapter cannot select one).
+    ``password``: Default: none (no AUTH).
+    ``username``: Default: none.
+    ``tls_ca_certificate``: Default: none (LMCache's resp adapter has no TLS).
+    ``tls_server_name``: Default: none.
+    ``resources``: Managed Redis resources. Default: the operator's.
+    """
 
     CRD: ClassVar[CrdObject] = CrdObject(key_order={"authentication": ("username", "password")})
 
     image: str | None = None
-    """Managed Redis image. Default: the operator's."""
     database: int | None = field(default=None, metadata=crd(minimum=0))
-    """Default: unset (LMCache's resp adapter cannot select one)."""
     # ``authentication`` and ``tls`` are written only with their required member set.
     password: SecretKeySelector | None = field(
         default=None, metadata=crd(path="authentication.password", required=_SECRET)
     )
-    """Default: none (no AUTH)."""
     username: SecretKeySelector | None = field(
         default=None, metadata=crd(path="authentication.username")
     )
-    """Default: none."""
     tls_ca_certificate: SecretKeySelector | None = field(
         default=None, metadata=crd(path="tls.caCertificate", required=_SECRET)
     )
-    """Default: none (LMCache's resp adapter has no TLS)."""
     tls_server_name: str | None = field(default=None, metadata=crd(path="tls.serverName"))
-    """Default: none."""
     resources: Mapping[str, Mapping[str, str | int]] | None = field(
         default=None, metadata=crd(resources=True)
     )
-    """Managed Redis resources. Default: the operator's."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class RemoteStorage(CrdModel):
-    """``spec.remoteStorage``: an optional Redis L3 behind the MP server."""
+    """``spec.remoteStorage``: an optional Redis L3 behind the MP server.
+
+    Fields:
+
+    ``provider``: Default: ``Redis``.
+    ``ownership``: ``Managed`` (the operator runs Redis) or ``External`` (``endpoint`` names it).
+    ``endpoint``: ``host:port``; required for External, refused for Managed. Default: none.
+    ``redis``: Default: none.
+    """
 
     CRD: ClassVar[CrdObject] = CrdObject(
         refused_keys={"workload": "managed Redis scheduling (workload) is not supported by mlcc"}
     )
 
     provider: str = field(default="Redis", metadata=crd(required="Redis", enum=_PROVIDERS))
-    """Default: ``Redis``."""
     ownership: str = field(metadata=crd(required="Managed or External", enum=_OWNERSHIPS))
-    """``Managed`` (the operator runs Redis) or ``External`` (``endpoint`` names it)."""
     endpoint: str | None = None
-    """``host:port``; required for External, refused for Managed. Default: none."""
     redis: RedisSpec | None = None
-    """Default: none."""
 
 
 @dataclass(frozen=True, kw_only=True)
 class Observation(CrdModel):
-    """``spec.observation``."""
+    """``spec.observation``.
+
+    Fields:
+
+    ``model_id``: Default: none.
+    ``first_event_timeout``: Default: the operator's (5m).
+    """
 
     model_id: str | None = field(default=None, metadata=crd(path="modelID"))
-    """Default: none."""
     first_event_timeout: str | None = None
-    """Default: the operator's (5m)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -221,34 +265,35 @@ class CacheBackendSpec(CrdModel):
 
     Unset optional fields stay ``None`` so :meth:`to_dict` emits only what was written (in
     the upstream sample's order); the ``effective_*`` properties apply the CRD defaults.
+
+    Fields:
+
+    ``runtime``: ``VLLM`` or ``SGLang`` (case-sensitive).
+    ``type``: Default: ``LMCache``.
+    ``integration``: Default: ReadWrite, fail-open, Offload, no overrides.
+    ``engine_selector``: ``matchLabels`` for operator mode. Default: none.
+    ``lm_cache``: Required for type LMCache. Default: none.
+    ``remote_storage``: Default: none (host-only hierarchy).
+    ``observation``: Default: none.
+    ``allow_cross_namespace``: Default: unset (false).
     """
 
     CRD: ClassVar[CrdObject] = CrdObject(
-        refused_keys={
-            "hiCache": "hiCache (type SGLangHiCache) is not supported by mlcc: use type LMCache"
-        }
+        refused_keys={"hiCache": "hiCache is not supported by mlcc: use type LMCache"}
     )
 
-    runtime: str = field(metadata=crd(required="VLLM or SGLang", enum=runtimes))
-    """``VLLM`` or ``SGLang`` (case-sensitive)."""
-    type: str | None = field(default=None, metadata=crd(enum=_TYPES))
-    """Default: ``LMCache``."""
+    runtime: str = field(metadata=crd(required=lambda: " or ".join(runtimes()), enum=runtimes))
+    type: str | None = field(default=None, metadata=crd(enum=cache_types))
     integration: Integration | None = None
-    """Default: ReadWrite, fail-open, Offload, no overrides."""
     engine_selector: Mapping[str, str] | None = field(
         default=None,
         # ``engineSelector: {}`` reads as empty labels, not as no selector.
         metadata=crd(path="engineSelector.matchLabels", empty_in_parent=True),
     )
-    """``matchLabels`` for operator mode. Default: none."""
     lm_cache: LMCacheSpec | None = None
-    """Required for type LMCache. Default: none."""
     remote_storage: RemoteStorage | None = None
-    """Default: none (host-only hierarchy)."""
     observation: Observation | None = None
-    """Default: none."""
     allow_cross_namespace: bool | None = None
-    """Default: unset (false)."""
 
     @property
     def effective_type(self) -> str:
@@ -297,12 +342,18 @@ class CacheBackendSpec(CrdModel):
 
 @dataclass(frozen=True, kw_only=True)
 class CacheBackendDocument:
-    """A whole CacheBackend object: metadata plus the typed spec."""
+    """A whole CacheBackend object: metadata plus the typed spec.
+
+    Fields:
+
+    ``name``
+    ``spec``
+    ``namespace``: Default: none (the namespace the object is applied to).
+    """
 
     name: str
     spec: CacheBackendSpec
     namespace: str | None = None
-    """Default: none (the namespace the object is applied to)."""
 
 
 __all__ = (
