@@ -7,7 +7,8 @@ from hypothesis import strategies as st
 
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.manifests import EngineRegistry, builtin_engines
-from mlcc_constructs.core.resolve import SENTINELS, resolve
+from mlcc_constructs.core.resolution import SENTINELS
+from mlcc_constructs.core.resolve import resolve
 from mlcc_constructs.core.spec import DeploymentSpec
 
 REGISTRY = EngineRegistry.load(use_env=False)

@@ -31,7 +31,7 @@ VALUES = st.recursive(
     ),
     max_leaves=6,
 )
-FIELDS = sorted(schema()["properties"]) + ["instance-type", "unknown"]
+FIELDS = [*sorted(schema()["properties"]), "instance-type", "unknown"]
 
 
 def _as_tuples(errors: Any) -> list[tuple[list[str], str, str]]:

@@ -24,7 +24,7 @@ from mlcc_constructs.core import s3_layout as layout
 from mlcc_constructs.core.adapter_record import dig
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 from mlcc_constructs.core.manifests import EngineManifest
-from mlcc_constructs.core.resolve import companion_default
+from mlcc_constructs.core.resolution import companion_default
 from mlcc_constructs.core.s3_layout import S3Location
 from mlcc_constructs.core.targets import load_target
 

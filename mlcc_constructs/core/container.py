@@ -34,7 +34,7 @@ from functools import cache
 from types import MappingProxyType
 
 from mlcc_constructs.core.catalog import InstanceType
-from mlcc_constructs.core.resolve import Resolution
+from mlcc_constructs.core.resolution import Resolution
 from mlcc_constructs.core.spec import ConfigDelivery, DeploymentSpec, SecretRef
 from mlcc_constructs.core.targets import TargetDescriptor
 

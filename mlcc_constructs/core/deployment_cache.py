@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mlcc_constructs.core.cache import Admission, CacheBackendSpec, admit, leading_token
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
-from mlcc_constructs.core.resolve import Resolution
+from mlcc_constructs.core.resolution import Resolution
 from mlcc_constructs.core.targets import TargetDescriptor, load_target, target_names
 from mlcc_constructs.core.wrapper import flag_for
 

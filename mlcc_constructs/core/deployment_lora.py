@@ -6,7 +6,7 @@ from __future__ import annotations
 from mlcc_constructs.core.errors import fail
 from mlcc_constructs.core.lora import check_memory_cap, fit_max_rank, model_geometry
 from mlcc_constructs.core.manifests import EngineManifest
-from mlcc_constructs.core.resolve import COMPANION_DEFAULTS, Resolution, companion_default
+from mlcc_constructs.core.resolution import COMPANION_DEFAULTS, Resolution, companion_default
 from mlcc_constructs.core.spec import DeploymentSpec
 
 DEFAULT_MAX_LORAS = 1

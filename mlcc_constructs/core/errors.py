@@ -15,7 +15,8 @@ _MISSING = object()
 
 @dataclass(frozen=True, kw_only=True)
 class Problem:
-    """One problem: ``where`` is a file or object, ``pointer`` a JSON pointer or field path."""
+    """One problem: ``where`` is a file, flag or object; ``pointer`` an RFC 6901 JSON pointer
+    into it (``/env/VLLM_MAX_LORAS``), or empty."""
 
     message: str
     where: str = ""
@@ -23,6 +24,12 @@ class Problem:
     value: object = _MISSING
     allowed: str = ""
     fix: str = ""
+
+    def __post_init__(self) -> None:
+        # One location format everywhere: a JSON pointer into the input (or nothing, with
+        # ``where`` naming the file, flag or object).
+        if self.pointer and not self.pointer.startswith("/"):
+            raise ValueError(f"Problem.pointer must be an RFC 6901 JSON pointer: {self.pointer!r}")
 
     def __str__(self) -> str:
         location = ":".join(part for part in (self.where, self.pointer) if part)

@@ -21,7 +21,8 @@ from mlcc_constructs.core.deployment_lora import lora_fit, lora_memory_cap
 from mlcc_constructs.core.errors import MlccError, Problem
 from mlcc_constructs.core.k8s_validation import name_problems, namespace_problems
 from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.resolve import Resolution, resolve_for_target
+from mlcc_constructs.core.resolution import Resolution
+from mlcc_constructs.core.resolve import resolve_for_target
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource
 from mlcc_constructs.core.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.typecheck import check_fields

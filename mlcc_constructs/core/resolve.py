@@ -18,94 +18,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from mlcc_constructs.core import catalog
 from mlcc_constructs.core.catalog import InstanceType
-from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.errors import MlccError, Problem
 from mlcc_constructs.core.manifests import (
     Capability,
-    EngineManifest,
     EngineRegistry,
     parse_version,
 )
+from mlcc_constructs.core.resolution import (
+    SENTINELS,
+    Resolution,
+    Skipped,
+    companion_default,
+    is_secret_name,
+)
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_source
 from mlcc_constructs.core.targets import TargetDescriptor, load_target
-from mlcc_constructs.core.wrapper import WrapperError, build_argv
-
-COMPANION_DEFAULTS: Mapping[str, str] = {"lora_max_rank": "16", "lora_target_modules": "all"}
-"""Library defaults for companions, keyed by capability name; a manifest ``default`` wins."""
-
-SENTINELS = frozenset({"", "none", "null", "nil", "undefined"})
-"""Values that mean 'unset': a valued capability is never emitted with one."""
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Names that hold credentials: they must come from a Secret, never a ConfigMap or plain value.
-_SECRET_NAME = re.compile(
-    r"(^|_)(TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|"
-    r"CREDENTIAL|CREDENTIALS|SESSION_TOKEN)(_|$)"
-)
 _TRUE, _FALSE = "true", "false"
-
-
-@dataclass(frozen=True)
-class Skipped:
-    """A capability that was asked for but not emitted, and why."""
-
-    capability: str
-    key: str
-    reason: str
-
-    def __str__(self) -> str:
-        return f"omitting {self.key}: {self.reason}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Resolution:
-    """What the engine receives. ``env`` is Tier 1, then Tier 2, then plain env."""
-
-    manifest: EngineManifest
-    instance: InstanceType
-    source: ModelSource
-    """The parsed model source (parsed once, here)."""
-    tensor_parallel_degree: int
-    tier1: tuple[tuple[str, str], ...]
-    tier2: tuple[tuple[str, str], ...]
-    plain: tuple[tuple[str, str], ...] = ()
-    skipped: tuple[Skipped, ...] = ()
-    warnings: tuple[str, ...] = ()
-    capability_values: Mapping[str, str] = field(default_factory=dict)
-    """Emitted Tier-1 values by capability name (e.g. ``lora_max_rank`` → ``"16"``)."""
-
-    @property
-    def env(self) -> dict[str, str]:
-        return dict(self.tier1 + self.tier2 + self.plain)
-
-    def argv(self) -> list[str]:
-        """The engine's command line as the wrapper builds it from :attr:`env`."""
-        try:
-            return build_argv(self.manifest.raw, self.env)
-        except WrapperError as error:
-            raise fail(str(error), pointer="/engine", value=self.manifest.engine) from error
-
-
-def companion_default(manifest: EngineManifest, name: str) -> str | None:
-    """The default of capability ``name`` when it is a companion: the manifest's own
-    ``default``, else the library table :data:`COMPANION_DEFAULTS`, else none."""
-    capability = manifest.capability(name)
-    if capability is not None and capability.default is not None:
-        return capability.default
-    return COMPANION_DEFAULTS.get(name)
 
 
 def _label(pointer: str) -> str:
     """A field's pointer as a message names it: ``/env/KEY`` -> ``env/KEY``."""
     return pointer.removeprefix("/")
-
-
-def is_secret_name(key: str) -> bool:
-    """True for env names that carry credentials (``HF_TOKEN``, ``*_API_KEY``...)."""
-    return bool(_SECRET_NAME.search(key.upper()))
 
 
 @dataclass
