@@ -1,0 +1,38 @@
+"""The README's cdk8s example runs as written and emits the same objects as ``mlcc render``."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+from mlcc_constructs.core.render import render
+from mlcc_constructs.core.spec import DeploymentSpec
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def _python_blocks() -> list[str]:
+    return re.findall(r"```python\n(.*?)```", README.read_text(), re.S)
+
+
+def test_the_cdk8s_example_runs_and_matches_the_core(tmp_path: Path) -> None:
+    (block,) = [b for b in _python_blocks() if "ServingChartProps" in b]
+    (tmp_path / "example.py").write_text(block)
+    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, check=True)
+    documents = list(yaml.safe_load_all((tmp_path / "dist" / "llama.k8s.yaml").read_text()))
+    spec = DeploymentSpec(
+        engine="vllm",
+        model="meta-llama/Llama-3.1-8B-Instruct",
+        instance_type="ml.g6e.xlarge",
+        name="llama",
+        config_delivery="args",
+    )
+    assert documents == list(render(spec).objects)
+    team = list(yaml.safe_load_all((tmp_path / "dist" / "team.k8s.yaml").read_text()))
+    assert team == documents
