@@ -91,6 +91,7 @@ def test_out_writes_one_file_per_object(
     code, out, _ = run(capsys, *DONE_WHEN, "--out", str(tmp_path))
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".mlcc-render.json",
         "configmap-llama-sglang-config.yaml",
         "configmap-llama-sglang-wrapper.yaml",
         "deployment-llama-sglang.yaml",
@@ -251,6 +252,77 @@ def test_a_render_problem_names_the_flag_its_field_came_from(
     code, _, err = run(capsys, "render", "-f", str(path), "--name", "x", "--tp", "2")
     assert code == 1
     assert err.startswith(
-        "mlcc: error: --tp:/tensor_parallel_degree: tensor-parallel degree must be a whole "
-        "number from 1 to the 1 GPU(s) of ml.g5.xlarge"
+        "mlcc: error: --tp:/tensor_parallel_degree: tensor-parallel degree must divide the 1 "
+        "GPU(s) of ml.g5.xlarge"
     )
+
+
+def test_out_replaces_its_own_earlier_render_entirely(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "rendered"
+    assert run(capsys, *DONE_WHEN, "--out", str(out))[0] == 0
+    assert "persistentvolume-default-llama-sglang-model.yaml" in {p.name for p in out.iterdir()}
+    hub = [a if a != MODEL else "meta-llama/Llama-3.1-8B-Instruct" for a in DONE_WHEN]
+    assert run(capsys, *hub, "--out", str(out))[0] == 0
+    names = {p.name for p in out.iterdir()}
+    # the s3:// model's volume and claim are gone with the earlier render
+    assert not any(n.startswith("persistentvolume") for n in names)
+    assert json.loads((out / ".mlcc-render.json").read_text())["files"] == sorted(
+        names - {".mlcc-render.json"}
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["rendered"]  # no staging folder left
+
+
+def test_out_refuses_a_folder_it_did_not_write(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    code, out, err = run(capsys, *DONE_WHEN, "--out", str(tmp_path))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"mlcc: error: {tmp_path}: --out names a folder mlcc render did not write; it is not "
+        "replaced (got ['notes.txt']; fix: pass a new or empty folder (the command replaces only "
+        "its own earlier output))\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_out_refuses_files_added_to_its_folder(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "rendered"
+    assert run(capsys, *DONE_WHEN, "--out", str(out))[0] == 0
+    before = {p.name: p.read_text() for p in out.iterdir()}
+    (out / "extra.yaml").write_text("kind: Secret\n", encoding="utf-8")
+    code, _, err = run(capsys, *DONE_WHEN, "--replicas", "2", "--out", str(out))
+    assert code == 1
+    assert "--out holds files an earlier render did not write" in err
+    assert "['extra.yaml']" in err
+    assert {p.name: p.read_text() for p in out.iterdir() if p.name != "extra.yaml"} == before
+
+
+def test_a_failed_write_leaves_the_earlier_render(
+    capsys: pytest.CaptureFixture[str],
+    in_repo: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "rendered"
+    assert run(capsys, *DONE_WHEN, "--out", str(out))[0] == 0
+    before = {p.name: p.read_text() for p in out.iterdir()}
+    written: list[str] = []
+    real_write = Path.write_text
+
+    def failing_write(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        written.append(self.name)
+        if len(written) == 3:
+            raise OSError(28, "No space left on device")
+        return real_write(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", failing_write)
+    code, _, err = run(capsys, *DONE_WHEN, "--replicas", "2", "--out", str(out))
+    monkeypatch.undo()
+    assert code == 1 and "cannot write --out: No space left on device" in err
+    assert {p.name: p.read_text() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["rendered"]

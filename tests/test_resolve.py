@@ -166,9 +166,16 @@ BAD_SPECS = [
     (
         "TP above GPUs",
         {"tensor_parallel_degree": 8},
-        "/tensor_parallel_degree: tensor-parallel degree must be a whole number from 1 to the 4 "
-        "GPU(s) of ml.g5.12xlarge (got '8'; allowed: 1..4; fix: lower it, or pick an instance "
-        "type with more GPUs)",
+        "/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
+        "ml.g5.12xlarge (got '8'; allowed: 1, 2, 4; fix: use one of the allowed degrees, or pick "
+        "an instance type with more GPUs)",
+    ),
+    (
+        "TP that does not divide the GPUs",
+        {"tensor_parallel_degree": 3},
+        "/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
+        "ml.g5.12xlarge (got '3'; allowed: 1, 2, 4; fix: use one of the allowed degrees, or pick "
+        "an instance type with more GPUs)",
     ),
     (
         "version below minimum",

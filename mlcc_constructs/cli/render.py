@@ -13,7 +13,7 @@ from mlcc_constructs.cli._common import (
     registry_from,
     spec_from_args,
 )
-from mlcc_constructs.core.errors import MlccError, fail
+from mlcc_constructs.core.errors import MlccError
 
 _CONTEXT = ("account", "region", "profile")
 
@@ -81,12 +81,6 @@ def run_render(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.render import render
     from mlcc_constructs.core.yaml_output import file_name, to_yaml
 
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise fail(
-            "--out must be a folder, not a file",
-            where=args.out,
-            fix="pass a folder (created when missing) or omit --out to print the YAML",
-        )
     loaded, context = build_spec(args)
     try:
         rendered = render(loaded.spec, context=context, registry=registry_from(args))
@@ -95,11 +89,10 @@ def run_render(args: argparse.Namespace) -> int:
     for note in rendered.warnings:
         print(f"mlcc: {note}", file=sys.stderr)
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for obj in rendered.objects:
-            path = out / file_name(obj)
-            path.write_text(to_yaml([obj]), encoding="utf-8")
+        from mlcc_constructs.ops.render_output import write_folder
+
+        files = {file_name(obj): to_yaml([obj]) for obj in rendered.objects}
+        for path in write_folder(Path(args.out), files):
             print(path)
         return 0
     sys.stdout.write(to_yaml(rendered.objects))

@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.documents import parse_json, read_text
 from mlcc_constructs.core.errors import MlccError, Problem, closest, fail, json_pointer
 
 ENGINE_PATH_ENV = "MLCC_ENGINE_PATH"
@@ -310,20 +311,7 @@ def load_manifest(path: str | Path) -> EngineManifest:
 
 
 def _read_document(path: Path) -> Any:
-    where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise fail(f"cannot read manifest: {error.strerror}", where=where) from error
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise fail(
-            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
-            where=where,
-            fix="fix the JSON syntax (a trailing comma or a missing quote is typical)",
-        ) from error
-    return document
+    return parse_json(read_text(path, what="manifest"), where=str(path))
 
 
 def manifest_files(folder: str | Path) -> list[Path]:

@@ -24,6 +24,7 @@ from mlcc_constructs.core.manifests import EngineRegistry
 from mlcc_constructs.core.resolution import Resolution
 from mlcc_constructs.core.resolve import resolve_for_target
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource
+from mlcc_constructs.core.spec_checks import spec_problems
 from mlcc_constructs.core.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.core.versions import pinned
@@ -175,10 +176,7 @@ def prepare(
         problems.extend(error.problems)
     problems += name_problems(spec.name)
     problems += namespace_problems(spec.namespace)
-    if spec.replicas < 1:
-        problems.append(
-            Problem(message="replicas must be at least 1", pointer="/replicas", value=spec.replicas)
-        )
+    problems += spec_problems(spec)
     if spec.engine_version is None and spec.image is None:
         # The pinned default image's version is known: version gates are checked against it.
         version = pinned().engine_versions.get(spec.engine)

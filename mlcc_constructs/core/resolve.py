@@ -279,15 +279,18 @@ class _Resolver:
             tp = int(user.value)
         except ValueError:
             tp = 0
-        if tp < 1 or tp > instance.gpus:
+        # The pod asks for TP GPUs of one node: a degree that does not divide the node's GPUs
+        # strands the rest (no second pod fits them), and heads split evenly only so.
+        divisors = [d for d in range(1, instance.gpus + 1) if instance.gpus % d == 0]
+        if tp not in divisors:
             self.problems.append(
                 Problem(
-                    message=f"tensor-parallel degree must be a whole number from 1 to the "
-                    f"{instance.gpus} GPU(s) of {instance.name}",
+                    message=f"tensor-parallel degree must divide the {instance.gpus} GPU(s) of "
+                    f"{instance.name}",
                     pointer=user.source,
                     value=user.value,
-                    allowed=f"1..{instance.gpus}",
-                    fix="lower it, or pick an instance type with more GPUs",
+                    allowed=", ".join(map(str, divisors)),
+                    fix="use one of the allowed degrees, or pick an instance type with more GPUs",
                 )
             )
             return instance.gpus

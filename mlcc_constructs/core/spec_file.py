@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.documents import load_document
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
 from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.schema_check import iter_errors
@@ -153,16 +154,7 @@ def _not_a_mapping(document: object, where: str) -> MlccError:
 def load_spec_document(path: str | Path) -> dict[str, Any]:
     """Read a ``.yaml``/``.yml``/``.json`` spec file as a mapping (not yet validated)."""
     where = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise fail(f"cannot read the spec file: {error.strerror}", where=where) from error
-    import yaml  # only a spec file needs it (start-up of the pure commands)
-
-    try:
-        document = json.loads(text) if where.endswith(".json") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise fail(f"not valid YAML/JSON: {error}", where=where) from error
+    document = load_document(path, what="spec file")
     if not isinstance(document, dict):
         raise _not_a_mapping(document, where)
     return document
