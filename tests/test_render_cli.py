@@ -119,7 +119,7 @@ SPEC = {
     "account": "123456789012",
     "region": "eu-west-1",
     "profile": "prod",
-    "env": {"VLLM_MAX_NUM_SEQS": 16, "VLLM_ENFORCE_EAGER": True},
+    "env": {"VLLM_MAX_NUM_SEQS": "16", "VLLM_ENFORCE_EAGER": "true"},
     "secret_env": {"HF_TOKEN": {"name": "hf", "key": "token"}},
     "config_delivery": "args",
 }
@@ -326,3 +326,57 @@ def test_a_failed_write_leaves_the_earlier_render(
     assert code == 1 and "cannot write --out: No space left on device" in err
     assert {p.name: p.read_text() for p in out.iterdir()} == before
     assert [p.name for p in tmp_path.iterdir()] == ["rendered"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "env:\n  VLLM_ENFORCE_EAGER: yes\n",
+            ["/env/VLLM_ENFORCE_EAGER: True is not of type 'string'"],
+        ),
+        ("env:\n  VLLM_X: 0777\n", ["/env/VLLM_X: 511 is not of type 'string'"]),
+        (
+            "env:\n  VLLM_X: '1'\n  VLLM_X: '2'\n",
+            [
+                ": duplicate key 'VLLM_X' at line 3 column 3 (first at line 2): YAML keeps only "
+                "the last one (fix: keep the key once)"
+            ],
+        ),
+    ],
+)
+def test_yaml_pitfalls_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: list[str]
+) -> None:
+    base = "engine: vllm\nmodel: org/name\ninstance_type: g5.xlarge\nname: x\n"
+    path = tmp_path / "spec.yaml"
+    path.write_text(base + text, encoding="utf-8")
+    code, out, err = run(capsys, "render", "-f", str(path))
+    assert (code, out) == (1, "")
+    lines = err.splitlines()
+    assert len(lines) == len(expected)
+    for line, part in zip(lines, expected, strict=True):
+        assert line.startswith(f"mlcc: error: {path}")
+        assert part in line
+    if "not of type" in expected[0]:
+        assert "fix: quote the value" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"engine: vllm\x00\n", "the spec file is binary (a NUL byte at offset 12), not text"),
+        (
+            "engine: vllm # caf\xe9\n".encode("latin-1"),
+            "the spec file is not UTF-8 text (byte 0xe9 at offset 17)",
+        ),
+    ],
+)
+def test_binary_and_non_utf8_files_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(content)
+    code, _, err = run(capsys, "render", "-f", str(path))
+    assert code == 1
+    assert err.startswith(f"mlcc: error: {path}: {message}")

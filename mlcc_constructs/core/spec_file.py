@@ -52,10 +52,17 @@ def schema() -> Mapping[str, Any]:
     return document
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+_SCHEMA_FIX = "see mlcc_constructs/data/deployment-spec.schema.json for the fields"
+# (top-level field, keyword) -> a fix more precise than the schema pointer
+_FIXES = {
+    ("env", "type"): "quote the value: env values are strings, and YAML reads yes/no/on/off as "
+    "booleans and 0777 as the octal number 511",
+}
+
+
+def _fix(error: Any) -> str:
+    head = str(error.path[0]) if error.path else ""
+    return _FIXES.get((head, error.validator), _SCHEMA_FIX)
 
 
 def _located(problem: Problem, sources: Mapping[str, str]) -> Problem:
@@ -117,13 +124,13 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
             Problem(
                 message=error.message,
                 pointer=json_pointer(*error.path) or "/",
-                fix="see mlcc_constructs/data/deployment-spec.schema.json for the fields",
+                fix=_fix(error),
             )
             for error in errors
         )
     spec_fields = {f.name for f in fields(DeploymentSpec)}
     values: dict[str, Any] = {k: v for k, v in document.items() if k in spec_fields}
-    values["env"] = {k: _text(v) for k, v in document.get("env", {}).items()}
+    values["env"] = dict(document.get("env", {}))
     values["secret_env"] = {
         k: SecretRef(name=v["name"], key=v["key"])
         for k, v in document.get("secret_env", {}).items()
