@@ -339,7 +339,7 @@ def test_a_failed_write_leaves_the_earlier_render(
         (
             "env:\n  VLLM_X: '1'\n  VLLM_X: '2'\n",
             [
-                ": duplicate key 'VLLM_X' at line 3 column 3 (first at line 2): YAML keeps only "
+                ": duplicate key 'VLLM_X' at line 7 column 3 (first at line 6): YAML keeps only "
                 "the last one (fix: keep the key once)"
             ],
         ),
