@@ -368,7 +368,7 @@ def test_yaml_pitfalls_are_refused(
         (b"engine: vllm\x00\n", "the spec file is binary (a NUL byte at offset 12), not text"),
         (
             "engine: vllm # caf\xe9\n".encode("latin-1"),
-            "the spec file is not UTF-8 text (byte 0xe9 at offset 17)",
+            "the spec file is not UTF-8 text (byte 0xe9 at offset 18)",
         ),
     ],
 )
