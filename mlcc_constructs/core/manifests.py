@@ -241,6 +241,18 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
                     fix="remove default/allowed, or make it 'valued'",
                 )
             )
+    if document["entrypoint"] == "wrapper" and "model" not in capabilities:
+        problems.append(
+            Problem(
+                message="a wrapper engine must declare a 'model' capability: the wrapper passes "
+                "the model to the engine through it",
+                where=where,
+                pointer="/capability_map",
+                value=sorted(capabilities),
+                fix='add "model": {"suffix": "MODEL", "value_type": "valued"} (the env suffix '
+                "the engine's model flag is named after)",
+            )
+        )
     engine_env = set(document.get("engine_env", ()))
     for name, cap in capabilities.items():
         if cap["suffix"] in engine_env:
@@ -384,9 +396,21 @@ class EngineRegistry:
         if use_env:
             folders += [p for p in os.environ.get(ENGINE_PATH_ENV, "").split(os.pathsep) if p]
         folders += plugin_dirs
+        overrides = set(allow_override)
+        unknown = sorted(overrides - set(builtins))
+        if unknown:
+            raise MlccError(
+                Problem(
+                    message=f"--override-builtin names no built-in engine: {name!r}",
+                    where="--override-builtin",
+                    value=name,
+                    allowed=", ".join(sorted(builtins)),
+                    fix="name the built-in engine the plugin replaces, or drop the option",
+                )
+                for name in unknown
+            )
         if not folders:
             return _builtin_registry()
-        overrides = set(allow_override)
         engines = dict(builtins)
         plugin_sources: dict[str, str] = {}
         problems: list[Problem] = []
