@@ -44,6 +44,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="mlcc",
         description="Engine-aware configuration for serving LLMs on EKS and SageMaker HyperPod.",
     )
+    from mlcc_constructs import __version__
+
+    parser.add_argument("--version", action="version", version=f"mlcc {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     owner = COMMAND_OWNERS.get(command or "")
     modules = [owner] if owner in COMMAND_MODULES else COMMAND_MODULES

@@ -34,13 +34,16 @@ if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up smal
     from mlcc_constructs.ops.pods import PodResult
 
 
+_FROM_HELP = "the adapter: an s3:// prefix with its PEFT files, or an s3:// .tar.gz of them"
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("adapter", help="promote and deliver LoRA adapters")
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     promote = actions.add_parser("promote", help="promote a source to its canonical version")
     _add_common(promote, deployment=False)
-    promote.add_argument("--from", dest="source", required=True, metavar="SRC")
+    promote.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM_HELP)
     promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
     promote.add_argument("--source-job", default=None, help="the job that produced it")
     promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
@@ -53,7 +56,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         sub = actions.add_parser(action, help=text)
         _add_common(sub, deployment=True)
-        sub.add_argument("--from", dest="source", required=True, metavar="SRC")
+        sub.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM_HELP)
         if action != "plan":
             sub.add_argument("--dry-run", action="store_true", help="print the plan only")
         sub.set_defaults(func=run_deliver)

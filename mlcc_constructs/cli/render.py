@@ -14,6 +14,7 @@ from mlcc_constructs.cli._common import (
     spec_from_args,
 )
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.targets import kubernetes_target_names
 
 _CONTEXT = ("account", "region", "profile")
 
@@ -27,8 +28,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "region and profile that name the IEC's TLS bucket default to the model bucket's name "
         "(stacks/buckets.json), then to ./cdk.json context.",
     )
-    parser.add_argument("-f", "--file", default=None, help="deployment spec file (YAML/JSON)")
-    parser.add_argument("--target", choices=["eks", "hyperpod-eks"], default=None)
+    parser.add_argument(
+        "-f",
+        "--file",
+        default=None,
+        metavar="FILE",
+        help="deployment spec file: one YAML or JSON mapping with the fields of "
+        "mlcc_constructs/data/deployment-spec.schema.json (engine, model, instance_type, name, "
+        "target, env, ...); see examples/deployment.yaml",
+    )
+    parser.add_argument(
+        "--target",
+        choices=kubernetes_target_names(),
+        default=None,
+        help="the target whose objects to render (default: eks)",
+    )
     parser.add_argument("--name", default=None, help="name of the objects (RFC 1035 label)")
     parser.add_argument("--namespace", default=None, help="namespace (default: default)")
     parser.add_argument("--image", default=None, help="container image (default: pinned)")

@@ -14,7 +14,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "env", help="print the env an engine receives (Tier 1, then Tier 2)"
     )
     add_deployment_options(env)
-    env.add_argument("--format", choices=["env", "json"], default="env")
+    env.add_argument(
+        "--format",
+        choices=["env", "json"],
+        default="env",
+        help="env: KEY=VALUE lines (default); json: env, skipped capabilities and warnings",
+    )
     env.set_defaults(func=run_env)
     argv = subparsers.add_parser("argv", help="print the wrapper's argv as a JSON list")
     add_deployment_options(argv)
