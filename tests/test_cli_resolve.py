@@ -92,9 +92,9 @@ def test_validate_reports_every_error_and_exits_1(tmp_path: Path) -> None:
     out = run("validate", str(bad))
     assert out.returncode == 1
     assert out.stderr.splitlines() == [
-        f"{bad}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' (got 'bad'; "
-        "allowed: ^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_)",
-        f"{bad}:/min_version: '1' does not match '^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$'",
+        f"mlcc: error: {bad}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' "
+        "(got 'bad'; allowed: ^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_)",
+        f"mlcc: error: {bad}:/min_version: '1' does not match '^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$'",
     ]
     builtin = Path(__file__).resolve().parent.parent / "engines" / "vllm" / "manifest.json"
     assert run("validate", str(builtin)).returncode == 0

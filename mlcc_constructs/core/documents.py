@@ -96,10 +96,17 @@ def parse_yaml(text: str, *, where: str) -> list[Any]:
     loader = loader_class(text)
     try:
         documents = list(_documents(loader))
+    except yaml.reader.ReaderError as error:
+        raise fail(
+            f"not valid YAML: the character #x{error.character:04x} at offset {error.position} "
+            "is not allowed (control characters are refused)",
+            where=where,
+            fix="remove the character (is this a text file?)",
+        ) from error
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(error, "problem", None) or str(error)
+        problem = " ".join(str(getattr(error, "problem", None) or error).split())  # one line
         raise fail(f"not valid YAML: {problem}{at}", where=where) from error
     finally:
         loader.dispose()
