@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import contextlib
 import io
-import os
 import json
+import os
 import tempfile
 from pathlib import Path
 from typing import Any

@@ -380,3 +380,25 @@ def test_binary_and_non_utf8_files_are_refused(
     code, _, err = run(capsys, "render", "-f", str(path))
     assert code == 1
     assert err.startswith(f"mlcc: error: {path}: {message}")
+
+
+def test_hyperpod_outside_a_clone_takes_the_environment_from_flags(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no cdk.json here
+    hub = ["render", "--engine", "vllm", "--model", "org/name", "--instance-type", "g5.xlarge"]
+    hub += ["--name", "x", "--target", "hyperpod-eks"]
+    code, out, err = run(capsys, *hub)
+    assert (code, out) == (1, "")
+    assert err == (
+        "mlcc: error: /account: the IEC's TLS bucket (stacks/buckets.json 'tls') needs account, "
+        "region, profile (fix: pass --account --region --profile (or set them in cdk.json context "
+        "/ RenderContext))\n"
+    )
+    flags = ["--account", "123456789012", "--region", "us-west-2", "--profile", "prod"]
+    code, out, _ = run(capsys, *hub, *flags)
+    assert code == 0
+    [iec] = list(yaml.safe_load_all(out))
+    assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"] == (
+        "s3://mlcc-tls-prod-123456789012-us-west-2/default/x"
+    )
