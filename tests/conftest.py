@@ -86,8 +86,9 @@ def shared_dir() -> Path:
     missing = [name for name in SHARED_FILES if not (SHARED / name).is_file()]
     if missing:
         pytest.skip(
-            f"upstream data absent from {SHARED}: {', '.join(missing)} (the InferenceEndpointConfig "
-            "and CacheBackend CRDs and samples live beside the repository, never in it)"
+            f"upstream data absent from {SHARED}: {', '.join(missing)} (the "
+            "InferenceEndpointConfig and CacheBackend CRDs and samples live beside the "
+            "repository, never in it)"
         )
     return SHARED
 
