@@ -14,8 +14,8 @@ from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec
 from mlcc_constructs.core.container import ENGINE_CONTAINER
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 

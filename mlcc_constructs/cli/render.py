@@ -83,7 +83,7 @@ def _cdk_context() -> dict[str, str]:
 def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
     """The (SpecFile, RenderContext) of the command line: ``-f`` then the flags, as layers of
     one validated mapping; ``./cdk.json`` context fills the account, region and profile."""
-    from mlcc_constructs.core.prepare import RenderContext
+    from mlcc_constructs.core.context import RenderContext
 
     loaded = spec_from_args(args)
     fallback = _cdk_context()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from mlcc_constructs.core.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.cache.admission import Admission
 from mlcc_constructs.core.container import Container, describe_container
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.deployment_lora import lora_fit, lora_memory_cap
 from mlcc_constructs.core.errors import MlccError, Problem
 from mlcc_constructs.core.k8s_validation import name_problems, namespace_problems
@@ -26,34 +27,10 @@ from mlcc_constructs.core.resolve import resolve_for_target
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource
 from mlcc_constructs.core.spec_checks import spec_problems
 from mlcc_constructs.core.targets import TargetDescriptor, load_target
-from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.core.versions import pinned
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.render import RenderedObject
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenderContext:
-    """The environment a render targets. Every field defaults to ``None``.
-
-    ``account``/``region``/``profile`` name the TLS bucket of an IEC (``stacks/buckets.json``
-    ``tls``); ``region`` is also the model bucket's region when the spec gives none. Missing
-    account and region are inferred from a model bucket named by ``stacks/buckets.json``.
-
-    Fields:
-
-    ``account``: AWS account id. Default: inferred from the model bucket, else none.
-    ``region``: AWS region. Default: inferred from the model bucket, else none.
-    ``profile``: Deployment profile (``dev``). Default: inferred from the model bucket, else none.
-    """
-
-    account: str | None = None
-    region: str | None = None
-    profile: str | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)

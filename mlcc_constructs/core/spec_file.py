@@ -19,9 +19,9 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.documents import load_document
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.schema_check import iter_errors
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
@@ -136,7 +136,7 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
         for k, v in document.get("secret_env", {}).items()
     }
     if "lora_adapters" in document:
-        from mlcc_constructs.core.lora import AdapterRank
+        from mlcc_constructs.core.lora_rank import AdapterRank
 
         values["lora_adapters"] = tuple(AdapterRank(**a) for a in document["lora_adapters"])
     if "cache_backend" in document:
