@@ -209,6 +209,35 @@ BAD_MANIFESTS = [
         ],
     ),
     (
+        "unknown list form",
+        _with(list_values={"default": "spread", "flags": {"NAMES": "comma"}}),
+        [
+            "{F}:/list_values/flags/NAMES: value not allowed (got 'comma'; allowed: spread, "
+            "repeat, verbatim)"
+        ],
+    ),
+    (
+        "off-form prefix without a separator",
+        _with(negation={"prefix": "no"}),
+        ["{F}:/negation/prefix: 'no' does not match '^[a-z][a-z0-9]*[-_]$'"],
+    ),
+    (
+        "engine_env suffix declared a list flag and a flag without off form",
+        _with(
+            engine_env=["LOG_LEVEL"],
+            list_values={"default": "spread", "flags": {"LOG_LEVEL": "repeat"}},
+            negation={"prefix": "no-", "except": ["LOG_LEVEL"]},
+        ),
+        [
+            "{F}:/list_values/flags/LOG_LEVEL: names a flag, but the suffix is listed in "
+            "engine_env (the engine's own env settings, never flags) (got 'LOG_LEVEL'; fix: "
+            "remove it here or from engine_env)",
+            "{F}:/negation/except/0: names a flag, but the suffix is listed in engine_env (the "
+            "engine's own env settings, never flags) (got 'LOG_LEVEL'; fix: remove it here or "
+            "from engine_env)",
+        ],
+    ),
+    (
         "unknown field",
         _with(capabilities={}),
         [
