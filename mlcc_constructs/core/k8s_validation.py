@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
+from mlcc_constructs.core.schema_compile import Check, compile_schema
 from mlcc_constructs.core.versions import pinned
 
 IEC_API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
@@ -147,14 +148,29 @@ def _inline(node: Any, resolved: Mapping[str, dict[str, Any]]) -> Any:
 
 
 @cache
-def _core_validator(kind: str, api_version: str) -> Any:
-    import jsonschema
-
+def _core_schema(kind: str, api_version: str) -> dict[str, Any] | None:
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     path = _schema_dir().joinpath(f"{kind.lower()}-{group_version}.json")
     if not path.is_file():
         return None
-    schema = _inline(json.loads(path.read_text(encoding="utf-8")), _definitions())
+    schema: dict[str, Any] = _inline(json.loads(path.read_text(encoding="utf-8")), _definitions())
+    return schema
+
+
+@cache
+def _core_check(kind: str, api_version: str) -> Check | None:
+    """The compiled strict schema of a kind: the fast yes/no on the hot path."""
+    schema = _core_schema(kind, api_version)
+    return None if schema is None else compile_schema(schema)
+
+
+@cache
+def _core_validator(kind: str, api_version: str) -> Any:
+    """jsonschema's validator of a kind: the messages, asked only when an object is invalid."""
+    import jsonschema
+
+    schema = _core_schema(kind, api_version)
+    assert schema is not None  # asked only after _core_check found the kind
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -169,8 +185,9 @@ def _path(parts: Iterable[object]) -> str:
 
 def core_object_problems(obj: Mapping[str, Any]) -> list[Problem]:
     """Strict schema problems of one core-kind object (empty when it is valid)."""
-    validator = _core_validator(str(obj.get("kind", "")), str(obj.get("apiVersion", "")))
-    if validator is None:
+    kind, api_version = str(obj.get("kind", "")), str(obj.get("apiVersion", ""))
+    check = _core_check(kind, api_version)
+    if check is None:
         return [
             Problem(
                 message=f"no Kubernetes {kubernetes_version()} schema for this kind",
@@ -180,6 +197,9 @@ def core_object_problems(obj: Mapping[str, Any]) -> list[Problem]:
                 fix="render only core kinds here; custom resources have their own rules",
             )
         ]
+    if check(obj):
+        return []
+    validator = _core_validator(kind, api_version)
     errors = sorted(validator.iter_errors(dict(obj)), key=lambda e: [str(p) for p in e.path])
     return [
         Problem(
@@ -389,8 +409,15 @@ def _iec_validator() -> Any:
     return jsonschema.Draft202012Validator(strict(IEC_V1_RULES))
 
 
+@cache
+def _iec_check() -> Check:
+    return compile_schema(strict(IEC_V1_RULES))
+
+
 def iec_problems(obj: Mapping[str, Any]) -> list[Problem]:
     """Problems of one rendered ``InferenceEndpointConfig`` against :data:`IEC_V1_RULES`."""
+    if _iec_check()(obj):
+        return []
     errors = sorted(_iec_validator().iter_errors(dict(obj)), key=lambda e: [str(p) for p in e.path])
     return [
         Problem(
