@@ -29,7 +29,7 @@ def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
     the app's context supplies the account, region and profile they do not set."""
     import cdk8s
 
-    from mlcc_constructs.core.prepare import RenderContext
+    from mlcc_constructs.core.context import RenderContext
     from mlcc_constructs.core.spec_file import spec_from_mapping
     from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
 

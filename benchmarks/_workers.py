@@ -43,7 +43,7 @@ def scale(count: int) -> None:
     import cdk8s
 
     from benchmarks.specs import deployment_specs
-    from mlcc_constructs.core.prepare import RenderContext
+    from mlcc_constructs.core.context import RenderContext
     from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
 
     context = RenderContext(account="123456789012", region="us-east-1", profile="dev")

@@ -175,7 +175,7 @@ def synth_vs_floor(runs: int) -> dict[str, Any]:
 
 def core_throughput(runs: int, count: int) -> dict[str, Any]:
     from benchmarks.specs import deployment_specs
-    from mlcc_constructs.core.prepare import RenderContext
+    from mlcc_constructs.core.context import RenderContext
     from mlcc_constructs.core.render import render
 
     context = RenderContext(account="123456789012", region="us-east-1", profile="dev")

@@ -70,11 +70,26 @@ def json_snapshot(snapshot: SnapshotAssertion) -> SnapshotAssertion:
     return snapshot.use_extension(JsonSnapshot)
 
 
+SHARED_FILES = (
+    "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml",
+    "crds/inferencecache.io_cachebackends.yaml",
+    "examples/example-cachebackend-vllm-podlocal.yaml",
+)
+"""The upstream CRDs and samples (never copied into this repository) the tests validate
+against."""
+
+
 @pytest.fixture(scope="session")
 def shared_dir() -> Path:
-    """``../shared`` (upstream CRDs and samples); tests that need it skip when it is absent."""
-    if not (SHARED / "crds").is_dir():
-        pytest.skip(f"{SHARED}/crds is absent: the upstream CRDs are not on this machine")
+    """``../shared`` (upstream CRDs and samples); tests that need it skip, naming what is
+    missing, when it is absent."""
+    missing = [name for name in SHARED_FILES if not (SHARED / name).is_file()]
+    if missing:
+        pytest.skip(
+            f"upstream data absent from {SHARED}: {', '.join(missing)} (the "
+            "InferenceEndpointConfig and CacheBackend CRDs and samples live beside the "
+            "repository, never in it)"
+        )
     return SHARED
 
 

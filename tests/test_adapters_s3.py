@@ -596,7 +596,7 @@ def test_remove_deletes_only_serving_copies(s3: Any) -> None:
 
 
 def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
-    from mlcc_constructs.core.lora import fit_max_rank
+    from mlcc_constructs.core.lora_rank import fit_max_rank
 
     _promote(s3, _raw(s3, "job-1"))
     big = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 48}).encode()}

@@ -50,8 +50,16 @@ OUT_CASES = [
         "mlcc: error: {file}: --out must be a folder, not a file (fix: pass a folder (created "
         "when missing) or omit --out to print the YAML)\n",
     ),
-    ("{file}/sub", "mlcc: error: {file}/sub: Not a directory\n"),
-    ("/proc/nope", "mlcc: error: /proc/nope: No such file or directory\n"),
+    (
+        "{file}/sub",
+        "mlcc: error: {file}/sub: cannot write --out: File exists (fix: pass a folder you may "
+        "create and write)\n",
+    ),
+    (
+        "/proc/nope",
+        "mlcc: error: /proc/nope: cannot write --out: No such file or directory (fix: pass a "
+        "folder you may create and write)\n",
+    ),
 ]
 
 

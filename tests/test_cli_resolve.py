@@ -33,7 +33,35 @@ def test_env_sglang_lora_prints_tier1_exactly() -> None:
         "SGLANG_MAX_LORA_RANK=16",
         "SGLANG_LORA_TARGET_MODULES=all",
     ]
-    assert "engine version not given" in out.stderr
+    # as `mlcc render`: the pinned image's engine version is checked when none is given
+    assert out.stderr == ""
+
+
+def test_env_and_argv_gate_on_the_pinned_engine_version() -> None:
+    """vLLM's off form (--no-<flag>) exists from 0.10.0: checked against the pinned image's
+    version, or the one given."""
+    vllm = ["--engine", "vllm", *SGLANG_LORA[2:6], "--set", "VLLM_ENABLE_PREFIX_CACHING=false"]
+    pinned = run("argv", *vllm)
+    assert pinned.returncode == 0, pinned.stderr
+    assert "--no-enable-prefix-caching" in json.loads(pinned.stdout)
+    old = run("argv", *vllm, "--engine-version", "0.9.0")
+    assert old.returncode == 1
+    assert "takes --no-enable-prefix-caching only from version 0.10.0" in old.stderr
+    unknown = run("env", *vllm, "--engine-version", "nightly")
+    assert "engine version 'nightly' is not a version number" in unknown.stderr
+
+
+def test_target_sets_where_a_hugging_face_model_is_read() -> None:
+    hub = ["--engine", "vllm", "--model", "org/name", "--instance-type", "g6e.xlarge"]
+    assert json.loads(run("argv", *hub).stdout)[2] == "org/name"
+    staged = run("argv", *hub, "--target", "hyperpod-eks")
+    assert json.loads(staged.stdout)[2] == "/opt/ml/model"
+    bad = run("argv", *hub, "--target", "gke")
+    assert bad.returncode == 1
+    assert bad.stderr == (
+        "mlcc: error: --target:/target: 'gke' is not one of ['eks', 'hyperpod-eks'] (fix: see "
+        "mlcc_constructs/data/deployment-spec.schema.json for the fields)\n"
+    )
 
 
 def test_env_vllm_lora_has_no_companion_defaults_and_argv_has_bare_flag() -> None:
@@ -92,9 +120,9 @@ def test_validate_reports_every_error_and_exits_1(tmp_path: Path) -> None:
     out = run("validate", str(bad))
     assert out.returncode == 1
     assert out.stderr.splitlines() == [
-        f"{bad}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' (got 'bad'; "
-        "allowed: ^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_)",
-        f"{bad}:/min_version: '1' does not match '^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$'",
+        f"mlcc: error: {bad}:/env_var_prefix: env_var_prefix must be upper-case and end with '_' "
+        "(got 'bad'; allowed: ^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_)",
+        f"mlcc: error: {bad}:/min_version: '1' does not match '^[0-9]+\\\\.[0-9]+\\\\.[0-9]+$'",
     ]
     builtin = Path(__file__).resolve().parent.parent / "engines" / "vllm" / "manifest.json"
     assert run("validate", str(builtin)).returncode == 0

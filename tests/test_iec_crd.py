@@ -12,8 +12,8 @@ import pytest
 import yaml
 from conftest import LLAMA_CPP_TEST_IMAGE
 
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.k8s_validation import IEC_V1_RULES, iec_problems, strict
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 

@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.prepare import RenderContext, prepare
+from mlcc_constructs.core.prepare import prepare
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 

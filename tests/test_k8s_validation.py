@@ -11,8 +11,8 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.k8s_validation import core_object_problems, kubernetes_version
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 

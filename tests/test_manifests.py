@@ -113,6 +113,16 @@ _DELETE = object()
 
 BAD_MANIFESTS = [
     (
+        "wrapper engine without a model capability",
+        _with(capability_map={"tp": {"suffix": "TP", "value_type": "valued"}}),
+        [
+            "{F}:/capability_map: a wrapper engine must declare a 'model' capability: the "
+            "wrapper passes the model to the engine through it (got ['tp']; fix: add \"model\": "
+            '{"suffix": "MODEL", "value_type": "valued"} (the env suffix the engine\'s model '
+            "flag is named after))"
+        ],
+    ),
+    (
         "missing field",
         _with(min_version=_DELETE),
         ["{F}:/: 'min_version' is a required property"],
@@ -196,6 +206,35 @@ BAD_MANIFESTS = [
             "{F}:/capability_map/lora_rank/suffix: a capability's suffix is also listed in "
             "engine_env: it cannot be both a flag and the engine's own env setting (got "
             "'LORA_RANK'; fix: remove it from engine_env or rename the capability's suffix)"
+        ],
+    ),
+    (
+        "unknown list form",
+        _with(list_values={"default": "spread", "flags": {"NAMES": "comma"}}),
+        [
+            "{F}:/list_values/flags/NAMES: value not allowed (got 'comma'; allowed: spread, "
+            "repeat, verbatim)"
+        ],
+    ),
+    (
+        "off-form prefix without a separator",
+        _with(negation={"prefix": "no"}),
+        ["{F}:/negation/prefix: 'no' does not match '^[a-z][a-z0-9]*[-_]$'"],
+    ),
+    (
+        "engine_env suffix declared a list flag and a flag without off form",
+        _with(
+            engine_env=["LOG_LEVEL"],
+            list_values={"default": "spread", "flags": {"LOG_LEVEL": "repeat"}},
+            negation={"prefix": "no-", "except": ["LOG_LEVEL"]},
+        ),
+        [
+            "{F}:/list_values/flags/LOG_LEVEL: names a flag, but the suffix is listed in "
+            "engine_env (the engine's own env settings, never flags) (got 'LOG_LEVEL'; fix: "
+            "remove it here or from engine_env)",
+            "{F}:/negation/except/0: names a flag, but the suffix is listed in engine_env (the "
+            "engine's own env settings, never flags) (got 'LOG_LEVEL'; fix: remove it here or "
+            "from engine_env)",
         ],
     ),
     (
@@ -295,3 +334,24 @@ def test_longest_prefix_owns_a_key(tmp_path: Path) -> None:
     assert registry.owner_of("VLLM_X_FOO").engine == "vllm-x"  # type: ignore[union-attr]
     assert registry.owner_of("VLLM_FOO").engine == "vllm"  # type: ignore[union-attr]
     assert registry.owner_of("NCCL_DEBUG") is None
+
+
+def test_duplicate_json_keys_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "manifest.json"
+    path.write_text('{"engine": "a", "engine": "b"}')
+    with pytest.raises(MlccError) as caught:
+        load_manifest(path)
+    assert str(caught.value) == (
+        f"{path}: duplicate key 'engine': JSON keeps only the last one (fix: keep the key once)"
+    )
+
+
+def test_override_builtin_must_name_a_builtin(tmp_path: Path) -> None:
+    _plugin(tmp_path, "mine", "MINE_")
+    with pytest.raises(MlccError) as caught:
+        EngineRegistry.load([tmp_path], use_env=False, allow_override=["nosuch"])
+    assert str(caught.value) == (
+        "--override-builtin: --override-builtin names no built-in engine: 'nosuch' (got "
+        "'nosuch'; allowed: llama-cpp, lmi, sglang, tensorrt-llm, vllm; fix: name the built-in "
+        "engine the plugin replaces, or drop the option)"
+    )

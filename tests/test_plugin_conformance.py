@@ -99,7 +99,7 @@ def test_second_group_is_used_when_the_first_cannot_resolve(
     without = resolve(_spec(), registry=registry)
     assert "HYPER_ADAPTERS_ON" not in without.env
     assert [str(s) for s in without.skipped] == [
-        "omitting HYPER_ADAPTERS_ON: requires lora_slots, lora_max_rank or lora_preload — "
+        "omitting HYPER_ADAPTERS_ON: requires (lora_slots and lora_max_rank) or lora_preload — "
         "missing lora_slots (no value: set HYPER_ADAPTER_SLOTS); lora_preload (no value: set "
         "HYPER_ADAPTER_PRELOAD)"
     ]

@@ -14,8 +14,8 @@ from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec
 from mlcc_constructs.core.container import ENGINE_CONTAINER
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 
@@ -156,6 +156,13 @@ def test_spec_file_takes_a_cache_backend(tmp_path: Path) -> None:
             "VLLM_TENSOR_PARALLEL_SIZE",
         ),
         ("suppressArgs", ["--enable-lora"], 0, "--enable-lora", "VLLM_ENABLE_LORA"),
+        (
+            "args",
+            ["--no-enable-prefix-caching"],
+            0,
+            "--no-enable-prefix-caching",
+            "VLLM_ENABLE_PREFIX_CACHING",
+        ),
     ],
 )
 def test_overrides_may_not_touch_flags_the_config_sets(
@@ -163,7 +170,13 @@ def test_overrides_may_not_touch_flags_the_config_sets(
 ) -> None:
     document = seed_safe_spec("VLLM")
     document["integration"]["engineOverrides"] = {field: tokens}
-    spec = _spec("vllm", "VLLM", lora=True, cache_backend=CacheBackendSpec.from_dict(document))
+    spec = _spec(
+        "vllm",
+        "VLLM",
+        lora=True,
+        env={"VLLM_ENABLE_PREFIX_CACHING": "false"},  # the off form: --no-enable-prefix-caching
+        cache_backend=CacheBackendSpec.from_dict(document),
+    )
     with pytest.raises(MlccError) as caught:
         render(spec, context=CONTEXT)
     assert str(caught.value) == (

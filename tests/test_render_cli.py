@@ -91,6 +91,7 @@ def test_out_writes_one_file_per_object(
     code, out, _ = run(capsys, *DONE_WHEN, "--out", str(tmp_path))
     assert code == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        ".mlcc-render.json",
         "configmap-llama-sglang-config.yaml",
         "configmap-llama-sglang-wrapper.yaml",
         "deployment-llama-sglang.yaml",
@@ -118,7 +119,7 @@ SPEC = {
     "account": "123456789012",
     "region": "eu-west-1",
     "profile": "prod",
-    "env": {"VLLM_MAX_NUM_SEQS": 16, "VLLM_ENFORCE_EAGER": True},
+    "env": {"VLLM_MAX_NUM_SEQS": "16", "VLLM_ENFORCE_EAGER": "true"},
     "secret_env": {"HF_TOKEN": {"name": "hf", "key": "token"}},
     "config_delivery": "args",
 }
@@ -251,6 +252,153 @@ def test_a_render_problem_names_the_flag_its_field_came_from(
     code, _, err = run(capsys, "render", "-f", str(path), "--name", "x", "--tp", "2")
     assert code == 1
     assert err.startswith(
-        "mlcc: error: --tp:/tensor_parallel_degree: tensor-parallel degree must be a whole "
-        "number from 1 to the 1 GPU(s) of ml.g5.xlarge"
+        "mlcc: error: --tp:/tensor_parallel_degree: tensor-parallel degree must divide the 1 "
+        "GPU(s) of ml.g5.xlarge"
+    )
+
+
+def test_out_replaces_its_own_earlier_render_entirely(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "rendered"
+    assert run(capsys, *DONE_WHEN, "--out", str(out))[0] == 0
+    assert "persistentvolume-default-llama-sglang-model.yaml" in {p.name for p in out.iterdir()}
+    hub = [a if a != MODEL else "meta-llama/Llama-3.1-8B-Instruct" for a in DONE_WHEN]
+    assert run(capsys, *hub, "--out", str(out))[0] == 0
+    names = {p.name for p in out.iterdir()}
+    # the s3:// model's volume and claim are gone with the earlier render
+    assert not any(n.startswith("persistentvolume") for n in names)
+    assert json.loads((out / ".mlcc-render.json").read_text())["files"] == sorted(
+        names - {".mlcc-render.json"}
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["rendered"]  # no staging folder left
+
+
+def test_out_refuses_a_folder_it_did_not_write(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine", encoding="utf-8")
+    code, out, err = run(capsys, *DONE_WHEN, "--out", str(tmp_path))
+    assert (code, out) == (1, "")
+    assert err == (
+        f"mlcc: error: {tmp_path}: --out names a folder mlcc render did not write; it is not "
+        "replaced (got ['notes.txt']; fix: pass a new or empty folder (the command replaces only "
+        "its own earlier output))\n"
+    )
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_out_refuses_files_added_to_its_folder(
+    capsys: pytest.CaptureFixture[str], in_repo: None, tmp_path: Path
+) -> None:
+    out = tmp_path / "rendered"
+    assert run(capsys, *DONE_WHEN, "--out", str(out))[0] == 0
+    before = {p.name: p.read_text() for p in out.iterdir()}
+    (out / "extra.yaml").write_text("kind: Secret\n", encoding="utf-8")
+    code, _, err = run(capsys, *DONE_WHEN, "--replicas", "2", "--out", str(out))
+    assert code == 1
+    assert "--out holds files an earlier render did not write" in err
+    assert "['extra.yaml']" in err
+    assert {p.name: p.read_text() for p in out.iterdir() if p.name != "extra.yaml"} == before
+
+
+def test_a_failed_write_leaves_the_earlier_render(
+    capsys: pytest.CaptureFixture[str],
+    in_repo: None,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = tmp_path / "rendered"
+    assert run(capsys, *DONE_WHEN, "--out", str(out))[0] == 0
+    before = {p.name: p.read_text() for p in out.iterdir()}
+    written: list[str] = []
+    real_write = Path.write_text
+
+    def failing_write(self: Path, text: str, *args: Any, **kwargs: Any) -> int:
+        written.append(self.name)
+        if len(written) == 3:
+            raise OSError(28, "No space left on device")
+        return real_write(self, text, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", failing_write)
+    code, _, err = run(capsys, *DONE_WHEN, "--replicas", "2", "--out", str(out))
+    monkeypatch.undo()
+    assert code == 1 and "cannot write --out: No space left on device" in err
+    assert {p.name: p.read_text() for p in out.iterdir()} == before
+    assert [p.name for p in tmp_path.iterdir()] == ["rendered"]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "env:\n  VLLM_ENFORCE_EAGER: yes\n",
+            ["/env/VLLM_ENFORCE_EAGER: True is not of type 'string'"],
+        ),
+        ("env:\n  VLLM_X: 0777\n", ["/env/VLLM_X: 511 is not of type 'string'"]),
+        (
+            "env:\n  VLLM_X: '1'\n  VLLM_X: '2'\n",
+            [
+                ": duplicate key 'VLLM_X' at line 7 column 3 (first at line 6): YAML keeps only "
+                "the last one (fix: keep the key once)"
+            ],
+        ),
+    ],
+)
+def test_yaml_pitfalls_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: list[str]
+) -> None:
+    base = "engine: vllm\nmodel: org/name\ninstance_type: g5.xlarge\nname: x\n"
+    path = tmp_path / "spec.yaml"
+    path.write_text(base + text, encoding="utf-8")
+    code, out, err = run(capsys, "render", "-f", str(path))
+    assert (code, out) == (1, "")
+    lines = err.splitlines()
+    assert len(lines) == len(expected)
+    for line, part in zip(lines, expected, strict=True):
+        assert line.startswith(f"mlcc: error: {path}")
+        assert part in line
+    if "not of type" in expected[0]:
+        assert "fix: quote the value" in err
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"engine: vllm\x00\n", "the spec file is binary (a NUL byte at offset 12), not text"),
+        (
+            "engine: vllm # caf\xe9\n".encode("latin-1"),
+            "the spec file is not UTF-8 text (byte 0xe9 at offset 18)",
+        ),
+    ],
+)
+def test_binary_and_non_utf8_files_are_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "spec.yaml"
+    path.write_bytes(content)
+    code, _, err = run(capsys, "render", "-f", str(path))
+    assert code == 1
+    assert err.startswith(f"mlcc: error: {path}: {message}")
+
+
+def test_hyperpod_outside_a_clone_takes_the_environment_from_flags(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no cdk.json here
+    hub = ["render", "--engine", "vllm", "--model", "org/name", "--instance-type", "g5.xlarge"]
+    hub += ["--name", "x", "--target", "hyperpod-eks"]
+    code, out, err = run(capsys, *hub)
+    assert (code, out) == (1, "")
+    assert err == (
+        "mlcc: error: /account: the IEC's TLS bucket (stacks/buckets.json 'tls') needs account, "
+        "region, profile (fix: pass --account --region --profile (or set them in cdk.json context "
+        "/ RenderContext))\n"
+    )
+    flags = ["--account", "123456789012", "--region", "us-west-2", "--profile", "prod"]
+    code, out, _ = run(capsys, *hub, *flags)
+    assert code == 0
+    [iec] = list(yaml.safe_load_all(out))
+    assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"] == (
+        "s3://mlcc-tls-prod-123456789012-us-west-2/default/x"
     )

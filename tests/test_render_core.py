@@ -15,10 +15,11 @@ from conftest import LLAMA_CPP_TEST_IMAGE
 from mlcc_constructs import cli
 from mlcc_constructs.core.catalog import lookup
 from mlcc_constructs.core.container import ENGINE_CONTAINER, config_hash, pod_resources
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.k8s_validation import core_object_problems, name_problems
 from mlcc_constructs.core.manifests import EngineRegistry, builtin_engines
-from mlcc_constructs.core.prepare import RenderContext, infer_environment
+from mlcc_constructs.core.prepare import infer_environment
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.renderers.eks import CONFIG_HASH_ANNOTATION
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef

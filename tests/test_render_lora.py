@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.lora import AdapterRank
-from mlcc_constructs.core.prepare import RenderContext
+from mlcc_constructs.core.lora_rank import AdapterRank
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 from mlcc_constructs.core.spec_file import spec_from_mapping

@@ -129,8 +129,56 @@ def test_engine_env_settings_pass_through_as_env() -> None:
     assert "--allow-runtime-lora-updating" not in resolution.argv()
 
 
-def test_a_false_boolean_is_not_emitted() -> None:
-    assert "VLLM_ENABLE_LORA" not in resolve(spec(env={"VLLM_ENABLE_LORA": "false"})).env
+def test_a_false_boolean_reaches_an_engine_with_an_off_form_as_off() -> None:
+    """vLLM declares its off form (--no-<flag>): false means off, for Tier 1 and Tier 2."""
+    resolution = resolve(
+        spec(env={"VLLM_ENABLE_LORA": "false", "VLLM_ENABLE_PREFIX_CACHING": "False"})
+    )
+    assert resolution.env["VLLM_ENABLE_LORA"] == "false"
+    assert resolution.env["VLLM_ENABLE_PREFIX_CACHING"] == "False"
+    argv = resolution.argv()
+    assert "--no-enable-lora" in argv and "--no-enable-prefix-caching" in argv
+    assert "--enable-lora" not in argv and resolution.warnings == ()
+
+
+def test_a_false_boolean_the_engine_cannot_negate_passes_nothing_with_a_warning() -> None:
+    """The seed rule stays the default: SGLang has no off form, a store_true vLLM flag none."""
+    sglang = resolve(
+        spec(
+            engine="sglang",
+            engine_version="0.5.21",
+            env={"SGLANG_ENABLE_LORA": "false", "SGLANG_ENABLE_METRICS": "false"},
+        )
+    )
+    assert "SGLANG_ENABLE_LORA" not in sglang.env  # Tier 1: omitted
+    assert sglang.env["SGLANG_ENABLE_METRICS"] == "false"  # Tier 2: forwarded, passes nothing
+    assert not any("enable" in a for a in sglang.argv())
+    assert sglang.warnings == (
+        "SGLANG_ENABLE_METRICS=false passes nothing: sglang declares no off form for its "
+        "boolean flags (manifest negation); the engine's default applies",
+        "SGLANG_ENABLE_LORA=false passes nothing: sglang declares no off form for its boolean "
+        "flags (manifest negation); the engine's default applies",
+    )
+    vllm = resolve(spec(env={"VLLM_DISABLE_LOG_STATS": "false"}))
+    assert "--no-disable-log-stats" not in vllm.argv()
+    assert vllm.warnings == (
+        "VLLM_DISABLE_LOG_STATS=false passes nothing: --disable-log-stats has no off form in "
+        "vllm (manifest negation.except); the engine's default applies",
+    )
+
+
+def test_list_values_are_checked_and_spread() -> None:
+    resolution = resolve(
+        spec(
+            engine="sglang",
+            engine_version="0.5.21",
+            lora=True,
+            env={"SGLANG_LORA_TARGET_MODULES": '["q_proj", "v_proj"]'},
+        )
+    )
+    argv = resolution.argv()
+    index = argv.index("--lora-target-modules")
+    assert argv[index : index + 3] == ["--lora-target-modules", "q_proj", "v_proj"]
 
 
 def test_computed_values_lose_to_user_values_and_win_over_defaults() -> None:
@@ -166,9 +214,16 @@ BAD_SPECS = [
     (
         "TP above GPUs",
         {"tensor_parallel_degree": 8},
-        "/tensor_parallel_degree: tensor-parallel degree must be a whole number from 1 to the 4 "
-        "GPU(s) of ml.g5.12xlarge (got '8'; allowed: 1..4; fix: lower it, or pick an instance "
-        "type with more GPUs)",
+        "/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
+        "ml.g5.12xlarge (got '8'; allowed: 1, 2, 4; fix: use one of the allowed degrees, or pick "
+        "an instance type with more GPUs)",
+    ),
+    (
+        "TP that does not divide the GPUs",
+        {"tensor_parallel_degree": 3},
+        "/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
+        "ml.g5.12xlarge (got '3'; allowed: 1, 2, 4; fix: use one of the allowed degrees, or pick "
+        "an instance type with more GPUs)",
     ),
     (
         "version below minimum",
@@ -238,6 +293,33 @@ BAD_SPECS = [
         "/env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch section owns "
         "(port 30000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
         "it; change launch.port in the engine manifest instead)",
+    ),
+    (
+        "off form the engine version lacks",
+        {"engine_version": "0.9.0", "env": {"VLLM_ENABLE_PREFIX_CACHING": "false"}},
+        "/env/VLLM_ENABLE_PREFIX_CACHING: false asks for the off form of the flag, but vllm "
+        "takes --no-enable-prefix-caching only from version 0.10.0 (engine version 0.9.0) (got "
+        "'false'; fix: remove the key (the engine's default applies) or use a newer image)",
+    ),
+    (
+        "malformed list value",
+        {"env": {"VLLM_SERVED_MODEL_NAME": '["a", b]'}},
+        "/env/VLLM_SERVED_MODEL_NAME: starts with '[' but is not a JSON array (Expecting value: "
+        "line 1 column 7 (char 6)) (got '[\"a\", b]'; fix: write several values as a JSON "
+        'array, e.g. ["a","b"])',
+    ),
+    (
+        "empty list value",
+        {"env": {"VLLM_SERVED_MODEL_NAME": "[]"}},
+        "/env/VLLM_SERVED_MODEL_NAME: is an empty JSON array: a list flag needs at least one "
+        "value (got '[]'; fix: remove the key to leave the flag unset)",
+    ),
+    (
+        "list element outside allowed",
+        {"env": {"VLLM_MAX_LORA_RANK": "[16, 48]"}},
+        "/env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '[16, 48]'; "
+        "allowed: 1, 8, 16, 32, 64, 128, 256, 320, 512; fix: use one of the allowed values "
+        "(declared in the engine manifest))",
     ),
     (
         "not a model source",

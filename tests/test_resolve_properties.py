@@ -23,7 +23,7 @@ def specs(draw: st.DrawFn) -> DeploymentSpec:
     has = {c.name for c in manifest.capabilities}
     suffix = st.from_regex(r"[A-Z][A-Z0-9_]{1,10}", fullmatch=True)
     value = st.one_of(
-        st.sampled_from(["true", "false", "1", "all", "awq", "64"]),
+        st.sampled_from(["true", "false", "1", "all", "awq", "64", '["a", "b"]', "[1]", "[]"]),
         st.from_regex(r"[a-z0-9./=-]{1,10}", fullmatch=True),
     )
     tier2 = draw(st.dictionaries(suffix, value, max_size=5))
@@ -46,9 +46,11 @@ def test_resolver_invariants(spec: DeploymentSpec) -> None:
         resolution = resolve(spec, registry=REGISTRY)
     except MlccError as error:
         # Only user-value problems may refuse a generated spec; never an internal rule.
-        assert all(p.pointer.startswith("env/") for p in error.problems), str(error)
+        assert all(p.pointer.startswith("/env/") for p in error.problems), str(error)
         return
     manifest = ENGINES[spec.engine]
+    if manifest.entrypoint == "wrapper":
+        resolution.argv()  # what the resolver accepts, the wrapper translates (no WrapperError)
     by_key = {manifest.key(c): c for c in manifest.capabilities}
     foreign = PREFIXES - {manifest.env_var_prefix}
     for key, value in resolution.env.items():
@@ -58,7 +60,11 @@ def test_resolver_invariants(spec: DeploymentSpec) -> None:
         if capability is None:
             continue
         if capability.value_type == "boolean":
-            assert value == "true", (key, value)  # booleans only as true
+            # booleans as true, or as false only where the engine has an off form
+            off = value == "false" and manifest.off_form_blocker(capability.suffix, None) is None
+            assert value == "true" or off, (key, value)
+            if off:
+                continue
         else:
             assert value.strip().lower() not in SENTINELS, (key, value)  # never empty/sentinel
         if capability.groups:

@@ -28,6 +28,8 @@ def test_installed_wheel_renders_from_its_own_files(tmp_path: Path) -> None:
         "mlcc_constructs/data/versions.json",
         "mlcc_constructs/ops/_cfn_diff.js",
         "mlcc_constructs/py.typed",
+        "mlcc_constructs/examples/deployment.yaml",
+        "mlcc_constructs/examples/cachebackend.yaml",
     ):
         assert shipped in names, shipped
     site = tmp_path / "site"

@@ -6,13 +6,20 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from mlcc_constructs.core.manifests import builtin_engines
-from mlcc_constructs.core.wrapper import WrapperError, build_argv, engine_flags, flag_for
+from mlcc_constructs.core.wrapper import (
+    WrapperError,
+    build_argv,
+    engine_flags,
+    flag_for,
+    merge_args,
+)
 
 MANIFESTS = {m.engine: m.raw for m in builtin_engines()}
 
@@ -139,3 +146,167 @@ def test_only_delivered_keys_become_flags() -> None:
     env = {"VLLM_MODEL": "m", "VLLM_MAX_LORAS": "2", "VLLM_USAGE_SOURCE": "image", "VLLM_X": "1"}
     argv = build_argv(MANIFESTS["vllm"], env, keys={"VLLM_MODEL", "VLLM_MAX_LORAS"})
     assert argv == ["vllm", "serve", "m", "--max-loras", "2", "--host", "0.0.0.0", "--port", "8000"]
+
+
+# -- the off form of booleans, list values, merging container args --------------------------
+
+
+def test_false_is_the_off_form_where_the_manifest_declares_one() -> None:
+    env = {
+        "VLLM_MODEL": "m",
+        "VLLM_ENABLE_PREFIX_CACHING": "false",
+        "VLLM_DISABLE_LOG_STATS": "False",  # store_true in vLLM: negation.except
+        "VLLM_ENFORCE_EAGER": "true",
+    }
+    argv = build_argv(MANIFESTS["vllm"], env)
+    assert argv[3:-4] == ["--no-enable-prefix-caching", "--enforce-eager"]
+    sglang = build_argv(MANIFESTS["sglang"], {"SGLANG_MODEL_PATH": "m", "SGLANG_X": "false"})
+    assert "--x" not in " ".join(sglang) and "--no-x" not in sglang  # no off form: nothing
+
+
+@pytest.mark.parametrize(
+    ("form", "expected"),
+    [
+        ("spread", ["--lora-modules", "a=/p", "b=/q"]),
+        ("repeat", ["--lora-modules", "a=/p", "--lora-modules", "b=/q"]),
+        ("verbatim", ["--lora-modules", '["a=/p", "b=/q"]']),
+    ],
+)
+def test_a_json_array_is_several_values_in_the_declared_form(
+    form: str, expected: list[str]
+) -> None:
+    manifest = {"list_values": {"default": "spread", "flags": {"LORA_MODULES": form}}}
+    env = {"VLLM_LORA_MODULES": '["a=/p", "b=/q"]'}
+    assert engine_flags(env, "VLLM_", "kebab", manifest=manifest) == expected
+
+
+def test_list_elements_that_are_not_strings_travel_as_compact_json() -> None:
+    manifest = {"list_values": {"default": "spread"}}
+    env = {"VLLM_LORA_MODULES": '[{"name": "a", "path": "/p"}, 3]'}
+    assert engine_flags(env, "VLLM_", "kebab", manifest=manifest) == [
+        "--lora-modules",
+        '{"name":"a","path":"/p"}',
+        "3",
+    ]
+
+
+def test_without_list_values_a_bracketed_value_is_one_argument() -> None:
+    trt = build_argv(MANIFESTS["tensorrt-llm"], {"TRTLLM_MODEL": "/m", "TRTLLM_X": '["a","b"]'})
+    assert trt[2:4] == ["--x", '["a","b"]']
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "[a, b]",
+            "VLLM_SERVED_MODEL_NAME starts with '[' but is not a JSON array (Expecting value: line "
+            '1 column 2 (char 1)); write several values as a JSON array, e.g. ["a","b"]',
+        ),
+        (
+            "[]",
+            "VLLM_SERVED_MODEL_NAME is an empty JSON array: a list flag needs at least one value; "
+            "remove the key to leave the flag unset",
+        ),
+        (
+            '["a", ""]',
+            "VLLM_SERVED_MODEL_NAME holds an empty string; give every list element a value, or "
+            "remove it",
+        ),
+    ],
+)
+def test_malformed_lists_are_refused(value: str, message: str) -> None:
+    with pytest.raises(WrapperError) as caught:
+        build_argv(MANIFESTS["vllm"], {"VLLM_MODEL": "m", "VLLM_SERVED_MODEL_NAME": value})
+    assert str(caught.value) == message
+
+
+@pytest.mark.parametrize(
+    ("argv", "extra", "merged"),
+    [
+        (["--a", "--b", "1"], ["--b", "2"], ["--a", "--b", "2"]),
+        (["--a", "--b=1"], ["--b", "2"], ["--a", "--b", "2"]),
+        (["--t", "q", "v", "--z"], ["--t", "all"], ["--t", "all", "--z"]),
+        (["m", "--metrics"], ["--metrics", "--x", "1"], ["m", "--metrics", "--x", "1"]),
+        (["--n", "-1"], ["--n", "2"], ["--n", "2"]),
+    ],
+)
+def test_container_args_replace_a_flag_group_in_place_or_follow(
+    argv: list[str], extra: list[str], merged: list[str]
+) -> None:
+    assert merge_args(argv, extra) == merged
+
+
+def _wrapper(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "mlcc_constructs.core.wrapper", *args]
+    return subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+
+
+def test_the_engine_environment_holds_no_translated_key() -> None:
+    delivered = {
+        "VLLM_MODEL": "org/name",
+        "VLLM_ENABLE_LORA": "true",
+        "VLLM_MAX_NUM_SEQS": "8",
+        "VLLM_ENABLE_PREFIX_CACHING": "false",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",  # the engine's own (engine_env)
+    }
+    env = {
+        "PATH": os.environ["PATH"],
+        "LANG": "C.UTF-8",  # else Python's locale coercion adds LC_CTYPE
+        "HOME": "/tmp",
+        "NCCL_DEBUG": "WARN",
+        "VLLM_USAGE_SOURCE": "production-docker-image",  # the image's own, not delivered
+        "MLCC_ENGINE": "vllm",
+        "MLCC_ENGINE_KEYS": ",".join(k for k in delivered if "RUNTIME" not in k),
+        **delivered,
+    }
+    exec_env = json.loads(_wrapper(env, "--print-env").stdout)
+    assert exec_env == {
+        "PATH": os.environ["PATH"],
+        "LANG": "C.UTF-8",
+        "HOME": "/tmp",
+        "NCCL_DEBUG": "WARN",
+        "VLLM_USAGE_SOURCE": "production-docker-image",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True",
+    }
+
+
+def test_the_wrapper_execs_the_engine_with_that_environment(tmp_path: Path) -> None:
+    """A plugin engine whose command dumps what it was started with."""
+    dump = "import json, os, sys; print(json.dumps([sys.argv[1:], dict(os.environ)]))"
+    manifest = {
+        "engine": "dumper",
+        "env_var_prefix": "DUMP_",
+        "entrypoint": "wrapper",
+        "min_version": "1.0.0",
+        "launch": {"command": [sys.executable, "-c", dump], "model": "flag", "port": 9,
+                   "port_flag": "--port", "health_path": "/"},
+        "engine_env": ["LOG_LEVEL"],
+        "negation": {"prefix": "no-"},
+        "list_values": {"default": "spread"},
+        "capability_map": {"model": {"suffix": "MODEL", "value_type": "valued"}},
+    }  # fmt: skip
+    env = {
+        "PATH": os.environ["PATH"],
+        "MLCC_ENGINE": "dumper",
+        "MLCC_ENGINE_MANIFEST_JSON": json.dumps(manifest),
+        "MLCC_ENGINE_KEYS": "DUMP_MODEL,DUMP_NAMES,DUMP_CACHE",
+        "DUMP_MODEL": "/m",
+        "DUMP_NAMES": '["a","b"]',
+        "DUMP_CACHE": "false",
+        "DUMP_LOG_LEVEL": "debug",
+    }
+    argv, engine_env = json.loads(_wrapper(env, "--extra", "1").stdout)
+    assert argv == [
+        "--no-cache",
+        "--model",
+        "/m",
+        "--names",
+        "a",
+        "b",
+        "--port",
+        "9",
+        "--extra",
+        "1",
+    ]
+    assert {k for k in engine_env if k.startswith(("DUMP_", "MLCC_"))} == {"DUMP_LOG_LEVEL"}

@@ -9,6 +9,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from mlcc_constructs.core.errors import MlccError
 
@@ -40,12 +41,23 @@ COMMAND_OWNERS: dict[str, str] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with mlcc's error lines: ``mlcc: error: ...`` after the usage, exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(2, f"mlcc: error: {self.prog}: {message}\n")
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``mlcc`` parser: every command group, or only the one that owns ``command``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="mlcc",
         description="Engine-aware configuration for serving LLMs on EKS and SageMaker HyperPod.",
     )
+    from mlcc_constructs import __version__
+
+    parser.add_argument("--version", action="version", version=f"mlcc {__version__}")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     owner = COMMAND_OWNERS.get(command or "")
     modules = [owner] if owner in COMMAND_MODULES else COMMAND_MODULES

@@ -26,7 +26,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     reserved.add_argument(
         "--runtime", choices=runtimes(), help="only this runtime (case-sensitive)"
     )
-    reserved.add_argument("--format", choices=["table", "json"], default="table")
+    reserved.add_argument(
+        "--format",
+        choices=["table", "json"],
+        default="table",
+        help="table (default) or json",
+    )
     reserved.set_defaults(func=run_reserved)
     check = actions.add_parser(
         "check", help="admit every CacheBackend in a YAML file (exit 1 with every problem)"

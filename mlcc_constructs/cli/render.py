@@ -13,7 +13,8 @@ from mlcc_constructs.cli._common import (
     registry_from,
     spec_from_args,
 )
-from mlcc_constructs.core.errors import MlccError, fail
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.targets import kubernetes_target_names
 
 _CONTEXT = ("account", "region", "profile")
 
@@ -27,8 +28,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "region and profile that name the IEC's TLS bucket default to the model bucket's name "
         "(stacks/buckets.json), then to ./cdk.json context.",
     )
-    parser.add_argument("-f", "--file", default=None, help="deployment spec file (YAML/JSON)")
-    parser.add_argument("--target", choices=["eks", "hyperpod-eks"], default=None)
+    parser.add_argument(
+        "-f",
+        "--file",
+        default=None,
+        metavar="FILE",
+        help="deployment spec file: one YAML or JSON mapping with the fields of "
+        "mlcc_constructs/data/deployment-spec.schema.json (engine, model, instance_type, name, "
+        "target, env, ...); see examples/deployment.yaml",
+    )
+    parser.add_argument(
+        "--target",
+        choices=kubernetes_target_names(),
+        default=None,
+        help="the target whose objects to render (default: eks)",
+    )
     parser.add_argument("--name", default=None, help="name of the objects (RFC 1035 label)")
     parser.add_argument("--namespace", default=None, help="namespace (default: default)")
     parser.add_argument("--image", default=None, help="container image (default: pinned)")
@@ -69,7 +83,7 @@ def _cdk_context() -> dict[str, str]:
 def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
     """The (SpecFile, RenderContext) of the command line: ``-f`` then the flags, as layers of
     one validated mapping; ``./cdk.json`` context fills the account, region and profile."""
-    from mlcc_constructs.core.prepare import RenderContext
+    from mlcc_constructs.core.context import RenderContext
 
     loaded = spec_from_args(args)
     fallback = _cdk_context()
@@ -81,12 +95,6 @@ def run_render(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.render import render
     from mlcc_constructs.core.yaml_output import file_name, to_yaml
 
-    if args.out and Path(args.out).exists() and not Path(args.out).is_dir():
-        raise fail(
-            "--out must be a folder, not a file",
-            where=args.out,
-            fix="pass a folder (created when missing) or omit --out to print the YAML",
-        )
     loaded, context = build_spec(args)
     try:
         rendered = render(loaded.spec, context=context, registry=registry_from(args))
@@ -95,11 +103,10 @@ def run_render(args: argparse.Namespace) -> int:
     for note in rendered.warnings:
         print(f"mlcc: {note}", file=sys.stderr)
     if args.out:
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
-        for obj in rendered.objects:
-            path = out / file_name(obj)
-            path.write_text(to_yaml([obj]), encoding="utf-8")
+        from mlcc_constructs.ops.render_output import write_folder
+
+        files = {file_name(obj): to_yaml([obj]) for obj in rendered.objects}
+        for path in write_folder(Path(args.out), files):
             print(path)
         return 0
     sys.stdout.write(to_yaml(rendered.objects))

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         except MlccError as error:
             failed = True
             for problem in error.problems:
-                print(problem, file=sys.stderr)
+                print(f"mlcc: error: {problem}", file=sys.stderr)
     if folders:
         # Folders are checked together: shadowing and duplicate prefixes span folders.
         try:
@@ -40,5 +40,5 @@ def run(args: argparse.Namespace) -> int:
         except MlccError as error:
             failed = True
             for problem in error.problems:
-                print(problem, file=sys.stderr)
+                print(f"mlcc: error: {problem}", file=sys.stderr)
     return 1 if failed else 0

@@ -20,7 +20,7 @@ from typing import Any, Literal
 from mlcc_constructs.core import s3_layout as layout
 from mlcc_constructs.core.adapter_record import AdapterRecord, PeftInfo
 from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.lora_rank import AdapterRank
 from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.targets import AdapterDelivery
 

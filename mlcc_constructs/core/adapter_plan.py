@@ -31,7 +31,7 @@ from mlcc_constructs.core.adapter_deployment import (
 from mlcc_constructs.core.adapter_record import AdapterRecord, PeftInfo, resolve_base
 from mlcc_constructs.core.errors import fail
 from mlcc_constructs.core.hf_source import is_hf_source, parse_hf_source
-from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.lora_rank import AdapterRank
 from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.targets import load_target
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from mlcc_constructs.core import s3_layout as layout
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
-from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.lora_rank import AdapterRank
 from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
 
 RECORD_FORMAT = "mlcc-adapter/1"

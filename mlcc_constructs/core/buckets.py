@@ -17,7 +17,7 @@ _PLACEHOLDERS = ("account", "region", "profile")
 _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _PROFILE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
 _ACCOUNT = re.compile(r"^[0-9]{12}$")
-_REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$")
+REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$")
 
 
 @cache
@@ -50,7 +50,7 @@ def environment_problems(
     """The problems of the given account, region and profile (``None``: not checked)."""
     checks = (
         ("account", account, _ACCOUNT, "12 digits, e.g. 123456789012"),
-        ("region", region, _REGION, "an AWS region such as us-east-1"),
+        ("region", region, REGION, "an AWS region such as us-east-1"),
         ("profile", profile, _PROFILE, "lower-case letters, digits and '-', 1-20, e.g. dev"),
     )
     return [

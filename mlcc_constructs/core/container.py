@@ -11,11 +11,14 @@ Decisions (for reviewers):
   baked in; their content is part of the pod's config hash, so a wrapper upgrade rolls the
   pods. Where pods take no volumes (an IEC worker) the script travels in the command
   (``python3 -c <wrapper>``) and the manifest in ``MLCC_ENGINE_MANIFEST_JSON``. Either way
-  ``MLCC_ENGINE_KEYS`` lists the keys the wrapper may translate, so a ``<PREFIX>*`` variable an
-  image sets for itself never becomes a flag. ``args``: the command and args are the wrapper's
-  argv computed now, so a stock image works; no engine env is delivered, because engines read
-  their own prefix as internal settings and the flags already carry every value. Model-B
-  engines (``entrypoint: image``) keep the image's entrypoint and receive the env.
+  ``MLCC_ENGINE_KEYS`` lists the keys the wrapper translates, so a ``<PREFIX>*`` variable an
+  image sets for itself never becomes a flag; the wrapper execs the engine without those keys
+  and without its own ``MLCC_*`` variables. ``args``: the command and args are the wrapper's
+  argv computed now, so a stock image works; the only engine env delivered is the engine's
+  own variables (manifest ``engine_env``, e.g. vLLM's ``VLLM_ALLOW_RUNTIME_LORA_UPDATING``),
+  because the flags carry every other value. Either way the engine sees exactly its flags
+  and its own variables. Model-B engines (``entrypoint: image``) keep the image's entrypoint
+  and receive the env.
 * **Resources** (:func:`pod_resources`): ``tensor_parallel_degree`` GPUs and that share of
   the node's vCPUs and memory after a node reserve for the kubelet, the OS and the daemon-set
   pods (CNI, kube-proxy, CSI node, device plugin): 10% of the vCPUs (at least 1) and 10% of
@@ -37,6 +40,7 @@ from mlcc_constructs.core.catalog import InstanceType
 from mlcc_constructs.core.resolution import Resolution
 from mlcc_constructs.core.spec import ConfigDelivery, DeploymentSpec, SecretRef
 from mlcc_constructs.core.targets import TargetDescriptor
+from mlcc_constructs.core.wrapper import ENGINE_ENV, KEYS_ENV, MANIFEST_ENV, MANIFEST_JSON_ENV
 
 ENGINE_CONTAINER = "engine"
 """Name of the engine container: stable, for functions that post-process the objects."""
@@ -44,11 +48,6 @@ WRAPPER_MOUNT = "/opt/mlcc"
 """Where pods mount the wrapper ConfigMap (``wrapper.py``, ``manifest.json``)."""
 MOUNTED_WRAPPER_COMMAND = ("python3", f"{WRAPPER_MOUNT}/wrapper.py")
 """The command in ``env`` delivery where pods take volumes: any image with python3 runs it."""
-ENGINE_ENV = "MLCC_ENGINE"
-MANIFEST_ENV = "MLCC_ENGINE_MANIFEST"
-MANIFEST_JSON_ENV = "MLCC_ENGINE_MANIFEST_JSON"
-KEYS_ENV = "MLCC_ENGINE_KEYS"
-"""The env keys the wrapper translates: only what the library delivered, never an image's own."""
 CPU_RESERVE_FRACTION, CPU_RESERVE_MIN = 0.10, 1
 MEMORY_RESERVE_FRACTION, MEMORY_RESERVE_MIN_GIB = 0.10, 3
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -65,7 +64,8 @@ class Container:
     """The container command; ``None`` keeps the image's entrypoint (Model-B)."""
     args: tuple[str, ...]
     engine_env: Mapping[str, str]
-    """Tier 1 then Tier 2, delivered as env (ConfigMap data or worker env); empty for ``args``."""
+    """The engine env the target delivers: Tier 1 then Tier 2 for ``env`` (ConfigMap data or
+    worker env); for ``args`` only the engine's own variables (``Resolution.own_env``)."""
     wrapper_env: tuple[tuple[str, str], ...]
     """What the wrapper reads besides the engine env (engine, manifest, keys)."""
     wrapper_files: Mapping[str, str] | None
@@ -100,7 +100,7 @@ def describe_container(
     launch = manifest.launch
     by_env = spec.config_delivery == "env"
     runs_wrapper = by_env and manifest.entrypoint == "wrapper"
-    engine_env = dict(resolution.tier1 + resolution.tier2) if by_env else {}
+    engine_env = dict(resolution.tier1 + resolution.tier2 if by_env else resolution.own_env)
     mounted = runs_wrapper and target.pod_volumes
 
     command: tuple[str, ...] | None = None
@@ -125,7 +125,7 @@ def describe_container(
         wrapper_env = (
             (ENGINE_ENV, manifest.engine),
             manifest_env,
-            (KEYS_ENV, ",".join(engine_env)),
+            (KEYS_ENV, ",".join(resolution.flag_keys)),
         )
     wrapper_files = wrapper_files_for(manifest.json_text) if mounted else None
     # The engine config (whatever the delivery) and the mounted wrapper files.

@@ -7,7 +7,7 @@ from mlcc_constructs.core.cache import Admission, CacheBackendSpec, admit, leadi
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
 from mlcc_constructs.core.resolution import Resolution
 from mlcc_constructs.core.targets import TargetDescriptor, load_target, target_names
-from mlcc_constructs.core.wrapper import flag_for
+from mlcc_constructs.core.wrapper import flag_for, negation_prefix, off_flag
 
 POINTER = "/cache_backend"
 
@@ -77,11 +77,14 @@ def configured_flags(resolution: Resolution) -> dict[str, str]:
         return {}
     style = manifest.launch.get("flag_style", "kebab")
     prefix = manifest.env_var_prefix
-    owned = {
-        flag_for(key[len(prefix) :], style): key
-        for key, _ in resolution.tier1 + resolution.tier2
-        if key not in manifest.engine_env
-    }
+    env = resolution.env
+    owned: dict[str, str] = {}
+    for key in resolution.flag_keys:
+        suffix = key[len(prefix) :]
+        if env[key].lower() != "false":
+            owned[flag_for(suffix, style)] = key
+        elif (off := negation_prefix(manifest.raw, suffix)) is not None:
+            owned[off_flag(suffix, style, off)] = key  # false: the off form, if any
     for field in ("port_flag", "host_flag"):
         if field in manifest.launch:
             owned[manifest.launch[field]] = f"the engine manifest's launch.{field}"

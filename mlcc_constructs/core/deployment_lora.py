@@ -4,7 +4,8 @@ fitted to its recorded adapters, and the LoRA buffer checked against the memory 
 from __future__ import annotations
 
 from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.lora import check_memory_cap, fit_max_rank, model_geometry
+from mlcc_constructs.core.lora import check_memory_cap, model_geometry
+from mlcc_constructs.core.lora_rank import fit_max_rank
 from mlcc_constructs.core.manifests import EngineManifest
 from mlcc_constructs.core.resolution import COMPANION_DEFAULTS, Resolution, companion_default
 from mlcc_constructs.core.spec import DeploymentSpec

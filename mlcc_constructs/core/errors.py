@@ -34,6 +34,7 @@ class Problem:
     def __str__(self) -> str:
         location = ":".join(part for part in (self.where, self.pointer) if part)
         text = f"{location}: {self.message}" if location else self.message
+        text = _printable(text)
         details = []
         if self.value is not _MISSING:
             details.append(f"got {self.value!r}")
@@ -42,6 +43,14 @@ class Problem:
         if self.fix:
             details.append(f"fix: {self.fix}")
         return f"{text} ({'; '.join(details)})" if details else text
+
+
+def _printable(text: str) -> str:
+    """``text`` on one line: control and other non-printable characters (a key read from a
+    file may hold any) escaped as Python does in a repr."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
 class MlccError(Exception):

@@ -1,10 +1,9 @@
 """Engine manifests and the engine registry (ADR-010).
 
 A manifest declares an engine's env prefix, how it is launched and its capability map. The
-JSON schema (``engines/manifest.schema.json``) governs the shape; this module adds the rules a
-schema cannot express (companions exist, ``allowed`` holds the ``default``, suffixes unique)
-and loads built-in engines plus plugin folders. Capability names are open: nothing here
-knows any engine by name.
+JSON schema (``engines/manifest.schema.json``) governs the shape and ``core/manifest_checks.py``
+the rules a schema cannot express; this module loads built-in engines plus plugin folders.
+Capability names are open: nothing here knows any engine by name.
 """
 
 from __future__ import annotations
@@ -20,9 +19,12 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from mlcc_constructs.core._resources import shipped_path
-from mlcc_constructs.core.errors import MlccError, Problem, closest, fail, json_pointer
+from mlcc_constructs.core.documents import parse_json, read_text
+from mlcc_constructs.core.errors import MlccError, Problem, closest, fail
+from mlcc_constructs.core.manifest_checks import manifest_problems
+from mlcc_constructs.core.wrapper import PATH_ENV, flag_for, off_flag
 
-ENGINE_PATH_ENV = "MLCC_ENGINE_PATH"
+ENGINE_PATH_ENV = PATH_ENV
 """Plugin folders, separated by ``os.pathsep``, added to the built-in engines."""
 
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
@@ -69,6 +71,24 @@ class EngineManifest:
     engine_env: frozenset[str] = frozenset()
     """Env keys (prefix included) the engine reads itself: forwarded as env, never flags."""
 
+    def off_form_blocker(self, suffix: str, version: tuple[int, int, int] | None) -> str | None:
+        """Why ``<PREFIX><suffix>=false`` cannot reach the engine as the flag's off form at
+        engine ``version`` (``None``: unknown, gates fail open), or ``None`` when it can."""
+        negation = self.raw.get("negation")
+        style = self.launch.get("flag_style", "kebab")
+        if not negation:
+            return f"{self.engine} declares no off form for its boolean flags (manifest negation)"
+        if suffix in negation.get("except", ()):
+            return (
+                f"{flag_for(suffix, style)} has no off form in {self.engine} "
+                "(manifest negation.except)"
+            )
+        since = parse_version(negation.get("since", ""))
+        if since and version is not None and version < since:
+            off = off_flag(suffix, style, negation["prefix"])
+            return f"{self.engine} takes {off} only from version {negation['since']}"
+        return None
+
     @cached_property
     def json_text(self) -> str:
         """The manifest as indented JSON (what the eks wrapper ConfigMap mounts)."""
@@ -97,166 +117,6 @@ class EngineManifest:
 
 def _scalar(value: object) -> str:
     return str(value)
-
-
-def _problems_from_schema(document: Any, where: str) -> list[Problem]:
-    problems = []
-    for error in sorted(_schema_validator().iter_errors(document), key=_error_order):
-        path = list(error.absolute_path)
-        pointer = json_pointer(*path) or "/"
-        if error.validator == "maxProperties" and path == ["capability_map"]:
-            problems.append(
-                Problem(
-                    message="entrypoint 'image' (Model-B) must declare an empty capability_map: "
-                    "the image owns its env contract, so MLCC injects nothing",
-                    where=where,
-                    pointer=pointer,
-                    value=sorted(error.instance),
-                    fix='set "capability_map": {} or use "entrypoint": "wrapper"',
-                )
-            )
-        elif error.validator == "not" and path[:1] == ["capability_map"]:
-            problems.append(
-                Problem(
-                    message="declares both 'requires' and 'requires_any_of'",
-                    where=where,
-                    pointer=pointer,
-                    fix="'requires' is sugar for one requires_any_of group: keep only one form",
-                )
-            )
-        elif error.validator == "pattern" and path == ["env_var_prefix"]:
-            problems.append(
-                Problem(
-                    message="env_var_prefix must be upper-case and end with '_'",
-                    where=where,
-                    pointer=pointer,
-                    value=error.instance,
-                    allowed=r"^[A-Z][A-Z0-9_]*_$, e.g. MYENGINE_",
-                )
-            )
-        elif error.validator == "enum":
-            problems.append(
-                Problem(
-                    message="value not allowed",
-                    where=where,
-                    pointer=pointer,
-                    value=error.instance,
-                    allowed=", ".join(map(str, error.validator_value)),
-                )
-            )
-        else:
-            problems.append(Problem(message=error.message, where=where, pointer=pointer))
-    return problems
-
-
-def _error_order(error: Any) -> tuple[list[str], str]:
-    return [str(p) for p in error.absolute_path], str(error.validator)
-
-
-@cache
-def _schema_validator() -> Any:
-    import jsonschema
-
-    schema = json.loads(shipped_path("engines/manifest.schema.json").read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
-
-
-def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]:
-    """Rules the schema cannot express."""
-    problems: list[Problem] = []
-    capabilities: Mapping[str, Any] = document["capability_map"]
-    seen_suffix: dict[str, str] = {}
-    for name, cap in capabilities.items():
-        base = ("capability_map", name)
-        owner = seen_suffix.setdefault(cap["suffix"], name)
-        if owner != name:
-            problems.append(
-                Problem(
-                    message=f"suffix also used by capability {owner!r}",
-                    where=where,
-                    pointer=json_pointer(*base, "suffix"),
-                    value=cap["suffix"],
-                    fix="give every capability its own env suffix",
-                )
-            )
-        groups = [cap["requires"]] if "requires" in cap else cap.get("requires_any_of", [])
-        form = "requires" if "requires" in cap else "requires_any_of"
-        for g, group in enumerate(groups):
-            for c, companion in enumerate(group):
-                pointer = (
-                    json_pointer(*base, form, c)
-                    if form == "requires"
-                    else json_pointer(*base, form, g, c)
-                )
-                if companion == name:
-                    problems.append(
-                        Problem(
-                            message="a capability cannot require itself",
-                            where=where,
-                            pointer=pointer,
-                            value=companion,
-                        )
-                    )
-                elif companion not in capabilities:
-                    problems.append(
-                        Problem(
-                            message="companion is not declared in this capability_map",
-                            where=where,
-                            pointer=pointer,
-                            value=companion,
-                            allowed=", ".join(capabilities) or "(none)",
-                            fix=f"declare capability_map.{companion} or remove it from the group",
-                        )
-                    )
-        if "allowed" in cap and "default" in cap:
-            allowed = [_scalar(v) for v in cap["allowed"]]
-            if _scalar(cap["default"]) not in allowed:
-                problems.append(
-                    Problem(
-                        message="default is not one of the allowed values",
-                        where=where,
-                        pointer=json_pointer(*base, "default"),
-                        value=cap["default"],
-                        allowed=", ".join(allowed),
-                    )
-                )
-        if "default" in cap and _scalar(cap["default"]).strip().lower() in _SENTINELS:
-            problems.append(
-                Problem(
-                    message="a default must be a concrete value (absent is safer than empty)",
-                    where=where,
-                    pointer=json_pointer(*base, "default"),
-                    value=cap["default"],
-                    fix="remove the default",
-                )
-            )
-        if cap["value_type"] == "boolean" and ("default" in cap or "allowed" in cap):
-            problems.append(
-                Problem(
-                    message="a boolean capability is presence-only: no default or allowed values",
-                    where=where,
-                    pointer=json_pointer(*base),
-                    fix="remove default/allowed, or make it 'valued'",
-                )
-            )
-    engine_env = set(document.get("engine_env", ()))
-    for name, cap in capabilities.items():
-        if cap["suffix"] in engine_env:
-            problems.append(
-                Problem(
-                    message="a capability's suffix is also listed in engine_env: it cannot be "
-                    "both a flag and the engine's own env setting",
-                    where=where,
-                    pointer=json_pointer("capability_map", name, "suffix"),
-                    value=cap["suffix"],
-                    fix="remove it from engine_env or rename the capability's suffix",
-                )
-            )
-    return problems
-
-
-_SENTINELS = frozenset({"", "none", "null", "nil", "undefined"})
 
 
 def _build(document: Mapping[str, Any], where: str) -> EngineManifest:
@@ -301,29 +161,14 @@ def load_manifest(path: str | Path) -> EngineManifest:
     """Load and check one manifest file; every problem is reported in one :class:`MlccError`."""
     where = str(path)
     document = _read_document(Path(path))
-    problems = _problems_from_schema(document, where)
-    if not problems:
-        problems = _semantic_problems(document, where)
+    problems = manifest_problems(document, where)
     if problems:
         raise MlccError(problems)
     return _build(document, where)
 
 
 def _read_document(path: Path) -> Any:
-    where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as error:
-        raise fail(f"cannot read manifest: {error.strerror}", where=where) from error
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise fail(
-            f"not valid JSON: {error.msg} at line {error.lineno} column {error.colno}",
-            where=where,
-            fix="fix the JSON syntax (a trailing comma or a missing quote is typical)",
-        ) from error
-    return document
+    return parse_json(read_text(path, what="manifest"), where=str(path))
 
 
 def manifest_files(folder: str | Path) -> list[Path]:
@@ -396,9 +241,21 @@ class EngineRegistry:
         if use_env:
             folders += [p for p in os.environ.get(ENGINE_PATH_ENV, "").split(os.pathsep) if p]
         folders += plugin_dirs
+        overrides = set(allow_override)
+        unknown = sorted(overrides - set(builtins))
+        if unknown:
+            raise MlccError(
+                Problem(
+                    message=f"--override-builtin names no built-in engine: {name!r}",
+                    where="--override-builtin",
+                    value=name,
+                    allowed=", ".join(sorted(builtins)),
+                    fix="name the built-in engine the plugin replaces, or drop the option",
+                )
+                for name in unknown
+            )
         if not folders:
             return _builtin_registry()
-        overrides = set(allow_override)
         engines = dict(builtins)
         plugin_sources: dict[str, str] = {}
         problems: list[Problem] = []

@@ -10,49 +10,26 @@ renderers (``mlcc_constructs.core.renderers``) only lay out what a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.cache.admission import Admission
 from mlcc_constructs.core.container import Container, describe_container
-from mlcc_constructs.core.deployment_lora import lora_fit, lora_memory_cap
+from mlcc_constructs.core.context import RenderContext
+from mlcc_constructs.core.deployment_config import resolve_deployment
 from mlcc_constructs.core.errors import MlccError, Problem
 from mlcc_constructs.core.k8s_validation import name_problems, namespace_problems
 from mlcc_constructs.core.manifests import EngineRegistry
 from mlcc_constructs.core.resolution import Resolution
-from mlcc_constructs.core.resolve import resolve_for_target
 from mlcc_constructs.core.spec import DeploymentSpec, ModelSource
+from mlcc_constructs.core.spec_checks import spec_problems
 from mlcc_constructs.core.targets import TargetDescriptor, load_target
-from mlcc_constructs.core.typecheck import check_fields
 from mlcc_constructs.core.versions import pinned
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.render import RenderedObject
-
-
-@dataclass(frozen=True, kw_only=True)
-class RenderContext:
-    """The environment a render targets. Every field defaults to ``None``.
-
-    ``account``/``region``/``profile`` name the TLS bucket of an IEC (``stacks/buckets.json``
-    ``tls``); ``region`` is also the model bucket's region when the spec gives none. Missing
-    account and region are inferred from a model bucket named by ``stacks/buckets.json``.
-
-    Fields:
-
-    ``account``: AWS account id. Default: inferred from the model bucket, else none.
-    ``region``: AWS region. Default: inferred from the model bucket, else none.
-    ``profile``: Deployment profile (``dev``). Default: inferred from the model bucket, else none.
-    """
-
-    account: str | None = None
-    region: str | None = None
-    profile: str | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -175,18 +152,9 @@ def prepare(
         problems.extend(error.problems)
     problems += name_problems(spec.name)
     problems += namespace_problems(spec.namespace)
-    if spec.replicas < 1:
-        problems.append(
-            Problem(message="replicas must be at least 1", pointer="/replicas", value=spec.replicas)
-        )
-    if spec.engine_version is None and spec.image is None:
-        # The pinned default image's version is known: version gates are checked against it.
-        version = pinned().engine_versions.get(spec.engine)
-        spec = replace(spec, engine_version=version) if version else spec
+    problems += spec_problems(spec)
     try:
-        fit_warnings, computed = lora_fit(spec, registry.get(spec.engine))
-        resolution = resolve_for_target(spec, target=target, registry=registry, computed=computed)
-        lora_memory_cap(spec, resolution)
+        spec, resolution, fit_warnings = resolve_deployment(spec, target=target, registry=registry)
     except MlccError as error:
         raise MlccError([*problems, *error.problems]) from None
     manifest = resolution.manifest

@@ -12,9 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.k8s_validation import validate_objects
 from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.prepare import PreparedDeployment, RenderContext, prepare
+from mlcc_constructs.core.prepare import PreparedDeployment, prepare
 from mlcc_constructs.core.spec import DeploymentSpec
 
 

@@ -59,6 +59,19 @@ class Resolution:
     def env(self) -> dict[str, str]:
         return dict(self.tier1 + self.tier2 + self.plain)
 
+    @property
+    def own_env(self) -> tuple[tuple[str, str], ...]:
+        """The Tier-2 keys the engine reads from its environment itself (manifest
+        ``engine_env``): env under every config delivery, never flags."""
+        return tuple((k, v) for k, v in self.tier2 if k in self.manifest.engine_env)
+
+    @property
+    def flag_keys(self) -> tuple[str, ...]:
+        """The Tier-1 and Tier-2 keys the wrapper translates into arguments (``MLCC_ENGINE_KEYS``;
+        a ``false`` without an off form gives none): the engine's environment never holds them."""
+        own = self.manifest.engine_env
+        return tuple(k for k, _ in self.tier1 + self.tier2 if k not in own)
+
     def argv(self) -> list[str]:
         """The engine's command line as the wrapper builds it from :attr:`env`."""
         try:

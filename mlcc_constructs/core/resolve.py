@@ -9,9 +9,11 @@ exact env the engine receives:
 * Tier 2 — every other ``<PREFIX>*`` key the user sets, forwarded verbatim, in the user's order.
 * Plain env — keys with no engine prefix (``NCCL_DEBUG``...), forwarded after Tier 2.
 
-A capability is emitted only with a concrete value: a boolean as ``true`` when enabled, a
-valued one never empty or sentinel. A capability with companions is emitted only when one of
-its companion groups fully resolves; otherwise it is omitted and the reason reported.
+A capability is emitted only with a concrete value: a boolean as ``true`` when enabled (as
+``false`` only where the engine has an off form, else omitted with a warning), a valued one
+never empty or sentinel (value checks: ``core/engine_values.py``). A capability with
+companions is emitted only when one of its companion groups fully resolves; otherwise it is
+omitted and the reason reported.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 
 from mlcc_constructs.core import catalog
 from mlcc_constructs.core.catalog import InstanceType
+from mlcc_constructs.core.engine_values import FALSE, TRUE, ValueChecks, requirement_text
 from mlcc_constructs.core.errors import MlccError, Problem
 from mlcc_constructs.core.manifests import (
     Capability,
@@ -29,7 +32,6 @@ from mlcc_constructs.core.manifests import (
     parse_version,
 )
 from mlcc_constructs.core.resolution import (
-    SENTINELS,
     Resolution,
     Skipped,
     companion_default,
@@ -39,7 +41,6 @@ from mlcc_constructs.core.spec import DeploymentSpec, ModelSource, parse_model_s
 from mlcc_constructs.core.targets import TargetDescriptor, load_target
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_TRUE, _FALSE = "true", "false"
 
 
 def _label(pointer: str) -> str:
@@ -73,6 +74,13 @@ class _Resolver:
         self.tier2: list[tuple[str, str]] = []
         self.plain: list[tuple[str, str]] = []
         self.version = self._check_version()
+        self.checks = ValueChecks(
+            manifest=self.manifest,
+            version=self.version,
+            given_version=spec.engine_version,
+            problems=self.problems,
+            warnings=self.warnings,
+        )
 
     # -- inputs -------------------------------------------------------------------------
 
@@ -214,10 +222,10 @@ class _Resolver:
                 )
                 continue
             capability = by_suffix.get(key[len(manifest.env_var_prefix) :])
-            if capability is None:
-                self.tier2.append((key, value))
-            else:
+            if capability is not None:
                 self._set_user(capability.name, value, pointer)
+            elif key in manifest.engine_env or self.checks.tier2_ok(key, value, pointer):
+                self.tier2.append((key, value))
         if spec.tensor_parallel_degree is not None:
             self._option(
                 "tensor_parallel_degree",
@@ -227,7 +235,7 @@ class _Resolver:
         if spec.quantization is not None:
             self._option("quantization", spec.quantization, "/quantization")
         if spec.lora:
-            self._option("lora_enable", _TRUE, "/lora")
+            self._option("lora_enable", TRUE, "/lora")
 
     def _key_of(self, capability: str) -> str | None:
         found = self.manifest.capability(capability)
@@ -279,15 +287,18 @@ class _Resolver:
             tp = int(user.value)
         except ValueError:
             tp = 0
-        if tp < 1 or tp > instance.gpus:
+        # The pod asks for TP GPUs of one node: a degree that does not divide the node's GPUs
+        # strands the rest (no second pod fits them), and heads split evenly only so.
+        divisors = [d for d in range(1, instance.gpus + 1) if instance.gpus % d == 0]
+        if tp not in divisors:
             self.problems.append(
                 Problem(
-                    message=f"tensor-parallel degree must be a whole number from 1 to the "
-                    f"{instance.gpus} GPU(s) of {instance.name}",
+                    message=f"tensor-parallel degree must divide the {instance.gpus} GPU(s) of "
+                    f"{instance.name}",
                     pointer=user.source,
                     value=user.value,
-                    allowed=f"1..{instance.gpus}",
-                    fix="lower it, or pick an instance type with more GPUs",
+                    allowed=", ".join(map(str, divisors)),
+                    fix="use one of the allowed degrees, or pick an instance type with more GPUs",
                 )
             )
             return instance.gpus
@@ -304,43 +315,6 @@ class _Resolver:
                 )
         return None
 
-    def _check_value(self, capability: Capability, value: str, source: str) -> bool:
-        if capability.value_type == "boolean":
-            if value.lower() not in (_TRUE, _FALSE):
-                self.problems.append(
-                    Problem(
-                        message=f"{self.manifest.key(capability)} is a presence-only flag",
-                        pointer=source,
-                        value=value,
-                        allowed="true, false",
-                    )
-                )
-                return False
-            return True
-        if value.strip().lower() in SENTINELS:
-            self.problems.append(
-                Problem(
-                    message=f"{self.manifest.key(capability)} needs a concrete value: "
-                    "an empty or sentinel value makes engines reject startup",
-                    pointer=source,
-                    value=value,
-                    fix="omit the setting to leave it unset",
-                )
-            )
-            return False
-        if capability.allowed is not None and value not in capability.allowed:
-            self.problems.append(
-                Problem(
-                    message=f"value not allowed for {self.manifest.key(capability)}",
-                    pointer=source,
-                    value=value,
-                    allowed=", ".join(capability.allowed),
-                    fix="use one of the allowed values (declared in the engine manifest)",
-                )
-            )
-            return False
-        return True
-
     def _source(self, name: str) -> str:
         user = self.user.get(name)
         return user.source if user else ""
@@ -348,18 +322,23 @@ class _Resolver:
     def _emit(self, capability: Capability, value: str, values: dict[str, str]) -> None:
         """Emit ``capability`` and the companions of its first resolvable group into ``values``."""
         key = self.manifest.key(capability)
-        if not self._check_value(capability, value, self._source(capability.name)):
+        if not self.checks.capability_ok(capability, value, self._source(capability.name)):
             return
-        if capability.value_type == "boolean" and value.lower() == _FALSE:
+        off = capability.value_type == "boolean" and value.lower() == FALSE
+        # Off: the engine's off form where it has one (no companions), else nothing.
+        if off and not self.checks.has_off_form(key):
             return
         gated = self._gate(capability)
         if gated:
             self.skipped.append(Skipped(capability.name, key, gated))
             return
+        if off:
+            values[capability.name] = FALSE
+            return
         group_values = self._companions(capability)
         if group_values is None:
             return
-        values[capability.name] = _TRUE if capability.value_type == "boolean" else value
+        values[capability.name] = TRUE if capability.value_type == "boolean" else value
         values.update(group_values)
 
     def _companion_value(self, name: str) -> str | None:
@@ -387,13 +366,13 @@ class _Resolver:
                         f"{name} ({gated or 'no value: set ' + self.manifest.key(companion)})"
                     )
                     continue
-                if not self._check_value(companion, value, self._source(name)):
+                if not self.checks.capability_ok(companion, value, self._source(name)):
                     return None
                 resolved[name] = value
             if not missing:
                 return resolved
             missing_by_group.append(missing)
-        groups = " or ".join(", ".join(g) for g in capability.groups)
+        groups = requirement_text(capability.groups)
         detail = "; ".join(", ".join(m) for m in missing_by_group)
         self.skipped.append(
             Skipped(

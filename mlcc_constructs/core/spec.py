@@ -6,12 +6,14 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from mlcc_constructs.core.cache.spec import CacheBackendSpec
 from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.lora import AdapterRank
+from mlcc_constructs.core.lora_rank import AdapterRank
 from mlcc_constructs.core.typecheck import check_fields
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.cache.spec import CacheBackendSpec
 
 ConfigDelivery = Literal["env", "args"]
 
@@ -159,3 +161,15 @@ class DeploymentSpec:
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))
         check_fields(self)
+
+
+def _cache_backend_spec() -> type[CacheBackendSpec]:
+    from mlcc_constructs.core.cache.spec import CacheBackendSpec
+
+    return CacheBackendSpec
+
+
+# The CacheBackend model costs about 15 ms of dataclass creation to import, and most deployments
+# (and every pure `mlcc` command) have none: its annotation resolves on first use instead, so
+# typing.get_type_hints(DeploymentSpec) still returns the real type.
+DeploymentSpec.__annotations__["cache_backend"] = "_cache_backend_spec() | None"

@@ -19,8 +19,9 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.context import RenderContext
+from mlcc_constructs.core.documents import load_document
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.schema_check import iter_errors
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
@@ -51,10 +52,17 @@ def schema() -> Mapping[str, Any]:
     return document
 
 
-def _text(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+_SCHEMA_FIX = "see mlcc_constructs/data/deployment-spec.schema.json for the fields"
+# (top-level field, keyword) -> a fix more precise than the schema pointer
+_FIXES = {
+    ("env", "type"): "quote the value: env values are strings, and YAML reads yes/no/on/off as "
+    "booleans and 0777 as the octal number 511",
+}
+
+
+def _fix(error: Any) -> str:
+    head = str(error.path[0]) if error.path else ""
+    return _FIXES.get((head, error.validator), _SCHEMA_FIX)
 
 
 def _located(problem: Problem, sources: Mapping[str, str]) -> Problem:
@@ -116,19 +124,19 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
             Problem(
                 message=error.message,
                 pointer=json_pointer(*error.path) or "/",
-                fix="see mlcc_constructs/data/deployment-spec.schema.json for the fields",
+                fix=_fix(error),
             )
             for error in errors
         )
     spec_fields = {f.name for f in fields(DeploymentSpec)}
     values: dict[str, Any] = {k: v for k, v in document.items() if k in spec_fields}
-    values["env"] = {k: _text(v) for k, v in document.get("env", {}).items()}
+    values["env"] = dict(document.get("env", {}))
     values["secret_env"] = {
         k: SecretRef(name=v["name"], key=v["key"])
         for k, v in document.get("secret_env", {}).items()
     }
     if "lora_adapters" in document:
-        from mlcc_constructs.core.lora import AdapterRank
+        from mlcc_constructs.core.lora_rank import AdapterRank
 
         values["lora_adapters"] = tuple(AdapterRank(**a) for a in document["lora_adapters"])
     if "cache_backend" in document:
@@ -153,16 +161,7 @@ def _not_a_mapping(document: object, where: str) -> MlccError:
 def load_spec_document(path: str | Path) -> dict[str, Any]:
     """Read a ``.yaml``/``.yml``/``.json`` spec file as a mapping (not yet validated)."""
     where = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as error:
-        raise fail(f"cannot read the spec file: {error.strerror}", where=where) from error
-    import yaml  # only a spec file needs it (start-up of the pure commands)
-
-    try:
-        document = json.loads(text) if where.endswith(".json") else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as error:
-        raise fail(f"not valid YAML/JSON: {error}", where=where) from error
+    document = load_document(path, what="spec file")
     if not isinstance(document, dict):
         raise _not_a_mapping(document, where)
     return document

@@ -14,6 +14,8 @@ cannot be checked with ``isinstance`` (a jsii interface or protocol) is accepted
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import sys
 import types
 import typing
 from collections.abc import Mapping, Sequence
@@ -21,15 +23,35 @@ from typing import Any
 
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer
 
-_HINTS: dict[type, dict[str, Any]] = {}
+_HINTS: dict[tuple[type, str], Any] = {}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    """The resolved annotations of ``cls``, computed once per class."""
-    found = _HINTS.get(cls)
-    if found is None:
-        found = _HINTS[cls] = typing.get_type_hints(cls)
-    return found
+def _hint(cls: type, name: str) -> Any:
+    """The resolved annotation of field ``name`` of ``cls``, computed once per field. Fields are
+    resolved one by one (not with ``typing.get_type_hints``, which resolves them all), so a
+    field left at its default never makes its type's module load."""
+    key = (cls, name)
+    if key not in _HINTS:
+        for klass in cls.__mro__:
+            annotations = inspect.get_annotations(klass)
+            if name in annotations:
+                annotation = annotations[name]
+                if isinstance(annotation, str):  # postponed (PEP 563): our own source text
+                    annotation = eval(annotation, dict(vars(sys.modules[klass.__module__])))
+                _HINTS[key] = annotation
+                break
+    return _HINTS[key]
+
+
+def _is_default(item: dataclasses.Field[Any], value: Any) -> bool:
+    """``value`` is the field's own default (trusted: the class declared it)."""
+    if item.default is not dataclasses.MISSING:
+        default = item.default
+    elif item.default_factory is not dataclasses.MISSING:
+        default = item.default_factory()
+    else:
+        return False
+    return type(value) is type(default) and bool(value == default)
 
 
 def _describe(hint: Any) -> str:
@@ -93,11 +115,12 @@ def _matches(value: Any, hint: Any) -> bool:
 
 def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
     """Every field of dataclass ``instance`` whose value does not match its annotation."""
-    hints = _hints(type(instance))
     problems = []
     for item in dataclasses.fields(instance):
         value = getattr(instance, item.name)
-        hint = hints[item.name]
+        if _is_default(item, value):
+            continue
+        hint = _hint(type(instance), item.name)
         if not _matches(value, hint):
             problems.append(
                 Problem(

@@ -24,36 +24,81 @@ runtime name.
 
 from __future__ import annotations
 
-from mlcc_constructs.core.cache.admission import (
-    Admission,
-    admission_problems,
-    admit,
-    leading_token,
-)
-from mlcc_constructs.core.cache.inject import (
-    INJECTED_BY_ANNOTATION,
-    SKIP_INJECT_ANNOTATION,
-    cache_config_map_name,
-    inject_cache_backend,
-    render_cache_config_maps,
-)
-from mlcc_constructs.core.cache.parse import load_cache_backends, parse_cache_backend
-from mlcc_constructs.core.cache.quantity import format_quantity, parse_quantity
-from mlcc_constructs.core.cache.spec import (
-    API_VERSION,
-    KIND,
-    CacheBackendDocument,
-    CacheBackendSpec,
-    EngineOverrides,
-    EnvOverride,
-    Integration,
-    LMCacheSpec,
-    Observation,
-    PodLocalServer,
-    RedisSpec,
-    RemoteStorage,
-    SecretKeySelector,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names, for type checkers; at run time they load on first use
+    from mlcc_constructs.core.cache.admission import (
+        Admission,
+        admission_problems,
+        admit,
+        leading_token,
+    )
+    from mlcc_constructs.core.cache.inject import (
+        INJECTED_BY_ANNOTATION,
+        SKIP_INJECT_ANNOTATION,
+        cache_config_map_name,
+        inject_cache_backend,
+        render_cache_config_maps,
+    )
+    from mlcc_constructs.core.cache.parse import load_cache_backends, parse_cache_backend
+    from mlcc_constructs.core.cache.quantity import format_quantity, parse_quantity
+    from mlcc_constructs.core.cache.spec import (
+        API_VERSION,
+        KIND,
+        CacheBackendDocument,
+        CacheBackendSpec,
+        EngineOverrides,
+        EnvOverride,
+        Integration,
+        LMCacheSpec,
+        Observation,
+        PodLocalServer,
+        RedisSpec,
+        RemoteStorage,
+        SecretKeySelector,
+    )
+
+# Public name -> the module defining it. Loaded on first use (PEP 562): a DeploymentSpec needs
+# only the spec's dataclasses, and the pure ``mlcc`` commands start faster without the rest.
+_LAZY: dict[str, str] = {
+    "Admission": "mlcc_constructs.core.cache.admission",
+    "admission_problems": "mlcc_constructs.core.cache.admission",
+    "admit": "mlcc_constructs.core.cache.admission",
+    "leading_token": "mlcc_constructs.core.cache.admission",
+    "INJECTED_BY_ANNOTATION": "mlcc_constructs.core.cache.inject",
+    "SKIP_INJECT_ANNOTATION": "mlcc_constructs.core.cache.inject",
+    "cache_config_map_name": "mlcc_constructs.core.cache.inject",
+    "inject_cache_backend": "mlcc_constructs.core.cache.inject",
+    "render_cache_config_maps": "mlcc_constructs.core.cache.inject",
+    "load_cache_backends": "mlcc_constructs.core.cache.parse",
+    "parse_cache_backend": "mlcc_constructs.core.cache.parse",
+    "format_quantity": "mlcc_constructs.core.cache.quantity",
+    "parse_quantity": "mlcc_constructs.core.cache.quantity",
+    "API_VERSION": "mlcc_constructs.core.cache.spec",
+    "KIND": "mlcc_constructs.core.cache.spec",
+    "CacheBackendDocument": "mlcc_constructs.core.cache.spec",
+    "CacheBackendSpec": "mlcc_constructs.core.cache.spec",
+    "EngineOverrides": "mlcc_constructs.core.cache.spec",
+    "EnvOverride": "mlcc_constructs.core.cache.spec",
+    "Integration": "mlcc_constructs.core.cache.spec",
+    "LMCacheSpec": "mlcc_constructs.core.cache.spec",
+    "Observation": "mlcc_constructs.core.cache.spec",
+    "PodLocalServer": "mlcc_constructs.core.cache.spec",
+    "RedisSpec": "mlcc_constructs.core.cache.spec",
+    "RemoteStorage": "mlcc_constructs.core.cache.spec",
+    "SecretKeySelector": "mlcc_constructs.core.cache.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = (
     "API_VERSION",

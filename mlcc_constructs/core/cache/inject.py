@@ -10,7 +10,7 @@ see :func:`~mlcc_constructs.core.cache.admit`) or its :class:`Admission`.
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from mlcc_constructs.core.cache.admission import Admission, as_admission, leading_token
@@ -19,6 +19,7 @@ from mlcc_constructs.core.cache.quantity import parse_quantity
 from mlcc_constructs.core.cache.spec import CacheBackendSpec
 from mlcc_constructs.core.cache_adapters import mp_server, substitute
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.wrapper import flag_groups, upsert_group
 
 SKIP_INJECT_ANNOTATION = "inferencecache.io/skip-inject"
 INJECTED_BY_ANNOTATION = "inferencecache.io/injected-by"
@@ -52,32 +53,6 @@ def render_cache_config_maps(
     return [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": data}]
 
 
-def _group_args(args: Sequence[str]) -> list[list[str]]:
-    """Split argv into groups: a flag plus the values that follow it (leading values alone)."""
-    groups: list[list[str]] = []
-    for arg in args:
-        if leading_token(arg) or not groups:
-            groups.append([arg])
-        else:
-            groups[-1].append(arg)
-    return groups
-
-
-def _upsert_arg_group(args: list[str], group: Sequence[str]) -> list[str]:
-    """Put the adapter's ``group`` into the template argv: replace the same flag, else append.
-
-    A valued flag replaces ``--flag value`` or ``--flag=value``; a bare flag is added once.
-    """
-    flag, values = group[0], list(group[1:])
-    for index, arg in enumerate(args):
-        if arg == flag:
-            end = index + 1 + (len(values) if index + len(values) < len(args) else 0)
-            return [*args[:index], *group, *args[end:]]
-        if values and arg.startswith(flag + "="):
-            return [*args[:index], *group, *args[index + 1 :]]
-    return [*args, *group]
-
-
 def _env_entry(
     name: str, value: str | None, value_from: Mapping[str, Any] | None
 ) -> dict[str, Any]:
@@ -100,7 +75,7 @@ def _wire_engine(engine: dict[str, Any], admission: Admission) -> None:
     suppressed_args = set(overrides.suppress_args)
     groups = [list(g) for g in adapter.render_args(values) if g[0] not in suppressed_args]
     appended_groups: list[list[str]] = []
-    for group in _group_args(overrides.args):
+    for group in flag_groups(overrides.args):
         token = leading_token(group[0])
         owned = next((i for i, g in enumerate(groups) if g[0] == token), None)
         if owned is not None:
@@ -122,9 +97,11 @@ def _wire_engine(engine: dict[str, Any], admission: Admission) -> None:
         elif override.name not in template_env:
             appended_env.append(entry)
 
+    # The wrapper merges a container's args into its env-derived flags with the same rule,
+    # so both config deliveries give the engine one identical argv.
     args = template_args
     for group in groups:
-        args = _upsert_arg_group(args, group)
+        args = upsert_group(args, group)
     for group in appended_groups:
         args = [*args, *group]
     engine["args"] = args

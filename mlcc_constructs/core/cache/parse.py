@@ -18,6 +18,7 @@ from mlcc_constructs.core.cache.spec import (
     CacheBackendDocument,
     CacheBackendSpec,
 )
+from mlcc_constructs.core.documents import parse_yaml, read_text
 from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
 
 
@@ -101,13 +102,9 @@ def load_cache_backends(path: str | Path) -> list[CacheBackendDocument]:
 
     Problems of all documents are raised together; other kinds in the file are skipped.
     """
-    import yaml
-
     where = str(path)
-    try:
-        documents = [d for d in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")) if d]
-    except (OSError, yaml.YAMLError) as error:
-        raise MlccError(Problem(message=f"cannot read: {error}", where=where)) from error
+    text = read_text(path, what="CacheBackend file")
+    documents = [d for d in parse_yaml(text, where=where) if d]
     found: list[CacheBackendDocument] = []
     problems: list[Problem] = []
     for index, document in enumerate(documents):

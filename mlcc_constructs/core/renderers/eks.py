@@ -174,6 +174,8 @@ def _deployment(prepared: PreparedDeployment) -> dict[str, Any]:
     spec, names, box = prepared.spec, prepared.names, prepared.container
     memory_gib = int(box.requests["memory"].removesuffix("Gi"))
     env = plain_env(box.wrapper_env)
+    if not box.delivers_env:  # args delivery: the engine's own variables (flags carry the rest)
+        env += plain_env(tuple(box.engine_env.items()))
     env += plain_env((("HOME", HOME), ("USER", USER)))
     env += plain_env(box.plain_env)
     env += secret_env(box.secret_env)

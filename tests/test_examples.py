@@ -1,0 +1,56 @@
+"""The example files the README and the help texts point at are valid and render."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mlcc_constructs import cli
+from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.cache import load_cache_backends
+from mlcc_constructs.core.render import render
+from mlcc_constructs.core.spec_file import load_spec_file
+
+EXAMPLES = shipped_path("examples")
+
+
+def test_the_examples_ship() -> None:
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["cachebackend.yaml", "deployment.yaml"]
+
+
+@pytest.mark.parametrize("target", ["eks", "hyperpod-eks"])
+def test_the_deployment_example_renders(capsys: pytest.CaptureFixture[str], target: str) -> None:
+    path = EXAMPLES / "deployment.yaml"
+    assert cli.main(["render", "-f", str(path), "--target", target]) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    loaded = load_spec_file(path)
+    spec = (
+        loaded.spec
+        if target == "eks"
+        else type(loaded.spec)(**{**loaded.spec.__dict__, "target": target})
+    )
+    assert documents == list(render(spec, context=loaded.context).objects)
+
+
+def test_the_cache_backend_example_is_admitted_and_injects(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = EXAMPLES / "cachebackend.yaml"
+    assert cli.main(["cache", "check", str(path)]) == 0
+    (backend,) = load_cache_backends(path)
+    spec_file = tmp_path / "cached.yaml"
+    document = {
+        "engine": "sglang",
+        "model": "meta-llama/Llama-3.1-8B-Instruct",
+        "instance_type": "ml.g5.12xlarge",
+        "name": "cached",
+        "cache_backend": yaml.safe_load(path.read_text())["spec"],
+    }
+    spec_file.write_text(yaml.safe_dump(document), encoding="utf-8")
+    capsys.readouterr()
+    assert cli.main(["render", "-f", str(spec_file)]) == 0
+    kinds = [d["kind"] for d in yaml.safe_load_all(capsys.readouterr().out)]
+    assert kinds.count("ConfigMap") == 3  # engine env, wrapper, LMCache client config
+    assert backend.spec.runtime == "SGLang"
