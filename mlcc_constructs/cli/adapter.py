@@ -99,7 +99,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_buckets(listing)
     _add_models(listing)
     _add_pods(listing)
-    listing.add_argument("--format", choices=("json", "table"), default="json")
+    listing.add_argument(
+        "--format", choices=("json", "table"), default="json", help="json (default) or table"
+    )
     listing.set_defaults(func=run_list)
 
     clean = actions.add_parser(
