@@ -6,7 +6,6 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mlcc_constructs.cli._inputs import failure_report
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 
 if TYPE_CHECKING:
@@ -41,6 +40,8 @@ class ReportingParser(argparse.ArgumentParser):
     failure report on stdout, like every other bad input."""
 
     def error(self, message: str) -> NoReturn:
+        from mlcc_constructs.cli._inputs import failure_report  # only on an error: start-up
+
         problem = Problem(message=message, where="command line", fix=f"see {self.prog} --help")
         print(json.dumps(failure_report(self.prog.removeprefix("mlcc "), [problem]), indent=2))
         raise MlccError(problem)
