@@ -31,29 +31,26 @@ S3-compatible endpoint. The core bucket name comes from ``stacks/buckets.json`` 
 from __future__ import annotations
 
 import argparse
-import functools
-import json
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from mlcc_constructs.cli._common import ReportingParser, add_registry_options, parse_assignments
-from mlcc_constructs.cli._inputs import (
-    at_flag,
-    checked,
-    dns_problems,
-    failure_report,
-    text_problems,
-    timeout_problems,
-    url_problems,
+from mlcc_constructs.cli._adapter_checks import (
+    Inputs,
+    ReportedError,
+    check,
+    deployment_of,
+    live_state,
+    pod_client,
+    print_json,
+    reported,
+    s3_client,
 )
-from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.cli._common import ReportingParser, add_registry_options
+from mlcc_constructs.core.errors import Problem
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
-    from mlcc_constructs.core.adapter_deployment import Deployment, LiveState
-    from mlcc_constructs.core.manifests import EngineManifest
-    from mlcc_constructs.core.s3_layout import S3Location
+    from mlcc_constructs.core.adapter_inventory import LoadedAdapter
+    from mlcc_constructs.ops.clean import CleanFacts
     from mlcc_constructs.ops.pods import PodModels, PodResult
 
 
@@ -194,289 +191,16 @@ def _add_deployment(parser: argparse.ArgumentParser) -> None:
     _add_pods(parser)
 
 
-# --- reporting and input checks ---------------------------------------------------------
-
-
-def _print(document: Any) -> None:
-    print(json.dumps(document, indent=2))
-
-
-def _reported(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    """Print the command's JSON failure report for any bad input or S3 error, then let
-    ``mlcc`` print the ``mlcc: error:`` lines (a bug keeps its traceback)."""
-
-    @functools.wraps(handler)
-    def run(args: argparse.Namespace) -> int:
-        from mlcc_constructs.cli import error_lines
-
-        try:
-            return handler(args)
-        except ReportedError as error:
-            _print({**error.document, "ok": False, "errors": [str(p) for p in error.problems]})
-            raise
-        except Exception as error:
-            lines = error_lines(error)
-            if lines is not None:
-                _print(failure_report(f"adapter {args.action}", lines))
-            raise
-
-    return run
-
-
-class ReportedError(MlccError):
-    """A failure whose JSON report the command built itself (it is printed instead of the
-    generic one)."""
-
-    def __init__(self, problems: list[Problem], document: dict[str, Any]) -> None:
-        super().__init__(problems)
-        self.document = document
-
-
-@dataclass
-class _Inputs:
-    """Checked values of the command line."""
-
-    core_bucket: str = ""
-    timeout: float = 60.0
-    pod_env: dict[str, str] = field(default_factory=dict)
-    iec: Any = None
-    manifest: EngineManifest | None = None
-    models: list[S3Location] = field(default_factory=list)
-
-
-def _check(args: argparse.Namespace) -> _Inputs:
-    """Every value of the command line, all problems at once, before any side effect."""
-    from mlcc_constructs.core import s3_layout as layout
-
-    problems: list[Problem] = []
-    inputs = _Inputs()
-    name = getattr(args, "name", None)
-    if name is not None:
-        problems += at_flag("NAME", filter(None, [layout.component_problem(name)]))
-    if args.project is not None:
-        problems += at_flag("--project", filter(None, [layout.component_problem(args.project)]))
-    problems += _bucket_problems(args, inputs)
-    problems += url_problems("--endpoint-url", args.endpoint_url, path=True)
-    if getattr(args, "base_model", None) is not None:
-        problems += checked("--base-model", lambda: layout.base_model(args.base_model))[1]
-    problems += text_problems(
-        "--base-revision", getattr(args, "base_revision", None), what="revision"
-    )
-    if getattr(args, "technique", None) is not None:
-        problems += at_flag("--technique", filter(None, [layout.component_problem(args.technique)]))
-    problems += text_problems("--source-job", getattr(args, "source_job", None), what="job name")
-    if getattr(args, "source", None) is not None:
-        problems += _source_problems(args)
-    for uri in getattr(args, "models", []):
-        model, found = checked("--model", functools.partial(_model, uri))
-        problems += found
-        if model is not None:
-            inputs.models.append(model)
-    if hasattr(args, "pod_url"):
-        problems += _pod_problems(args, inputs)
-    if hasattr(args, "pod_env"):
-        problems += _live_input_problems(args, inputs)
-        if not problems:  # the deployment is whole: its own refusals (pure, from config)
-            problems += _deployment_problems(args, inputs)
-    if problems:
-        raise MlccError(problems)
-    return inputs
-
-
-def _model(uri: str) -> S3Location:
-    from mlcc_constructs.core import s3_layout as layout
-
-    location = layout.parse_s3_uri(uri, pointer="")
-    return layout.model_location(location.bucket, location.key)
-
-
-def _bucket_problems(args: argparse.Namespace, inputs: _Inputs) -> list[Problem]:
-    from mlcc_constructs.core.buckets import bucket_name, environment_problems
-
-    if getattr(args, "account", None) is None:  # remove: the region is boto3's only
-        found = environment_problems(region=args.region) if args.region is not None else []
-        return [replace_flag(p) for p in found]
-    found = environment_problems(account=args.account, region=args.region, profile=args.profile)
-    if found:
-        return [replace_flag(p) for p in found]
-    inputs.core_bucket = bucket_name(
-        "core", account=args.account, region=args.region, profile=args.profile
-    )
-    return []
-
-
-def replace_flag(problem: Problem) -> Problem:
-    """A problem at ``/account`` (a field) as one at ``--account`` (the flag holding it)."""
-    return at_flag("--" + problem.pointer.lstrip("/").replace("_", "-"), [problem])[0]
-
-
-def _source_problems(args: argparse.Namespace) -> list[Problem]:
-    from mlcc_constructs.core import s3_layout as layout
-    from mlcc_constructs.core.adapter_plan import canonical_source
-    from mlcc_constructs.core.hf_source import is_hf_source
-
-    source = args.source
-    if is_hf_source(source) or not source.startswith("s3://"):
-        return checked(
-            "--from", lambda: canonical_source(source, project=args.project, name=args.name)
-        )[1]
-    problems = checked("--from", lambda: layout.parse_s3_uri(source, pointer=""))[1]
-    if problems:
-        return problems
-    if layout.parse_canonical_adapter(source) is not None:
-        return checked(
-            "--from", lambda: canonical_source(source, project=args.project, name=args.name)
-        )[1]
-    return []
-
-
-def _pod_problems(args: argparse.Namespace, inputs: _Inputs) -> list[Problem]:
-    from mlcc_constructs.cli._common import registry_from
-    from mlcc_constructs.core.targets import load_target
-
-    problems: list[Problem] = []
-    for url in args.pod_url:
-        problems += url_problems("--pod-url", url, path=False)
-    inputs.timeout, found = timeout_problems("--timeout", args.timeout)
-    problems += found
-    registry, found = checked("--plugin-dir", lambda: registry_from(args))
-    problems += found
-    if registry is not None:
-        inputs.manifest, found = checked("--engine", lambda: registry.get(args.engine))
-        problems += found
-    problems += checked("--target", lambda: load_target(args.target))[1]
-    problems += dns_problems("--namespace", args.namespace, label=True)
-    problems += dns_problems("--deployment-name", args.deployment_name, label=False)
-    if args.selector is not None and not args.selector.strip():
-        problems.append(Problem(message="an empty selector", where="--selector", value=""))
-    if args.discover and not args.deployment_name and not args.selector:
-        problems.append(
-            Problem(
-                message="--discover needs --deployment-name or --selector",
-                where="--discover",
-                fix="name the serving Deployment (--deployment-name) or pass --selector",
-            )
-        )
-    if (args.pod_url or args.discover) and inputs.manifest and not inputs.manifest.adapter_api:
-        problems.append(
-            Problem(
-                message=f"engine {args.engine} declares no dynamic LoRA API",
-                where="--engine",
-                value=args.engine,
-                fix="use an engine whose manifest has adapter_api",
-            )
-        )
-    return problems
-
-
-def _live_input_problems(args: argparse.Namespace, inputs: _Inputs) -> list[Problem]:
-    env, problems = checked("--pod-env", lambda: parse_assignments(args.pod_env, "--pod-env"))
-    inputs.pod_env = env or {}
-    if args.iec is not None:
-        inputs.iec, found = checked("--iec", lambda: _read_iec(args.iec))
-        problems += found
-    return problems
-
-
-def _deployment_problems(args: argparse.Namespace, inputs: _Inputs) -> list[Problem]:
-    from mlcc_constructs.core.adapter_deployment import LiveState, deployment_refusals
-
-    assert inputs.manifest is not None
-    model, problems = checked("--model", lambda: _model(args.model))
-    if model is None and args.model.startswith("s3://"):
-        return problems  # a malformed S3 URI: the refusals below would only repeat it
-    deployment = _deployment(args, inputs.manifest)
-    return deployment_refusals(deployment, LiveState()) or problems
-
-
-def _read_iec(path: str) -> Any:
-    import yaml
-
-    try:
-        with open(path, encoding="utf-8") as handle:
-            document = yaml.safe_load(handle)
-    except OSError as error:
-        from mlcc_constructs.cli import os_error_text
-
-        raise fail(os_error_text(error)) from error
-    except yaml.YAMLError as error:
-        raise fail(f"not valid YAML or JSON: {error}", value=path) from error
-    if not isinstance(document, dict):
-        raise fail("not an InferenceEndpointConfig object", value=path)
-    return document
-
-
-# --- clients ----------------------------------------------------------------------------
-
-
-def _s3(args: argparse.Namespace) -> Any:
-    import boto3  # type: ignore[import-untyped]
-
-    return boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
-
-
-def _deployment(args: argparse.Namespace, manifest: EngineManifest) -> Deployment:
-    from mlcc_constructs.core.adapter_deployment import Deployment
-
-    return Deployment.for_engine(
-        manifest,
-        target=args.target,
-        model=args.model,
-        project=args.project,
-        base_model=args.base_model,
-        base_revision=args.base_revision,
-    )
-
-
-def _live(args: argparse.Namespace, inputs: _Inputs) -> tuple[list[str], LiveState]:
-    """Pod URLs and the live state: discovered, then ``--pod-env``/``--iec`` on top."""
-    from mlcc_constructs.core.adapter_deployment import LiveState
-
-    urls: list[str] = []
-    live = LiveState()
-    if args.discover:
-        urls, live = _discover(args, inputs)
-    env = getattr(inputs, "pod_env", {})
-    iec = inputs.iec if inputs.iec is not None else live.iec
-    if env or inputs.iec is not None:
-        live = LiveState(
-            pod_env={**(live.pod_env or {}), **env} or None, iec=iec, s3_mount=live.s3_mount
-        )
-    return [*urls, *args.pod_url], live
-
-
-def _discover(args: argparse.Namespace, inputs: _Inputs) -> tuple[list[str], LiveState]:
-    from mlcc_constructs.ops.kubectl import discover
-
-    assert inputs.manifest is not None
-    return discover(
-        target=args.target,
-        namespace=args.namespace,
-        selector=args.selector or f"app.kubernetes.io/name={args.deployment_name}",
-        port=inputs.manifest.launch.get("port"),
-        iec_name=args.deployment_name,
-    )
-
-
-def _pod_client(inputs: _Inputs) -> Any:
-    from mlcc_constructs.core.adapter_deployment import MODEL_LIST_PATH
-    from mlcc_constructs.ops.pods import PodClient
-
-    assert inputs.manifest is not None
-    api = dict(inputs.manifest.adapter_api or {})
-    return PodClient({"list": MODEL_LIST_PATH, **api}, timeout=inputs.timeout)
-
-
 # --- promote / add / update / plan / remove ---------------------------------------------
 
 
-@_reported
+@reported("adapter")
 def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.promotion import promote
 
-    inputs = _check(args)
+    inputs = check(args)
     promotion = promote(
-        _s3(args),
+        s3_client(args),
         source_uri=args.source,
         core_bucket=inputs.core_bucket,
         project=args.project,
@@ -487,20 +211,20 @@ def run_promote(args: argparse.Namespace) -> int:
         source_job=args.source_job,
         dry_run=args.dry_run,
     )
-    _print(promotion.to_json())
+    print_json(promotion.to_json())
     return 0
 
 
-@_reported
+@reported("adapter")
 def run_deliver(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery
     from mlcc_constructs.ops.pods import PodClient, roll_out
 
-    inputs = _check(args)
+    inputs = check(args)
     assert inputs.manifest is not None
-    deployment = _deployment(args, inputs.manifest)
-    pods, live = _live(args, inputs)
-    s3 = _s3(args)
+    deployment = deployment_of(args, inputs.manifest)
+    pods, live = live_state(args, inputs)
+    s3 = s3_client(args)
     operation: Literal["add", "update"] = "update" if args.action == "update" else "add"
     plan = plan_delivery(
         s3,
@@ -513,7 +237,7 @@ def run_deliver(args: argparse.Namespace) -> int:
         base_model=args.base_model,
     )
     if args.action == "plan" or args.dry_run:
-        _print({**plan.to_json(), "pods": pods})
+        print_json({**plan.to_json(), "pods": pods})
         return 0
     client = PodClient(deployment.adapter_api, timeout=inputs.timeout)
     applied = apply_delivery(s3, plan, deployment, base_model=args.base_model)
@@ -523,19 +247,19 @@ def run_deliver(args: argparse.Namespace) -> int:
     return _report(applied.to_json(), pods, results)
 
 
-@_reported
+@reported("adapter")
 def run_remove(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.delivery import remove_serving_copies
     from mlcc_constructs.ops.pods import PodClient, roll_out
 
-    inputs = _check(args)
+    inputs = check(args)
     assert inputs.manifest is not None
-    deployment = _deployment(args, inputs.manifest)
-    pods, _ = _live(args, inputs)
-    s3 = _s3(args)
+    deployment = deployment_of(args, inputs.manifest)
+    pods, _ = live_state(args, inputs)
+    s3 = s3_client(args)
     if args.dry_run:
         deleted = remove_serving_copies(s3, deployment, args.name, dry_run=True)
-        _print({"lora_name": args.name, "pods": pods, "delete": deleted})
+        print_json({"lora_name": args.name, "pods": pods, "delete": deleted})
         return 0
     client = PodClient(deployment.adapter_api, timeout=inputs.timeout)
     results = roll_out(client, pods, name=args.name, path=None, unload_first=True)
@@ -548,7 +272,7 @@ def run_remove(args: argparse.Namespace) -> int:
 
 def _report(document: dict[str, Any], pods: list[str], results: list[PodResult]) -> int:
     failed = sorted({r.pod for r in results if not r.ok})
-    _print({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
+    print_json({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
     if not pods:
         print(
             "mlcc: warning: no pods given (--pod-url or --discover): nothing loaded or unloaded",
@@ -562,16 +286,16 @@ def _report(document: dict[str, Any], pods: list[str], results: list[PodResult])
 # --- list / clean -----------------------------------------------------------------------
 
 
-def _pod_answers(args: argparse.Namespace, inputs: _Inputs) -> list[PodModels]:
+def _pod_answers(args: argparse.Namespace, inputs: Inputs) -> list[PodModels]:
     """Each given or discovered pod's model list (none asked: empty)."""
     if not args.pod_url and not args.discover:
         return []
-    pods, _ = _live(args, inputs)
-    client = _pod_client(inputs)
+    pods, _ = live_state(args, inputs)
+    client = pod_client(inputs)
     return [client.models(pod) for pod in pods]
 
 
-def _pods_json(answers: list[PodModels], loaded: list[Any]) -> list[dict[str, Any]]:
+def _pods_json(answers: list[PodModels], loaded: list[LoadedAdapter]) -> list[dict[str, Any]]:
     return [
         {
             "pod": a.pod,
@@ -594,15 +318,15 @@ def _pods_json(answers: list[PodModels], loaded: list[Any]) -> list[dict[str, An
     ]
 
 
-@_reported
+@reported("adapter")
 def run_list(args: argparse.Namespace) -> int:
     from mlcc_constructs.core import s3_layout as layout
     from mlcc_constructs.core.adapter_inventory import inventory_table
     from mlcc_constructs.core.targets import load_target
     from mlcc_constructs.ops.inventory import canonical_models, pods_loaded, read_inventory
 
-    inputs = _check(args)
-    s3 = _s3(args)
+    inputs = check(args)
+    s3 = s3_client(args)
     if args.base_model is not None:
         models = [
             layout.base_model_location(inputs.core_bucket, layout.base_model(args.base_model))
@@ -617,7 +341,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.format == "table":
         sys.stdout.write(inventory_table(entries))
     else:
-        _print(
+        print_json(
             {
                 "bucket": inputs.core_bucket,
                 "project": args.project,
@@ -632,7 +356,7 @@ def run_list(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-@_reported
+@reported("adapter")
 def run_clean(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.adapter_clean import conflict_problems, serving_conflicts
     from mlcc_constructs.core.targets import load_target
@@ -644,8 +368,8 @@ def run_clean(args: argparse.Namespace) -> int:
     )
     from mlcc_constructs.ops.inventory import pods_loaded
 
-    inputs = _check(args)
-    s3 = _s3(args)
+    inputs = check(args)
+    s3 = s3_client(args)
     models = project_models(s3, inputs.core_bucket, inputs.models)
     facts = plan_project_clean(
         s3, core_bucket=inputs.core_bucket, project=args.project, models=models
@@ -665,7 +389,7 @@ def run_clean(args: argparse.Namespace) -> int:
     }
     purge = args.delete_noncurrent and facts.versioning != "Off"
     if not plan.units and not (purge and facts.noncurrent_versions + facts.delete_markers):
-        _print({**report, "status": "nothing to delete"})
+        print_json({**report, "status": "nothing to delete"})
         return 0
     problems = conflict_problems(conflicts) + [
         Problem(
@@ -687,7 +411,7 @@ def run_clean(args: argparse.Namespace) -> int:
         )
     _summary(facts, purge=purge)
     if args.dry_run:
-        _print({**report, "status": "dry-run"})
+        print_json({**report, "status": "dry-run"})
         return 0
     if not args.yes:
         print("Delete them? [y/N] ", end="", file=sys.stderr, flush=True)
@@ -704,11 +428,11 @@ def run_clean(args: argparse.Namespace) -> int:
     if purge:
         versions, markers = purge_noncurrent(s3, plan)
         report["purged"] = {"versions": versions, "delete_markers": markers}
-    _print({**report, "status": "deleted"})
+    print_json({**report, "status": "deleted"})
     return 0
 
 
-def _summary(facts: Any, *, purge: bool) -> None:
+def _summary(facts: CleanFacts, *, purge: bool) -> None:
     plan = facts.plan
     lines = [
         f"mlcc adapter clean: project {plan.project} in s3://{plan.bucket}/: "

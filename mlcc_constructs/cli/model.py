@@ -14,16 +14,12 @@ too, with one ``mlcc: error:`` line per problem on stderr and exit 1.
 from __future__ import annotations
 
 import argparse
-import functools
-import json
-from collections.abc import Callable
-from typing import Any
 
+from mlcc_constructs.cli._adapter_checks import print_json, reported, s3_client
 from mlcc_constructs.cli._common import ReportingParser
 from mlcc_constructs.cli._inputs import (
     at_flag,
     checked,
-    failure_report,
     text_problems,
     url_problems,
 )
@@ -57,25 +53,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote.set_defaults(func=run_promote)
 
 
-def _reported(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
-    @functools.wraps(handler)
-    def run(args: argparse.Namespace) -> int:
-        from mlcc_constructs.cli import error_lines
-
-        try:
-            return handler(args)
-        except Exception as error:
-            lines = error_lines(error)
-            if lines is not None:
-                print(json.dumps(failure_report(f"model {args.action}", lines), indent=2))
-            raise
-
-    return run
-
-
 def _check(args: argparse.Namespace) -> str:
     """Every value, all problems at once; returns the core bucket name."""
-    from mlcc_constructs.cli.adapter import replace_flag
+    from mlcc_constructs.cli._adapter_checks import replace_flag
     from mlcc_constructs.core import s3_layout as layout
     from mlcc_constructs.core.buckets import bucket_name, environment_problems
 
@@ -113,19 +93,13 @@ def _source_problems(source: str) -> list[Problem]:
     return checked("--from", lambda: layout.parse_s3_uri(source, pointer=""))[1]
 
 
-def _s3(args: argparse.Namespace) -> Any:
-    import boto3  # type: ignore[import-untyped]
-
-    return boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
-
-
-@_reported
+@reported("model")
 def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.model_promotion import promote_model
 
     core_bucket = _check(args)
     promotion = promote_model(
-        _s3(args),
+        s3_client(args),
         source_uri=args.source,
         core_bucket=core_bucket,
         project=args.project,
@@ -136,5 +110,5 @@ def run_promote(args: argparse.Namespace) -> int:
         source_job=args.source_job,
         dry_run=args.dry_run,
     )
-    print(json.dumps(promotion.to_json(), indent=2))
+    print_json(promotion.to_json())
     return 0
