@@ -242,12 +242,14 @@ def test_rank_above_live_pod_limit_is_refused(
         "VLLM_MAX_LORA_RANK=32",
         *_pod_args(*pods),
     )
-    assert (code, out) == (1, None)
-    assert err == (
-        "mlcc: error: /rank: adapter bot needs LoRA rank 64, above the live limit 32 (pod env "
+    message = (
+        "/rank: adapter bot needs LoRA rank 64, above the live limit 32 (pod env "
         "VLLM_MAX_LORA_RANK) (got 64; fix: raise VLLM_MAX_LORA_RANK to at least 64 and "
-        "redeploy, then add the adapter again)\n"
+        "redeploy, then add the adapter again)"
     )
+    # the JSON report on stdout on failure too, the same line on stderr
+    assert (code, out) == (1, {"command": "adapter add", "ok": False, "errors": [message]})
+    assert err == f"mlcc: error: {message}\n"
     assert all(p.calls == [] for p in pods)
     assert "Contents" not in s3.list_objects_v2(Bucket=CORE)
 
@@ -368,12 +370,13 @@ def test_sglang_rank_limit_defaults_to_the_resolved_companion_default(
         "sglang",
         *_pod_args(pods[0]),
     )
-    assert (code, out) == (1, None)
-    assert err == (
-        "mlcc: error: /rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine "
+    message = (
+        "/rank: adapter bot needs LoRA rank 32, above the live limit 16 (engine "
         "default) (got 32; fix: raise SGLANG_MAX_LORA_RANK to at least 32 and redeploy, then "
-        "add the adapter again)\n"
+        "add the adapter again)"
     )
+    assert (code, out) == (1, {"command": "adapter add", "ok": False, "errors": [message]})
+    assert err == f"mlcc: error: {message}\n"
     assert pods[0].calls == []
     assert "Contents" not in s3.list_objects_v2(Bucket=CORE)
 

@@ -3,6 +3,7 @@ a genuine bug still raises."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,11 @@ CREDENTIALS_FIX = (
 )
 NETWORK_FIX = "check the network, or --endpoint-url when using an S3-compatible endpoint"
 CLIENT_FIX = "check that the bucket exists and that your credentials may use it (or --endpoint-url)"
+
+
+def adapter_report(command: str, line: str) -> str:
+    """The JSON failure report an adapter command prints on stdout (the stderr line, unprefixed)."""
+    return json.dumps({"command": command, "ok": False, "errors": [line]}, indent=2) + "\n"
 
 
 def run(capsys: pytest.CaptureFixture[str], argv: list[str]) -> tuple[int, str, str]:
@@ -93,11 +99,8 @@ def fresh_aws(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> pytest.MonkeyP
 
 def test_no_credentials(fresh_aws: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     argv = [*PLAN, "--endpoint-url", "http://127.0.0.1:1", "--from", SOURCE]
-    assert run(capsys, argv) == (
-        1,
-        "",
-        f"mlcc: error: S3: Unable to locate credentials (fix: {CREDENTIALS_FIX})\n",
-    )
+    line = f"S3: Unable to locate credentials (fix: {CREDENTIALS_FIX})"
+    assert run(capsys, argv) == (1, adapter_report("adapter plan", line), f"mlcc: error: {line}\n")
 
 
 def test_endpoint_unreachable(
@@ -107,11 +110,8 @@ def test_endpoint_unreachable(
     fresh_aws.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     argv = [*PLAN, "--endpoint-url", "http://127.0.0.1:1", "--from", SOURCE]
     url = "http://127.0.0.1:1/mlcc-adapters-x?list-type=2&prefix=acme%2Fbot%2F&encoding-type=url"
-    assert run(capsys, argv) == (
-        1,
-        "",
-        f'mlcc: error: S3: Could not connect to the endpoint URL: "{url}" (fix: {NETWORK_FIX})\n',
-    )
+    line = f'S3: Could not connect to the endpoint URL: "{url}" (fix: {NETWORK_FIX})'
+    assert run(capsys, argv) == (1, adapter_report("adapter plan", line), f"mlcc: error: {line}\n")
 
 
 def test_client_error(
@@ -120,12 +120,11 @@ def test_client_error(
     fresh_aws.setenv("AWS_ACCESS_KEY_ID", "testing")
     fresh_aws.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     argv = [*PLAN, "--endpoint-url", moto_s3, "--from", SOURCE]
-    assert run(capsys, argv) == (
-        1,
-        "",
-        "mlcc: error: S3: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
-        f"operation: The specified bucket does not exist (fix: {CLIENT_FIX})\n",
+    line = (
+        "S3: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
+        f"operation: The specified bucket does not exist (fix: {CLIENT_FIX})"
     )
+    assert run(capsys, argv) == (1, adapter_report("adapter plan", line), f"mlcc: error: {line}\n")
 
 
 class _Bug(Exception):

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff_guard",
     "cache",
     "adapter",
+    "model",
 )
 
 
@@ -36,6 +37,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "diff-guard": "diff_guard",
     "cache": "cache",
     "adapter": "adapter",
+    "model": "model",
 }
 
 
@@ -68,24 +70,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``mlcc``; returns the exit code (0 ok, 1 bad input or failed check, 2 usage)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
-    args = parser.parse_args(argv)
     try:
+        # inside: a command's own parser may report a usage error as an MlccError
+        args = parser.parse_args(argv)
         code: int = args.func(args)
-    except MlccError as error:
-        for problem in error.problems:
-            print(f"mlcc: error: {problem}", file=sys.stderr)
-        return 1
     except BrokenPipeError:  # `mlcc ... | head`
         return 0
-    except OSError as error:
-        print(f"mlcc: error: {os_error_text(error)}", file=sys.stderr)
-        return 1
     except Exception as error:
-        if not _is_aws_error(error):
+        lines = error_lines(error)
+        if lines is None:
             raise  # a bug: keep its traceback
-        print(f"mlcc: error: {aws_error_text(error)}", file=sys.stderr)
+        for line in lines:
+            print(f"mlcc: error: {line}", file=sys.stderr)
         return 1
     return code
+
+
+def error_lines(error: BaseException) -> list[str] | None:
+    """The one-line texts ``mlcc`` prints for a bad-input, file-system or S3 error; ``None``
+    for anything else (a bug)."""
+    if isinstance(error, MlccError):
+        return [str(problem) for problem in error.problems]
+    if isinstance(error, OSError):
+        return [os_error_text(error)]
+    if _is_aws_error(error):
+        return [aws_error_text(error)]
+    return None
 
 
 def os_error_text(error: OSError) -> str:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+import json
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.errors import MlccError, Problem, fail
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.spec_file import SpecFile
@@ -31,6 +32,19 @@ SPEC_FLAGS: dict[str, str] = {
     "service_account_role_arn": "role_arn",
 }
 REQUIRED = ("engine", "model", "instance_type")
+
+
+class ReportingParser(argparse.ArgumentParser):
+    """The parser of a command that reports JSON: a usage error (a missing option, an unknown
+    flag, a bad choice) is a one-line ``mlcc: error:`` with exit 1, and the command's JSON
+    failure report on stdout, like every other bad input."""
+
+    def error(self, message: str) -> NoReturn:
+        from mlcc_constructs.cli._inputs import failure_report  # only on an error: start-up
+
+        problem = Problem(message=message, where="command line", fix=f"see {self.prog} --help")
+        print(json.dumps(failure_report(self.prog.removeprefix("mlcc "), [problem]), indent=2))
+        raise MlccError(problem)
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:

@@ -1,49 +1,69 @@
-"""``mlcc adapter promote|plan|add|update|remove``: LoRA adapters on S3 and in serving pods.
+"""``mlcc adapter promote|plan|add|update|remove|list|clean``: LoRA adapters on S3 and in pods.
 
-- ``promote NAME --from SRC``: copy a source prefix or ``.tar.gz`` to its canonical version
-  (identical content: nothing copied). Prints the promotion as JSON.
+- ``promote NAME --from SRC``: copy a source prefix, ``.tar.gz`` or Hugging Face repository
+  (``hf://<org>/<repo>[@revision]``) to its canonical version (identical content: nothing
+  copied). Prints the promotion as JSON.
 - ``plan NAME --from SRC``: the delivery plan as JSON, nothing written (= ``add --dry-run``).
 - ``add NAME --from SRC``: refusals, rank pre-check, promote/copy, then load on every pod.
 - ``update NAME --from SRC``: the same delivery, then unload + load on every pod.
 - ``remove NAME``: unload from every pod, delete only this deployment's serving copies.
+- ``list``: every adapter of a project (or of every project) under every staged base, its
+  versions newest first, and which version each pod has loaded (``--format json|table``).
+- ``clean``: delete the project's adapters under every base and its full fine-tunes, after a
+  confirmation (``--yes``; ``--dry-run`` only lists); refused while a pod serves one of them
+  (``--force``). ``--delete-noncurrent`` also purges a versioned bucket's old versions.
 
 Pods are given as ``--pod-url http://IP:PORT`` (repeatable), or discovered with ``--discover``:
 ``kubectl get pods -l <selector>`` (Running pods only; URL = pod IP + the engine's port), the
 pod env (container env + envFrom ConfigMaps) for the live rank limit, and for hyperpod-eks the
 live ``InferenceEndpointConfig`` named ``--deployment-name``. Without discovery the live state
-can be given with ``--pod-env KEY=VALUE`` and ``--iec FILE``. The report is JSON on stdout;
-the exit code is 1 when any pod failed.
+can be given with ``--pod-env KEY=VALUE`` and ``--iec FILE``.
+
+Every value is checked before anything is written or any pod is called; the report is JSON
+on stdout, on failure too (``{"command", "ok": false, "errors"}``), with one ``mlcc: error:``
+line per problem on stderr and exit 1 (also when any pod failed).
 
 S3: boto3's usual credentials and region; ``--endpoint-url`` (or ``AWS_ENDPOINT_URL``) for an
 S3-compatible endpoint. The core bucket name comes from ``stacks/buckets.json`` for
-``--account``/``--region``/``--profile``.
+``--account``/``--region``/``--profile``. Hugging Face: ``HF_TOKEN`` and ``HF_ENDPOINT``.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any, Literal
 
-from mlcc_constructs.cli._common import add_registry_options, parse_assignments
-from mlcc_constructs.core.errors import fail
+from mlcc_constructs.cli._adapter_checks import (
+    Inputs,
+    ReportedError,
+    check,
+    deployment_of,
+    live_state,
+    pod_client,
+    print_json,
+    reported,
+    s3_client,
+)
+from mlcc_constructs.cli._common import ReportingParser, add_registry_options
+from mlcc_constructs.core.errors import Problem
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
-    from mlcc_constructs.core.adapter_deployment import Deployment, LiveState
-    from mlcc_constructs.ops.pods import PodResult
-
-
-_FROM_HELP = "the adapter: an s3:// prefix with its PEFT files, or an s3:// .tar.gz of them"
+    from mlcc_constructs.core.adapter_inventory import LoadedAdapter
+    from mlcc_constructs.ops.clean import CleanFacts
+    from mlcc_constructs.ops.pods import PodModels, PodResult
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    parser = subparsers.add_parser("adapter", help="promote and deliver LoRA adapters")
-    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    parser = subparsers.add_parser("adapter", help="promote, deliver, list and clean LoRA adapters")
+    actions = parser.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=ReportingParser
+    )
 
     promote = actions.add_parser("promote", help="promote a source to its canonical version")
-    _add_common(promote, deployment=False)
-    promote.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM_HELP)
+    _add_adapter(promote)
+    _add_buckets(promote)
+    promote.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM)
     promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
     promote.add_argument("--source-job", default=None, help="the job that produced it")
     promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
@@ -55,41 +75,110 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         ("update", "deliver a new version and swap it in on every pod"),
     ):
         sub = actions.add_parser(action, help=text)
-        _add_common(sub, deployment=True)
-        sub.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM_HELP)
+        _add_adapter(sub)
+        _add_buckets(sub)
+        _add_deployment(sub)
+        sub.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM)
         if action != "plan":
             sub.add_argument("--dry-run", action="store_true", help="print the plan only")
         sub.set_defaults(func=run_deliver)
 
     remove = actions.add_parser("remove", help="unload from every pod, delete serving copies")
-    _add_common(remove, deployment=True, buckets=False)
+    _add_adapter(remove)
+    remove.add_argument("--region", default=None, help="AWS region (default: boto3's)")
+    _add_deployment(remove)
     remove.add_argument("--dry-run", action="store_true", help="report only")
     remove.set_defaults(func=run_remove)
 
+    listing = actions.add_parser("list", help="list adapters, their versions and what pods load")
+    listing.add_argument("--project", default=None, help="only this project (default: every one)")
+    listing.add_argument("--base-model", default=None, help="only this base (Hugging Face id)")
+    _add_buckets(listing)
+    _add_models(listing)
+    _add_pods(listing)
+    listing.add_argument(
+        "--format", choices=("json", "table"), default="json", help="json (default) or table"
+    )
+    listing.set_defaults(func=run_list)
 
-def _add_common(parser: argparse.ArgumentParser, *, deployment: bool, buckets: bool = True) -> None:
+    clean = actions.add_parser(
+        "clean", help="delete a project's adapters (every base) and full fine-tunes"
+    )
+    clean.add_argument("--project", required=True, help="the project to delete")
+    _add_buckets(clean)
+    _add_models(clean)
+    _add_pods(clean)
+    clean.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    clean.add_argument("--dry-run", action="store_true", help="list what would go; delete nothing")
+    clean.add_argument(
+        "--force", action="store_true", help="delete even while a pod serves one of the adapters"
+    )
+    clean.add_argument(
+        "--delete-noncurrent",
+        action="store_true",
+        help="versioned bucket: also delete every old version and delete marker under the "
+        "project's prefixes, permanently",
+    )
+    clean.set_defaults(func=run_clean)
+
+
+_FROM = (
+    "s3://bucket/prefix/, s3://bucket/adapter.tar.gz, a canonical adapter or hf://org/repo[@rev]"
+)
+
+
+def _add_adapter(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("name", help="adapter name (the engine's lora_name)")
     parser.add_argument("--project", required=True, help="project the adapter belongs to")
     parser.add_argument(
         "--base-model", default=None, help="Hugging Face id of the base (default: derived)"
     )
     parser.add_argument("--base-revision", default=None, help="base model revision, if known")
-    if buckets:
-        parser.add_argument("--account", required=True, help="AWS account id (bucket names)")
-        parser.add_argument("--region", required=True, help="AWS region (bucket names)")
-        parser.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
-    else:
-        parser.add_argument("--region", default=None, help="AWS region (default: boto3's)")
     parser.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
-    if not deployment:
-        return
+
+
+def _add_buckets(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--account", required=True, help="AWS account id (bucket names)")
+    parser.add_argument("--region", required=True, help="AWS region (bucket names)")
+    parser.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
+    if not any(a.dest == "endpoint_url" for a in parser._actions):
+        parser.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
+
+
+def _add_models(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model",
+        dest="models",
+        action="append",
+        default=[],
+        metavar="S3_PREFIX",
+        help="also look under this staged model prefix (serving copies); repeatable",
+    )
+
+
+def _add_pods(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", default="vllm", help="engine name (default: vllm)")
     parser.add_argument("--target", default="eks", help="eks or hyperpod-eks (default: eks)")
     parser.add_argument(
-        "--model", required=True, help="the deployment's model: s3://bucket/prefix/"
+        "--pod-url", action="append", default=[], metavar="URL", help="a serving pod; repeatable"
     )
     parser.add_argument(
-        "--pod-url", action="append", default=[], metavar="URL", help="a serving pod; repeatable"
+        "--discover", action="store_true", help="find the Running pods with kubectl"
+    )
+    parser.add_argument("--namespace", default="default", help="Kubernetes namespace")
+    parser.add_argument(
+        "--deployment-name",
+        default=None,
+        help="the serving Deployment/IEC name (default selector app.kubernetes.io/name=NAME)",
+    )
+    parser.add_argument("--selector", default=None, help="pod label selector for --discover")
+    parser.add_argument("--timeout", default="60", help="seconds per pod call (default: 60)")
+    add_registry_options(parser)
+
+
+def _add_deployment(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--model", required=True, help="the deployment's model: s3://bucket/prefix/"
     )
     parser.add_argument(
         "--pod-env",
@@ -99,43 +188,21 @@ def _add_common(parser: argparse.ArgumentParser, *, deployment: bool, buckets: b
         help="live pod env (e.g. VLLM_MAX_LORA_RANK=64); repeatable",
     )
     parser.add_argument("--iec", default=None, metavar="FILE", help="live IEC as JSON or YAML")
-    parser.add_argument(
-        "--discover", action="store_true", help="find pods, pod env and the IEC with kubectl"
-    )
-    parser.add_argument("--namespace", default="default", help="Kubernetes namespace")
-    parser.add_argument(
-        "--deployment-name",
-        default=None,
-        help="the serving Deployment/IEC name (default selector app.kubernetes.io/name=NAME)",
-    )
-    parser.add_argument("--selector", default=None, help="pod label selector for --discover")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per pod call")
-    add_registry_options(parser)
+    _add_pods(parser)
 
 
-def _s3(args: argparse.Namespace) -> Any:
-    import boto3  # type: ignore[import-untyped]
-
-    return boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
+# --- promote / add / update / plan / remove ---------------------------------------------
 
 
-def _core_bucket(args: argparse.Namespace) -> str:
-    from mlcc_constructs.core.buckets import bucket_name
-
-    return bucket_name("core", account=args.account, region=args.region, profile=args.profile)
-
-
-def _print(document: Any) -> None:
-    print(json.dumps(document, indent=2))
-
-
+@reported("adapter")
 def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.promotion import promote
 
+    inputs = check(args)
     promotion = promote(
-        _s3(args),
+        s3_client(args),
         source_uri=args.source,
-        core_bucket=_core_bucket(args),
+        core_bucket=inputs.core_bucket,
         project=args.project,
         name=args.name,
         base_model=args.base_model,
@@ -144,74 +211,20 @@ def run_promote(args: argparse.Namespace) -> int:
         source_job=args.source_job,
         dry_run=args.dry_run,
     )
-    _print(promotion.to_json())
+    print_json(promotion.to_json())
     return 0
 
 
-# --- deployment and live state ----------------------------------------------------------
-
-
-def _deployment(args: argparse.Namespace) -> Deployment:
-    from mlcc_constructs.cli._common import registry_from
-    from mlcc_constructs.core.adapter_deployment import Deployment
-
-    return Deployment.for_engine(
-        registry_from(args).get(args.engine),
-        target=args.target,
-        model=args.model,
-        project=args.project,
-        base_model=args.base_model,
-        base_revision=args.base_revision,
-    )
-
-
-def _live(args: argparse.Namespace) -> tuple[list[str], LiveState]:
-    """Pod URLs and the live state: discovered, then ``--pod-env``/``--iec`` on top."""
-    from mlcc_constructs.core.adapter_deployment import LiveState
-
-    urls: list[str] = []
-    live = LiveState()
-    if args.discover:
-        urls, live = _discover(args)
-    env = parse_assignments(args.pod_env, "--pod-env")
-    iec = live.iec
-    if args.iec:
-        import yaml
-
-        with open(args.iec, encoding="utf-8") as handle:
-            iec = yaml.safe_load(handle)
-    if env or args.iec:
-        live = LiveState(
-            pod_env={**(live.pod_env or {}), **env} or None, iec=iec, s3_mount=live.s3_mount
-        )
-    return [*urls, *args.pod_url], live
-
-
-def _discover(args: argparse.Namespace) -> tuple[list[str], LiveState]:
-    from mlcc_constructs.cli._common import registry_from
-    from mlcc_constructs.ops.kubectl import discover
-
-    if not args.deployment_name and not args.selector:
-        raise fail("--discover needs --deployment-name or --selector", where="--discover")
-    return discover(
-        target=args.target,
-        namespace=args.namespace,
-        selector=args.selector or f"app.kubernetes.io/name={args.deployment_name}",
-        port=registry_from(args).get(args.engine).launch.get("port"),
-        iec_name=args.deployment_name,
-    )
-
-
-# --- add / update / plan / remove -------------------------------------------------------
-
-
+@reported("adapter")
 def run_deliver(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery
     from mlcc_constructs.ops.pods import PodClient, roll_out
 
-    deployment = _deployment(args)
-    pods, live = _live(args)
-    s3 = _s3(args)
+    inputs = check(args)
+    assert inputs.manifest is not None
+    deployment = deployment_of(args, inputs.manifest)
+    pods, live = live_state(args, inputs)
+    s3 = s3_client(args)
     operation: Literal["add", "update"] = "update" if args.action == "update" else "add"
     plan = plan_delivery(
         s3,
@@ -220,13 +233,13 @@ def run_deliver(args: argparse.Namespace) -> int:
         live=live,
         name=args.name,
         source=args.source,
-        core_bucket=_core_bucket(args),
+        core_bucket=inputs.core_bucket,
         base_model=args.base_model,
     )
     if args.action == "plan" or args.dry_run:
-        _print({**plan.to_json(), "pods": pods})
+        print_json({**plan.to_json(), "pods": pods})
         return 0
-    client = PodClient(deployment.adapter_api, timeout=args.timeout)
+    client = PodClient(deployment.adapter_api, timeout=inputs.timeout)
     applied = apply_delivery(s3, plan, deployment, base_model=args.base_model)
     results = roll_out(
         client, pods, name=args.name, path=applied.path, unload_first=operation == "update"
@@ -234,18 +247,21 @@ def run_deliver(args: argparse.Namespace) -> int:
     return _report(applied.to_json(), pods, results)
 
 
+@reported("adapter")
 def run_remove(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.delivery import remove_serving_copies
     from mlcc_constructs.ops.pods import PodClient, roll_out
 
-    deployment = _deployment(args)
-    pods, _ = _live(args)
-    s3 = _s3(args)
+    inputs = check(args)
+    assert inputs.manifest is not None
+    deployment = deployment_of(args, inputs.manifest)
+    pods, _ = live_state(args, inputs)
+    s3 = s3_client(args)
     if args.dry_run:
         deleted = remove_serving_copies(s3, deployment, args.name, dry_run=True)
-        _print({"lora_name": args.name, "pods": pods, "delete": deleted})
+        print_json({"lora_name": args.name, "pods": pods, "delete": deleted})
         return 0
-    client = PodClient(deployment.adapter_api, timeout=args.timeout)
+    client = PodClient(deployment.adapter_api, timeout=inputs.timeout)
     results = roll_out(client, pods, name=args.name, path=None, unload_first=True)
     if any(not r.ok for r in results):
         # keep the files while a pod may still serve them
@@ -256,7 +272,7 @@ def run_remove(args: argparse.Namespace) -> int:
 
 def _report(document: dict[str, Any], pods: list[str], results: list[PodResult]) -> int:
     failed = sorted({r.pod for r in results if not r.ok})
-    _print({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
+    print_json({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
     if not pods:
         print(
             "mlcc: warning: no pods given (--pod-url or --discover): nothing loaded or unloaded",
@@ -265,3 +281,176 @@ def _report(document: dict[str, Any], pods: list[str], results: list[PodResult])
     for pod in failed:
         print(f"mlcc: error: pod {pod} failed", file=sys.stderr)
     return 1 if failed else 0
+
+
+# --- list / clean -----------------------------------------------------------------------
+
+
+def _pod_answers(args: argparse.Namespace, inputs: Inputs) -> list[PodModels]:
+    """Each given or discovered pod's model list (none asked: empty)."""
+    if not args.pod_url and not args.discover:
+        return []
+    pods, _ = live_state(args, inputs)
+    client = pod_client(inputs)
+    return [client.models(pod) for pod in pods]
+
+
+def _pods_json(answers: list[PodModels], loaded: list[LoadedAdapter]) -> list[dict[str, Any]]:
+    return [
+        {
+            "pod": a.pod,
+            "ok": a.ok,
+            "status": a.status,
+            "detail": a.detail,
+            "loaded": [
+                {
+                    "lora_name": x.lora_name,
+                    "path": x.path,
+                    "project": x.project,
+                    "name": x.name,
+                    "version": x.version,
+                }
+                for x in loaded
+                if x.pod == a.pod
+            ],
+        }
+        for a in answers
+    ]
+
+
+@reported("adapter")
+def run_list(args: argparse.Namespace) -> int:
+    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.adapter_inventory import inventory_table
+    from mlcc_constructs.core.targets import load_target
+    from mlcc_constructs.ops.inventory import canonical_models, pods_loaded, read_inventory
+
+    inputs = check(args)
+    s3 = s3_client(args)
+    if args.base_model is not None:
+        models = [
+            layout.base_model_location(inputs.core_bucket, layout.base_model(args.base_model))
+        ]
+    else:
+        models = canonical_models(s3, inputs.core_bucket)
+    models += [m for m in inputs.models if m not in models]
+    answers = _pod_answers(args, inputs)
+    loaded = pods_loaded(load_target(args.target).adapter_delivery, answers)
+    entries = read_inventory(s3, models=models, project=args.project, loaded=loaded)
+    failed = [a for a in answers if not a.ok]
+    if args.format == "table":
+        sys.stdout.write(inventory_table(entries))
+    else:
+        print_json(
+            {
+                "bucket": inputs.core_bucket,
+                "project": args.project,
+                "models": [m.uri for m in models],
+                "adapters": [e.to_json() for e in entries],
+                "pods": _pods_json(answers, loaded),
+                "failed_pods": [a.pod for a in failed],
+            }
+        )
+    for answer in failed:
+        print(f"mlcc: error: pod {answer.pod} failed: {answer.detail}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+@reported("adapter")
+def run_clean(args: argparse.Namespace) -> int:
+    from mlcc_constructs.core.adapter_clean import conflict_problems, serving_conflicts
+    from mlcc_constructs.core.targets import load_target
+    from mlcc_constructs.ops.clean import (
+        execute_clean,
+        plan_project_clean,
+        project_models,
+        purge_noncurrent,
+    )
+    from mlcc_constructs.ops.inventory import pods_loaded
+
+    inputs = check(args)
+    s3 = s3_client(args)
+    models = project_models(s3, inputs.core_bucket, inputs.models)
+    facts = plan_project_clean(
+        s3, core_bucket=inputs.core_bucket, project=args.project, models=models
+    )
+    plan = facts.plan
+    answers = _pod_answers(args, inputs)
+    loaded = pods_loaded(load_target(args.target).adapter_delivery, answers)
+    conflicts = serving_conflicts(args.project, loaded)
+    report: dict[str, Any] = {
+        "project": args.project,
+        "plan": plan.to_json(),
+        "bucket_versioning": facts.to_json(),
+        "pods": _pods_json(answers, loaded),
+        "dry_run": args.dry_run,
+        "deleted": [],
+        "purged": None,
+    }
+    purge = args.delete_noncurrent and facts.versioning != "Off"
+    if not plan.units and not (purge and facts.noncurrent_versions + facts.delete_markers):
+        print_json({**report, "status": "nothing to delete"})
+        return 0
+    problems = conflict_problems(conflicts) + [
+        Problem(
+            message=f"pod {a.pod} did not list its adapters ({a.detail}): cannot check that it "
+            "serves none of this project's",
+            where="--force",
+            fix="check the pod, or pass --force",
+        )
+        for a in answers
+        if not a.ok
+    ]
+    if problems and not args.force:
+        raise ReportedError(problems, {**report, "status": "refused"})
+    if not answers:
+        print(
+            "mlcc: warning: no pods given (--pod-url or --discover): not checked that no pod "
+            "serves these adapters",
+            file=sys.stderr,
+        )
+    _summary(facts, purge=purge)
+    if args.dry_run:
+        print_json({**report, "status": "dry-run"})
+        return 0
+    if not args.yes:
+        print("Delete them? [y/N] ", end="", file=sys.stderr, flush=True)
+        answer = sys.stdin.readline().strip().lower()
+        if answer not in ("y", "yes"):
+            problem = Problem(
+                message="clean not confirmed: nothing deleted",
+                where="--yes",
+                value=answer,
+                fix="answer y, or pass --yes in scripts",
+            )
+            raise ReportedError([problem], {**report, "status": "not confirmed"})
+    report["deleted"] = execute_clean(s3, plan)
+    if purge:
+        versions, markers = purge_noncurrent(s3, plan)
+        report["purged"] = {"versions": versions, "delete_markers": markers}
+    print_json({**report, "status": "deleted"})
+    return 0
+
+
+def _summary(facts: CleanFacts, *, purge: bool) -> None:
+    plan = facts.plan
+    lines = [
+        f"mlcc adapter clean: project {plan.project} in s3://{plan.bucket}/: "
+        f"{plan.objects} objects ({plan.bytes} bytes) in {len(plan.units)} units"
+    ]
+    lines += [f"  {u.kind:16} {u.uri} ({len(u.ordered_keys)} objects)" for u in plan.units]
+    if facts.versioning != "Off":
+        if purge:
+            lines.append(
+                f"  versioned bucket ({facts.versioning}): also deleting permanently the "
+                f"{facts.noncurrent_versions} noncurrent versions and {facts.delete_markers} "
+                "delete markers under these prefixes, and the versions this clean leaves"
+            )
+        else:
+            lines.append(
+                f"  versioned bucket ({facts.versioning}): the deleted objects stay as noncurrent "
+                "versions (restorable, still billed), as do the "
+                f"{facts.noncurrent_versions} already there; --delete-noncurrent deletes them "
+                "permanently"
+            )
+    print("\n".join(lines), file=sys.stderr)

@@ -9,7 +9,8 @@ Pure: :class:`LiveState` holds what the caller read from the cluster (pod env, t
   the engine default.
 - :func:`check_delivery` raises every refusal at once, before anything is read: a target
   without pods, a Hugging Face or model-package model source, a prefetching IEC, pods that
-  should mount the model themselves (``pod_volumes``: eks) without the S3 mount. It returns
+  should mount the model themselves (``pod_volumes``: eks) without the S3 mount, a full
+  fine-tune (not a base) as the model. It returns
   what the deployment serves (:class:`Serving`).
 """
 
@@ -28,6 +29,12 @@ from mlcc_constructs.core.resolution import companion_default
 from mlcc_constructs.core.s3_layout import S3Location
 from mlcc_constructs.core.targets import load_target
 
+# The OpenAI-compatible model list, where both dynamic-LoRA engines report each loaded adapter
+# as {"id": lora_name, "root": lora_path, "parent": base}: vLLM's OpenAIServingModels.
+# show_available_models (vllm/entrypoints/openai/serving_models.py) and SGLang's
+# available_models (python/sglang/srt/entrypoints/http_server.py, LoRA cards since its
+# lora_registry). An engine manifest may name another path as adapter_api.list.
+MODEL_LIST_PATH = "/v1/models"
 _MODEL_PACKAGE = re.compile(r"^arn:aws[a-z-]*:sagemaker:[^:]*:[0-9]*:model-package/")
 
 
@@ -50,7 +57,8 @@ class Deployment:
     """The max LoRA rank the engine runs with when none is set (``lora_max_rank``'s companion
     default); None if it has no such capability."""
     adapter_api: Mapping[str, str] = field(default_factory=dict)
-    """``{"load": path, "unload": path}`` from the engine manifest."""
+    """``{"load": path, "unload": path, "list": path}`` from the engine manifest (``list``
+    defaults to the OpenAI-compatible model list, :data:`MODEL_LIST_PATH`)."""
     base_model: str | None = None
     """Base id served. Default: read from a canonical ``models/<org>/<base>/`` model prefix."""
     base_revision: str | None = None
@@ -78,7 +86,9 @@ class Deployment:
             project=project,
             rank_env_key=manifest.key(capability) if capability is not None else None,
             default_rank=int(default) if default is not None else None,
-            adapter_api=dict(manifest.adapter_api or {}),
+            adapter_api=(
+                {"list": MODEL_LIST_PATH, **manifest.adapter_api} if manifest.adapter_api else {}
+            ),
             base_model=base_model,
             base_revision=base_revision,
         )
@@ -151,6 +161,18 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
                 fix="stage the model to S3 and redeploy with model=s3://<core>/models/<org>/<base>/",
             )
         )
+    elif (finetune := _full_finetune_of(deployment.model)) is not None:
+        problems.append(
+            Problem(
+                message=f"this deployment serves full fine-tune {finetune[1]} of project "
+                f"{finetune[0]}: a full fine-tune is not a base model, and adapters are "
+                "delivered only to a deployment of the base they were trained on",
+                pointer="/model",
+                value=deployment.model,
+                fix="deliver the adapter to a deployment of its Hugging Face base "
+                "(s3://<core>/models/<org>/<base>/)",
+            )
+        )
     source_type = dig(live.iec, "spec", "modelSourceConfig", "modelSourceType")
     if source_type not in (None, "s3"):
         problems.append(
@@ -182,6 +204,11 @@ def deployment_refusals(deployment: Deployment, live: LiveState) -> list[Problem
             )
         )
     return problems
+
+
+def _full_finetune_of(model: str) -> tuple[str, str] | None:
+    match = layout.parse_s3_uri(model, pointer="/model") if model.startswith("s3://") else None
+    return layout.parse_full_finetune(match) if match is not None else None
 
 
 def serving_model(deployment: Deployment) -> S3Location:

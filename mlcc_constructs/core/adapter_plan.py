@@ -30,12 +30,18 @@ from mlcc_constructs.core.adapter_deployment import (
 )
 from mlcc_constructs.core.adapter_record import AdapterRecord, PeftInfo, resolve_base
 from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.hf_source import is_hf_source, parse_hf_source
 from mlcc_constructs.core.lora_rank import AdapterRank
 from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.targets import load_target
 
 Operation = Literal["add", "update"]
-SourceKind = Literal["canonical-version", "canonical-home", "s3-prefix", "tar.gz"]
+SOURCE_FORMS = (
+    "s3://bucket/prefix/, s3://bucket/adapter.tar.gz, a canonical adapter, or "
+    "hf://<org>/<repo>[@revision]"
+)
+"""What ``--from`` takes, for error messages."""
+SourceKind = Literal["canonical-version", "canonical-home", "s3-prefix", "tar.gz", "huggingface"]
 
 
 # --- the source -------------------------------------------------------------------------
@@ -57,15 +63,20 @@ class SourceFacts:
 
 
 def canonical_source(source: str, *, project: str, name: str) -> CanonicalAdapter | None:
-    """The canonical adapter ``source`` names, ``None`` for a prefix or archive to promote;
-    a source that is not on S3, or a canonical one of another project or name, is refused."""
+    """The canonical adapter ``source`` names, ``None`` for a prefix, archive or Hugging Face
+    repository to promote; any other source, or a canonical one of another project or name,
+    is refused."""
+    if is_hf_source(source):
+        parse_hf_source(source)
+        return None
     if not source.startswith("s3://"):
         raise fail(
-            "adapter sources are S3 prefixes or .tar.gz archives",
+            "adapter sources are S3 prefixes, .tar.gz archives or Hugging Face repositories",
             pointer="/source",
             value=source,
-            allowed="s3://bucket/prefix/, s3://bucket/adapter.tar.gz, or a canonical adapter",
-            fix="upload the adapter to S3 (e.g. the adapters bucket) and add it from there",
+            allowed=SOURCE_FORMS,
+            fix="upload the adapter to S3 (e.g. the adapters bucket), or name its Hugging Face "
+            "repository",
         )
     canonical = layout.parse_canonical_adapter(source)
     if canonical is not None and (canonical.project, canonical.name) != (project, name):
@@ -77,6 +88,13 @@ def canonical_source(source: str, *, project: str, name: str) -> CanonicalAdapte
             fix=f"add it as {canonical.name} in project {canonical.project}",
         )
     return canonical
+
+
+def source_kind(source: str) -> SourceKind:
+    """The kind of a source still to promote."""
+    if is_hf_source(source):
+        return "huggingface"
+    return "tar.gz" if source.endswith((".tar.gz", ".tgz")) else "s3-prefix"
 
 
 def facts_from_record(canonical: CanonicalAdapter, record: AdapterRecord) -> SourceFacts:
@@ -105,7 +123,7 @@ def facts_from_peft(
     the config's, else the base the deployment serves)."""
     base = layout.base_model(resolve_base(base_model, peft, served_base))
     return SourceFacts(
-        kind="tar.gz" if source.endswith((".tar.gz", ".tgz")) else "s3-prefix",
+        kind=source_kind(source),
         base=base.hf_id,
         base_revision=peft.base_revision,
         need=AdapterRank(name=name, r=peft.r, rank_pattern=peft.rank_pattern).need,

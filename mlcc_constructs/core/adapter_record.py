@@ -260,16 +260,18 @@ def adapter_files(adapter: CanonicalAdapter, files: Mapping[str, str]) -> dict[s
     return {n: d for n, d in files.items() if adapter.version or "/" not in n}
 
 
-def content_hash(file_digests: Mapping[str, str]) -> str:
+def content_hash(
+    file_digests: Mapping[str, str], *, metadata: Collection[str] = (layout.ADAPTER_RECORD,)
+) -> str:
     """sha256 over ``name NUL sha256(bytes) LF`` for every file, sorted by name.
 
-    ``file_digests`` maps relative names to each file's sha256 hex; the adapter record
-    (``s3_layout.ADAPTER_RECORD``) is metadata and never part of the content. Listing order
-    does not matter.
+    ``file_digests`` maps relative names to each file's sha256 hex; the record (``metadata``:
+    ``s3_layout.ADAPTER_RECORD`` for an adapter, ``s3_layout.MODEL_RECORD`` for a full
+    fine-tune) is metadata and never part of the content. Listing order does not matter.
     """
     digest = hashlib.sha256()
     for name in sorted(file_digests):
-        if name == layout.ADAPTER_RECORD:
+        if name in metadata:
             continue
         digest.update(f"{name}\0{file_digests[name]}\n".encode())
     return digest.hexdigest()

@@ -44,18 +44,25 @@ def bucket_patterns() -> dict[str, str]:
     return {key: bucket["name"] for key, bucket in document["buckets"].items()}
 
 
-def check_environment(*, account: str, region: str, profile: str) -> None:
-    """Refuse an account, region or profile that cannot form valid bucket names."""
+def environment_problems(
+    *, account: str | None = None, region: str | None = None, profile: str | None = None
+) -> list[Problem]:
+    """The problems of the given account, region and profile (``None``: not checked)."""
     checks = (
         ("account", account, _ACCOUNT, "12 digits, e.g. 123456789012"),
         ("region", region, REGION, "an AWS region such as us-east-1"),
         ("profile", profile, _PROFILE, "lower-case letters, digits and '-', 1-20, e.g. dev"),
     )
-    problems = [
+    return [
         Problem(message=f"invalid {name}", pointer=f"/{name}", value=value, allowed=allowed)
         for name, value, pattern, allowed in checks
-        if not pattern.match(value)
+        if value is not None and not (isinstance(value, str) and pattern.fullmatch(value))
     ]
+
+
+def check_environment(*, account: str, region: str, profile: str) -> None:
+    """Refuse an account, region or profile that cannot form valid bucket names."""
+    problems = environment_problems(account=account, region=region, profile=profile)
     if problems:
         raise MlccError(problems)
 

@@ -37,6 +37,8 @@ ADAPTER_DIR = ".mlcc-adapters"
 """The folder under a model prefix that holds adapter homes (also the pod ``subdir``)."""
 ADAPTER_RECORD = "mlcc-adapter.json"
 """The record written into every adapter version (and into serving copies)."""
+MODEL_RECORD = "mlcc-model.json"
+"""The record written into every full fine-tune (``models/mlcc-<project>/<name>/``)."""
 JOB_KINDS = ("tune", "train", "optimize")
 """Kinds of raw job output under the artifacts bucket."""
 
@@ -241,6 +243,16 @@ def base_model(model_id: str, *, pointer: str = "/base_model", where: str = "") 
             "mlcc_constructs/data/hub_model_ids.json",
         )
     org, base = model_id.split("/")
+    if org.startswith(_FULL_MODEL_PREFIX):
+        raise fail(
+            f"not a base model: {_MODELS}/{_FULL_MODEL_PREFIX}<project>/ holds a project's full "
+            "fine-tunes, and nothing has a home under them",
+            where=where,
+            pointer=pointer,
+            value=model_id,
+            allowed=f"a Hugging Face model id whose org does not start with '{_FULL_MODEL_PREFIX}'",
+            fix="name the Hugging Face base it was trained on",
+        )
     # a mapped hub id comes from the data file, so its parts are checked too
     problems = [
         problem
@@ -316,6 +328,65 @@ def full_finetune(core_bucket: str, project: str, name: str) -> S3Location:
     check_bucket(core_bucket)
     check_components(project=project, name=name)
     return S3Location(bucket=core_bucket, key=f"{_MODELS}/{_FULL_MODEL_PREFIX}{project}/{name}/")
+
+
+def model_record_location(model: S3Location) -> S3Location:
+    """The ``mlcc-model.json`` of a full fine-tune (``model``: its prefix)."""
+    return S3Location(bucket=model.bucket, key=f"{model.key}{MODEL_RECORD}")
+
+
+def project_full_finetunes(core_bucket: str, project: str) -> S3Location:
+    """``s3://<core>/models/mlcc-<project>/``: every full fine-tune of a project."""
+    check_bucket(core_bucket)
+    check_components(project=project)
+    return S3Location(bucket=core_bucket, key=f"{_MODELS}/{_FULL_MODEL_PREFIX}{project}/")
+
+
+def parse_full_finetune(model: S3Location) -> tuple[str, str] | None:
+    """``(project, name)`` of a full fine-tune prefix ``models/mlcc-<project>/<name>/``;
+    ``None`` for any other prefix."""
+    parts = model.key.rstrip("/").split("/")
+    if (
+        len(parts) == 3
+        and parts[0] == _MODELS
+        and parts[1].startswith(_FULL_MODEL_PREFIX)
+        and len(parts[1]) > len(_FULL_MODEL_PREFIX)
+        and not any(component_problem(p) for p in parts)
+    ):
+        return parts[1][len(_FULL_MODEL_PREFIX) :], parts[2]
+    return None
+
+
+def models_root(core_bucket: str) -> S3Location:
+    """``s3://<core>/models/``: where bases (``<org>/<base>/``) and full fine-tunes live."""
+    check_bucket(core_bucket)
+    return S3Location(bucket=core_bucket, key=f"{_MODELS}/")
+
+
+def child_prefix(parent: S3Location, name: str) -> S3Location:
+    """``<parent>/<name>/``: one level below a prefix (``name`` a valid component)."""
+    check_components(name=name)
+    return S3Location(bucket=parent.bucket, key=f"{parent.key}{name}/")
+
+
+def child_name(parent: S3Location, prefix_key: str) -> str | None:
+    """The one path component a listed common prefix adds below ``parent`` (``models/org/`` →
+    ``org``); ``None`` when it is not a valid component directly below it."""
+    if not prefix_key.startswith(parent.key) or not prefix_key.endswith("/"):
+        return None
+    name = prefix_key[len(parent.key) : -1]
+    return None if component_problem(name) else name
+
+
+def base_locations(core_bucket: str, orgs: dict[str, list[str]]) -> list[S3Location]:
+    """The canonical base prefixes among listed ``org → [base, ...]`` (sorted): full
+    fine-tune folders (``mlcc-<project>``) are not bases."""
+    return [
+        base_model_location(core_bucket, BaseModel(org=org, base=base))
+        for org in sorted(orgs)
+        if not org.startswith(_FULL_MODEL_PREFIX)
+        for base in sorted(orgs[org])
+    ]
 
 
 def job_output(artifacts_bucket: str, project: str, kind: JobKind, *parts: str) -> S3Location:
@@ -405,3 +476,22 @@ def pod_adapter_path(
     check_components(project=project, name=name)
     path = f"{delivery.mount_path.rstrip('/')}/{delivery.subdir}/{project}/{name}"
     return f"{path}/{check_version(version)}" if version is not None else path
+
+
+def parse_pod_adapter_path(
+    delivery: AdapterDelivery, path: object
+) -> tuple[str, str, str | None] | None:
+    """``(project, name, version or None)`` of an in-pod adapter path (the inverse of
+    :func:`pod_adapter_path`); ``None`` for any other path."""
+    if delivery.strategy != "model-prefix" or not delivery.mount_path or not delivery.subdir:
+        return None
+    root = f"{delivery.mount_path.rstrip('/')}/{delivery.subdir}/"
+    if not isinstance(path, str) or not path.startswith(root):
+        return None
+    tail = path[len(root) :].rstrip("/").split("/")
+    if len(tail) not in (2, 3) or any(component_problem(p) for p in tail):
+        return None
+    version = tail[2] if len(tail) == 3 else None
+    if version is not None and not _VERSION.match(version):
+        return None
+    return tail[0], tail[1], version

@@ -1,4 +1,5 @@
-"""The files of an adapter source on S3: a prefix, or a ``.tar.gz`` spooled to a temporary file.
+"""The files of a promotion source: an S3 prefix, a ``.tar.gz`` on S3 spooled to a temporary
+file, or a Hugging Face repository (:mod:`mlcc_constructs.ops.hf_hub`).
 
 :func:`open_source` lists (or unpacks) a source and hashes every file; the file-name and PEFT
 rules it applies are :mod:`mlcc_constructs.core.adapter_record`'s. Close a source when done.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import tarfile
 import tempfile
+from collections.abc import Collection
 from typing import IO
 
 from mlcc_constructs.core import s3_layout as layout
@@ -21,6 +23,7 @@ from mlcc_constructs.core.adapter_record import (
     peft_files_problems,
 )
 from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.hf_source import is_hf_source, parse_hf_source
 from mlcc_constructs.core.s3_layout import S3Location
 from mlcc_constructs.ops.s3 import (
     CHUNK,
@@ -57,9 +60,16 @@ class Source:
 
 
 class PrefixSource(Source):
-    """Every object under an S3 prefix (the adapter record and folder markers excluded)."""
+    """Every object under an S3 prefix (the record, ``metadata``, and folder markers
+    excluded)."""
 
-    def __init__(self, s3: S3Client, location: S3Location) -> None:
+    def __init__(
+        self,
+        s3: S3Client,
+        location: S3Location,
+        *,
+        metadata: Collection[str] = (layout.ADAPTER_RECORD,),
+    ) -> None:
         self.uri = location.uri
         self._s3 = s3
         self._location = location
@@ -68,7 +78,7 @@ class PrefixSource(Source):
         for item in list_objects(s3, location):
             key = item["Key"]
             name = location.relative(key)
-            if key.endswith("/") or name == layout.ADAPTER_RECORD:
+            if key.endswith("/") or name in metadata:
                 continue  # a console "folder" marker, or metadata (never content)
             if (problem := file_name_problem(name, where=self.where(name))) is not None:
                 problems.append(problem)
@@ -159,14 +169,21 @@ class TarSource(Source):
         self._spool.close()
 
 
-def open_source(s3: S3Client, uri: str) -> Source:
-    """The source at ``uri``: a ``.tar.gz``/``.tgz`` archive, else a prefix with files."""
+def open_source(
+    s3: S3Client, uri: str, *, metadata: Collection[str] = (layout.ADAPTER_RECORD,)
+) -> Source:
+    """The source at ``uri``: a Hugging Face repository (``hf://``), a ``.tar.gz``/``.tgz``
+    archive, else a prefix with files (``metadata``: the record names that are not content)."""
+    if is_hf_source(uri):
+        from mlcc_constructs.ops.hf_hub import HubSource  # imports huggingface_hub: only here
+
+        return HubSource(parse_hf_source(uri))
     location = layout.parse_s3_uri(uri, pointer="/source")
     if location.key.endswith((".tar.gz", ".tgz")):
         return TarSource(s3, location)
     if not location.is_prefix:
         location = S3Location(bucket=location.bucket, key=location.key + "/")
-    source = PrefixSource(s3, location)
+    source = PrefixSource(s3, location, metadata=metadata)
     if not source.files:
         raise fail(
             "the source prefix holds no files",

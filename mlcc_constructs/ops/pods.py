@@ -1,7 +1,9 @@
-"""Loading and unloading adapters on serving pods over HTTP (seed lora-delivery §2, step 6).
+"""Loading, unloading and listing adapters on serving pods over HTTP (seed lora-delivery §2,
+step 6).
 
-:class:`PodClient` calls an engine's dynamic LoRA endpoints on one pod; :func:`roll_out` walks
-every pod and reports per pod, so one failing pod never hides the others.
+:class:`PodClient` calls an engine's dynamic LoRA endpoints on one pod (and reads its model
+list); :func:`roll_out` walks every pod and reports per pod, so one failing pod never hides
+the others.
 """
 
 from __future__ import annotations
@@ -39,6 +41,17 @@ class PodResult:
         }
 
 
+@dataclass(frozen=True, kw_only=True)
+class PodModels:
+    """One pod's model list (``entries``: the engine's ``data`` items) or why it has none."""
+
+    pod: str
+    ok: bool
+    status: int | None
+    detail: str
+    entries: tuple[Mapping[str, Any], ...] = ()
+
+
 class PodClient:
     """Calls an engine's dynamic LoRA endpoints (``adapter_api`` of its manifest) on pods.
 
@@ -65,6 +78,31 @@ class PodClient:
     def unload(self, pod: str, lora_name: str) -> PodResult:
         """Unload ``lora_name`` from ``pod``."""
         return self._call(pod, "unload", {"lora_name": lora_name})
+
+    def models(self, pod: str) -> PodModels:
+        """What ``pod`` serves: the engine's model list (``adapter_api.list``)."""
+        url = pod.rstrip("/") + self._api.get("list", "")
+        if not self._api.get("list"):
+            return PodModels(pod=pod, ok=False, status=None, detail="no model list endpoint")
+        try:
+            with urllib.request.urlopen(url, timeout=self._timeout) as response:
+                body = response.read().decode("utf-8", "replace")
+                status = response.status
+        except urllib.error.HTTPError as error:
+            detail = error.read().decode("utf-8", "replace").strip()
+            return PodModels(pod=pod, ok=False, status=error.code, detail=detail)
+        except (urllib.error.URLError, OSError) as error:
+            reason = getattr(error, "reason", error)
+            return PodModels(pod=pod, ok=False, status=None, detail=str(reason))
+        try:
+            document = json.loads(body)
+        except json.JSONDecodeError:
+            return PodModels(pod=pod, ok=False, status=status, detail="not JSON: " + body[:200])
+        data = document.get("data") if isinstance(document, dict) else None
+        if not isinstance(data, list):
+            return PodModels(pod=pod, ok=False, status=status, detail="no 'data' list")
+        entries = tuple(e for e in data if isinstance(e, dict))
+        return PodModels(pod=pod, ok=True, status=status, detail="", entries=entries)
 
     def _call(self, pod: str, action: PodAction, body: dict[str, str]) -> PodResult:
         url = pod.rstrip("/") + self._api[action]

@@ -1,0 +1,314 @@
+"""Input checks, clients and failure reports shared by ``mlcc adapter`` and ``mlcc model``.
+
+:func:`check` collects the problem of every value of an adapter command line (each located at
+its flag) and raises them at once, before the command's first side effect; :func:`reported`
+prints a command's JSON failure report for any bad input or S3 error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mlcc_constructs.cli._common import parse_assignments
+from mlcc_constructs.cli._inputs import (
+    at_flag,
+    checked,
+    dns_problems,
+    failure_report,
+    text_problems,
+    timeout_problems,
+    url_problems,
+)
+from mlcc_constructs.core.errors import MlccError, Problem, fail
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.adapter_deployment import Deployment, LiveState
+    from mlcc_constructs.core.manifests import EngineManifest
+    from mlcc_constructs.core.s3_layout import S3Location
+
+
+def print_json(document: Any) -> None:
+    """One JSON document on stdout."""
+    print(json.dumps(document, indent=2))
+
+
+Handler = Callable[[argparse.Namespace], int]
+
+
+def reported(group: str) -> Callable[[Handler], Handler]:
+    """Print the command's JSON failure report (``{"command": "<group> <action>", "ok": false,
+    "errors"}``) for any bad input or S3 error, then let ``mlcc`` print the ``mlcc: error:``
+    lines (a bug keeps its traceback)."""
+
+    def wrap(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        def run(args: argparse.Namespace) -> int:
+            return _run_reported(group, handler, args)
+
+        return run
+
+    return wrap
+
+
+def _run_reported(group: str, handler: Handler, args: argparse.Namespace) -> int:
+    from mlcc_constructs.cli import error_lines
+
+    try:
+        return handler(args)
+    except ReportedError as error:
+        print_json({**error.document, "ok": False, "errors": [str(p) for p in error.problems]})
+        raise
+    except Exception as error:
+        lines = error_lines(error)
+        if lines is not None:
+            print_json(failure_report(f"{group} {args.action}", lines))
+        raise
+
+
+class ReportedError(MlccError):
+    """A failure whose JSON report the command built itself (it is printed instead of the
+    generic one)."""
+
+    def __init__(self, problems: list[Problem], document: dict[str, Any]) -> None:
+        super().__init__(problems)
+        self.document = document
+
+
+@dataclass
+class Inputs:
+    """Checked values of the command line."""
+
+    core_bucket: str = ""
+    timeout: float = 60.0
+    pod_env: dict[str, str] = field(default_factory=dict)
+    iec: Any = None
+    manifest: EngineManifest | None = None
+    models: list[S3Location] = field(default_factory=list)
+
+
+def check(args: argparse.Namespace) -> Inputs:
+    """Every value of the command line, all problems at once, before any side effect."""
+    from mlcc_constructs.core import s3_layout as layout
+
+    problems: list[Problem] = []
+    inputs = Inputs()
+    name = getattr(args, "name", None)
+    if name is not None:
+        problems += at_flag("NAME", filter(None, [layout.component_problem(name)]))
+    if args.project is not None:
+        problems += at_flag("--project", filter(None, [layout.component_problem(args.project)]))
+    problems += _bucket_problems(args, inputs)
+    problems += url_problems("--endpoint-url", args.endpoint_url, path=True)
+    if getattr(args, "base_model", None) is not None:
+        problems += checked("--base-model", lambda: layout.base_model(args.base_model))[1]
+    problems += text_problems(
+        "--base-revision", getattr(args, "base_revision", None), what="revision"
+    )
+    if getattr(args, "technique", None) is not None:
+        problems += at_flag("--technique", filter(None, [layout.component_problem(args.technique)]))
+    problems += text_problems("--source-job", getattr(args, "source_job", None), what="job name")
+    if getattr(args, "source", None) is not None:
+        problems += _source_problems(args)
+    for uri in getattr(args, "models", []):
+        model, found = checked("--model", functools.partial(_model, uri))
+        problems += found
+        if model is not None:
+            inputs.models.append(model)
+    if hasattr(args, "pod_url"):
+        problems += _pod_problems(args, inputs)
+    if hasattr(args, "pod_env"):
+        problems += _live_input_problems(args, inputs)
+        if not problems:  # the deployment is whole: its own refusals (pure, from config)
+            problems += _deployment_problems(args, inputs)
+    if problems:
+        raise MlccError(problems)
+    return inputs
+
+
+def _model(uri: str) -> S3Location:
+    from mlcc_constructs.core import s3_layout as layout
+
+    location = layout.parse_s3_uri(uri, pointer="")
+    return layout.model_location(location.bucket, location.key)
+
+
+def _bucket_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
+    from mlcc_constructs.core.buckets import bucket_name, environment_problems
+
+    if getattr(args, "account", None) is None:  # remove: the region is boto3's only
+        found = environment_problems(region=args.region) if args.region is not None else []
+        return [replace_flag(p) for p in found]
+    found = environment_problems(account=args.account, region=args.region, profile=args.profile)
+    if found:
+        return [replace_flag(p) for p in found]
+    inputs.core_bucket = bucket_name(
+        "core", account=args.account, region=args.region, profile=args.profile
+    )
+    return []
+
+
+def replace_flag(problem: Problem) -> Problem:
+    """A problem at ``/account`` (a field) as one at ``--account`` (the flag holding it)."""
+    return at_flag("--" + problem.pointer.lstrip("/").replace("_", "-"), [problem])[0]
+
+
+def _source_problems(args: argparse.Namespace) -> list[Problem]:
+    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.adapter_plan import canonical_source
+    from mlcc_constructs.core.hf_source import is_hf_source
+
+    source = args.source
+    if is_hf_source(source) or not source.startswith("s3://"):
+        return checked(
+            "--from", lambda: canonical_source(source, project=args.project, name=args.name)
+        )[1]
+    problems = checked("--from", lambda: layout.parse_s3_uri(source, pointer=""))[1]
+    if problems:
+        return problems
+    if layout.parse_canonical_adapter(source) is not None:
+        return checked(
+            "--from", lambda: canonical_source(source, project=args.project, name=args.name)
+        )[1]
+    return []
+
+
+def _pod_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
+    from mlcc_constructs.cli._common import registry_from
+    from mlcc_constructs.core.targets import load_target
+
+    problems: list[Problem] = []
+    for url in args.pod_url:
+        problems += url_problems("--pod-url", url, path=False)
+    inputs.timeout, found = timeout_problems("--timeout", args.timeout)
+    problems += found
+    registry, found = checked("--plugin-dir", lambda: registry_from(args))
+    problems += found
+    if registry is not None:
+        inputs.manifest, found = checked("--engine", lambda: registry.get(args.engine))
+        problems += found
+    problems += checked("--target", lambda: load_target(args.target))[1]
+    problems += dns_problems("--namespace", args.namespace, label=True)
+    problems += dns_problems("--deployment-name", args.deployment_name, label=False)
+    if args.selector is not None and not args.selector.strip():
+        problems.append(Problem(message="an empty selector", where="--selector", value=""))
+    if args.discover and not args.deployment_name and not args.selector:
+        problems.append(
+            Problem(
+                message="--discover needs --deployment-name or --selector",
+                where="--discover",
+                fix="name the serving Deployment (--deployment-name) or pass --selector",
+            )
+        )
+    if (args.pod_url or args.discover) and inputs.manifest and not inputs.manifest.adapter_api:
+        problems.append(
+            Problem(
+                message=f"engine {args.engine} declares no dynamic LoRA API",
+                where="--engine",
+                value=args.engine,
+                fix="use an engine whose manifest has adapter_api",
+            )
+        )
+    return problems
+
+
+def _live_input_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
+    env, problems = checked("--pod-env", lambda: parse_assignments(args.pod_env, "--pod-env"))
+    inputs.pod_env = env or {}
+    if args.iec is not None:
+        inputs.iec, found = checked("--iec", lambda: _read_iec(args.iec))
+        problems += found
+    return problems
+
+
+def _deployment_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
+    from mlcc_constructs.core.adapter_deployment import LiveState, deployment_refusals
+
+    assert inputs.manifest is not None
+    model, problems = checked("--model", lambda: _model(args.model))
+    if model is None and args.model.startswith("s3://"):
+        return problems  # a malformed S3 URI: the refusals below would only repeat it
+    deployment = deployment_of(args, inputs.manifest)
+    return deployment_refusals(deployment, LiveState()) or problems
+
+
+def _read_iec(path: str) -> Any:
+    import yaml
+
+    try:
+        with open(path, encoding="utf-8") as handle:
+            document = yaml.safe_load(handle)
+    except OSError as error:
+        from mlcc_constructs.cli import os_error_text
+
+        raise fail(os_error_text(error)) from error
+    except yaml.YAMLError as error:
+        raise fail(f"not valid YAML or JSON: {error}", value=path) from error
+    if not isinstance(document, dict):
+        raise fail("not an InferenceEndpointConfig object", value=path)
+    return document
+
+
+# --- clients ----------------------------------------------------------------------------
+
+
+def s3_client(args: argparse.Namespace) -> Any:
+    import boto3  # type: ignore[import-untyped]
+
+    return boto3.client("s3", endpoint_url=args.endpoint_url, region_name=args.region)
+
+
+def deployment_of(args: argparse.Namespace, manifest: EngineManifest) -> Deployment:
+    from mlcc_constructs.core.adapter_deployment import Deployment
+
+    return Deployment.for_engine(
+        manifest,
+        target=args.target,
+        model=args.model,
+        project=args.project,
+        base_model=args.base_model,
+        base_revision=args.base_revision,
+    )
+
+
+def live_state(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:
+    """Pod URLs and the live state: discovered, then ``--pod-env``/``--iec`` on top."""
+    from mlcc_constructs.core.adapter_deployment import LiveState
+
+    urls: list[str] = []
+    live = LiveState()
+    if args.discover:
+        urls, live = _discover(args, inputs)
+    env = getattr(inputs, "pod_env", {})
+    iec = inputs.iec if inputs.iec is not None else live.iec
+    if env or inputs.iec is not None:
+        live = LiveState(
+            pod_env={**(live.pod_env or {}), **env} or None, iec=iec, s3_mount=live.s3_mount
+        )
+    return [*urls, *args.pod_url], live
+
+
+def _discover(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:
+    from mlcc_constructs.ops.kubectl import discover
+
+    assert inputs.manifest is not None
+    return discover(
+        target=args.target,
+        namespace=args.namespace,
+        selector=args.selector or f"app.kubernetes.io/name={args.deployment_name}",
+        port=inputs.manifest.launch.get("port"),
+        iec_name=args.deployment_name,
+    )
+
+
+def pod_client(inputs: Inputs) -> Any:
+    from mlcc_constructs.core.adapter_deployment import MODEL_LIST_PATH
+    from mlcc_constructs.ops.pods import PodClient
+
+    assert inputs.manifest is not None
+    api = dict(inputs.manifest.adapter_api or {})
+    return PodClient({"list": MODEL_LIST_PATH, **api}, timeout=inputs.timeout)

@@ -1,0 +1,114 @@
+"""``mlcc model promote``: publish a full fine-tune to its layout home.
+
+``promote NAME --from SRC --project P``: copy a source prefix or ``.tar.gz`` (a Hugging Face
+format model: ``config.json`` and weights at its top) to its layout home (the project's
+fine-tune folder, :func:`mlcc_constructs.core.s3_layout.full_finetune`) with its record
+(source, base model, technique, content hash, creator, time), written last. Identical content
+is ``unchanged`` (nothing copied); other content under a taken name is refused. A deployment
+serves it with the URI this command prints as ``model``.
+
+Every value is checked before anything is written; the report is JSON on stdout, on failure
+too, with one ``mlcc: error:`` line per problem on stderr and exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mlcc_constructs.cli._adapter_checks import print_json, reported, s3_client
+from mlcc_constructs.cli._common import ReportingParser
+from mlcc_constructs.cli._inputs import (
+    at_flag,
+    checked,
+    text_problems,
+    url_problems,
+)
+from mlcc_constructs.core.errors import MlccError, Problem
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("model", help="publish full fine-tunes")
+    actions = parser.add_subparsers(
+        dest="action", metavar="ACTION", required=True, parser_class=ReportingParser
+    )
+    promote = actions.add_parser("promote", help="publish a full fine-tune with its record")
+    promote.add_argument("name", help="the fine-tune's name")
+    promote.add_argument("--project", required=True, help="project it belongs to")
+    promote.add_argument(
+        "--from", dest="source", required=True, metavar="SRC", help="s3://bucket/prefix/ or .tar.gz"
+    )
+    promote.add_argument(
+        "--base-model",
+        default=None,
+        help="Hugging Face id it was fine-tuned from (default: config.json's _name_or_path)",
+    )
+    promote.add_argument("--base-revision", default=None, help="base model revision, if known")
+    promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
+    promote.add_argument("--source-job", default=None, help="the job that produced it")
+    promote.add_argument("--account", required=True, help="AWS account id (bucket names)")
+    promote.add_argument("--region", required=True, help="AWS region (bucket names)")
+    promote.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
+    promote.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
+    promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
+    promote.set_defaults(func=run_promote)
+
+
+def _check(args: argparse.Namespace) -> str:
+    """Every value, all problems at once; returns the core bucket name."""
+    from mlcc_constructs.cli._adapter_checks import replace_flag
+    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.buckets import bucket_name, environment_problems
+
+    problems: list[Problem] = []
+    problems += at_flag("NAME", filter(None, [layout.component_problem(args.name)]))
+    problems += at_flag("--project", filter(None, [layout.component_problem(args.project)]))
+    found = environment_problems(account=args.account, region=args.region, profile=args.profile)
+    problems += [replace_flag(p) for p in found]
+    problems += url_problems("--endpoint-url", args.endpoint_url, path=True)
+    if args.base_model is not None:
+        problems += checked("--base-model", lambda: layout.base_model(args.base_model))[1]
+    problems += text_problems("--base-revision", args.base_revision, what="revision")
+    if args.technique is not None:
+        problems += at_flag("--technique", filter(None, [layout.component_problem(args.technique)]))
+    problems += text_problems("--source-job", args.source_job, what="job name")
+    problems += _source_problems(args.source)
+    if problems:
+        raise MlccError(problems)
+    return bucket_name("core", account=args.account, region=args.region, profile=args.profile)
+
+
+def _source_problems(source: str) -> list[Problem]:
+    from mlcc_constructs.core import s3_layout as layout
+
+    if not source.startswith("s3://"):
+        return [
+            Problem(
+                message="full fine-tunes are promoted from S3",
+                where="--from",
+                value=source,
+                allowed="s3://bucket/prefix/ or s3://bucket/model.tar.gz",
+                fix="upload the fine-tuned model (config.json and weights) to S3 first",
+            )
+        ]
+    return checked("--from", lambda: layout.parse_s3_uri(source, pointer=""))[1]
+
+
+@reported("model")
+def run_promote(args: argparse.Namespace) -> int:
+    from mlcc_constructs.ops.model_promotion import promote_model
+
+    core_bucket = _check(args)
+    promotion = promote_model(
+        s3_client(args),
+        source_uri=args.source,
+        core_bucket=core_bucket,
+        project=args.project,
+        name=args.name,
+        base_model=args.base_model,
+        base_revision=args.base_revision,
+        technique=args.technique,
+        source_job=args.source_job,
+        dry_run=args.dry_run,
+    )
+    print_json(promotion.to_json())
+    return 0
