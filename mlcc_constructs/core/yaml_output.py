@@ -8,7 +8,6 @@ from typing import Any
 
 import yaml
 
-
 # libyaml's emitter when PyYAML has it: the same bytes as the pure-Python one (the snapshots
 # check it), several times faster.
 _BASE: Any = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
