@@ -402,3 +402,43 @@ def test_hyperpod_outside_a_clone_takes_the_environment_from_flags(
     assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"] == (
         "s3://mlcc-tls-prod-123456789012-us-west-2/default/x"
     )
+
+
+def test_a_spec_list_renders_every_deployment(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    base = {"engine": "vllm", "model": "org/name", "instance_type": "g5.xlarge"}
+    deployments = [{**base, "name": "a"}, {**base, "name": "b", "target": "hyperpod-eks"}]
+    path = tmp_path / "list.yaml"
+    path.write_text(yaml.safe_dump(deployments), encoding="utf-8")
+    flags = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
+    code, out, _ = run(capsys, "render", "-f", str(path), *flags)
+    assert code == 0
+    kinds = [(d["kind"], d["metadata"]["name"]) for d in yaml.safe_load_all(out)]
+    assert kinds[-1] == ("InferenceEndpointConfig", "b")
+    assert ("Deployment", "a") in kinds
+    code, out, _ = run(capsys, "render", "-f", str(path), *flags, "--out", str(tmp_path / "o"))
+    assert code == 0
+    assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
+        ".mlcc-render.json",
+        "a-eks.k8s.yaml",
+        "b-hyperpod-eks.k8s.yaml",
+    ]
+
+
+def test_a_spec_list_reports_every_deployment_s_problems(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    base = {"engine": "vllm", "model": "org/name", "instance_type": "g5.xlarge"}
+    path = tmp_path / "list.yaml"
+    path.write_text(
+        yaml.safe_dump([{**base, "name": "a", "replicas": 0}, {**base, "name": "B"}]),
+        encoding="utf-8",
+    )
+    code, out, err = run(capsys, "render", "-f", str(path), "--out", str(tmp_path / "o"))
+    assert (code, out) == (1, "")
+    assert [line.split(": ")[2] for line in err.splitlines()] == [
+        f"{path}#0:/replicas",
+        f"{path}#1:/name",
+    ]
+    assert not (tmp_path / "o").exists()

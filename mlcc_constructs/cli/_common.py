@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from mlcc_constructs.core.errors import MlccError, Problem, fail
 
 if TYPE_CHECKING:
+    from mlcc_constructs.core.errors import MlccError
     from mlcc_constructs.core.spec_file import SpecFile
 
 # Deployment spec field -> the argparse attribute of its flag (``--tp``, ``--role-arn``...).
@@ -148,18 +149,56 @@ def flag_layers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
 def spec_from_args(args: argparse.Namespace) -> SpecFile:
     """The deployment of the command line: the ``-f`` file (when given), then each flag, as
     layers of one mapping validated once (the same checks for a flag as for its field)."""
-    from mlcc_constructs.core.spec_file import load_spec_document, merge_layers, spec_from_layers
-
-    layers: list[tuple[str, dict[str, Any]]] = []
-    if getattr(args, "file", None):
-        layers.append((args.file, load_spec_document(args.file)))
-    layers += flag_layers(args)
-    merged, _ = merge_layers(layers)
-    missing = [k for k in REQUIRED if not merged.get(k)]
-    if missing:
+    specs = specs_from_args(args)
+    if len(specs) > 1:
         raise fail(
-            "missing " + ", ".join(missing),
-            where="command line",
-            fix="pass " + " ".join("--" + m.replace("_", "-") for m in missing) + " or -f FILE",
+            f"the spec file holds {len(specs)} deployments; this command takes one",
+            where=str(args.file),
+            fix="pass a file with one deployment (mlcc render takes a list)",
         )
-    return spec_from_layers(layers)
+    return specs[0]
+
+
+def specs_from_args(args: argparse.Namespace) -> list[SpecFile]:
+    """Every deployment of the command line (see :func:`spec_results`); all problems of all
+    deployments raised at once."""
+    from mlcc_constructs.core.errors import MlccError
+
+    results = spec_results(args)
+    problems = [p for r in results if isinstance(r, MlccError) for p in r.problems]
+    if problems:
+        raise MlccError(problems)
+    return [r for r in results if not isinstance(r, MlccError)]
+
+
+def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
+    """Each deployment of the ``-f`` file (one mapping, a list or several YAML documents) with
+    the flags layered over it, or the error that refused it."""
+    from mlcc_constructs.core.errors import MlccError
+    from mlcc_constructs.core.spec_file import load_spec_documents, merge_layers, spec_from_layers
+
+    documents: list[tuple[str, dict[str, Any]]] = [("command line", {})]
+    if getattr(args, "file", None):
+        documents = load_spec_documents(args.file)
+    flags = flag_layers(args)
+    results: list[SpecFile | MlccError] = []
+    for where, document in documents:
+        layers = ([(where, document)] if document else []) + flags
+        merged, _ = merge_layers(layers)
+        missing = [k for k in REQUIRED if not merged.get(k)]
+        if missing:
+            results.append(
+                fail(
+                    "missing " + ", ".join(missing),
+                    where=where,
+                    fix="pass "
+                    + " ".join("--" + m.replace("_", "-") for m in missing)
+                    + " or -f FILE",
+                )
+            )
+            continue
+        try:
+            results.append(spec_from_layers(layers))
+        except MlccError as error:
+            results.append(error)
+    return results

@@ -11,9 +11,9 @@ from typing import Any
 from mlcc_constructs.cli._common import (
     add_deployment_options,
     registry_from,
-    spec_from_args,
+    spec_results,
 )
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.errors import MlccError, fail
 from mlcc_constructs.core.targets import kubernetes_target_names
 
 _CONTEXT = ("account", "region", "profile")
@@ -35,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="FILE",
         help="deployment spec file: one YAML or JSON mapping with the fields of "
         "mlcc_constructs/data/deployment-spec.schema.json (engine, model, instance_type, name, "
-        "target, env, ...); see examples/deployment.yaml",
+        "target, env, ...), or a list of them (or several YAML documents) to render many "
+        "deployments; flags apply to each; see examples/deployment.yaml",
     )
     parser.add_argument(
         "--target",
@@ -64,7 +65,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
     parser.add_argument("--role-arn", default=None, help="IRSA role of the ServiceAccount (eks)")
-    parser.add_argument("--out", default=None, metavar="DIR", help="write one file per object")
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write the render into DIR (replacing its own earlier render): one file per object, "
+        "or one <name>-<target>.k8s.yaml per deployment of a spec list",
+    )
     add_deployment_options(parser, required=False)
     parser.set_defaults(func=run_render)
 
@@ -80,34 +87,61 @@ def _cdk_context() -> dict[str, str]:
     return {k: str(context[k]) for k in _CONTEXT if isinstance(context.get(k), str)}
 
 
-def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
-    """The (SpecFile, RenderContext) of the command line: ``-f`` then the flags, as layers of
-    one validated mapping; ``./cdk.json`` context fills the account, region and profile."""
-    from mlcc_constructs.core.context import RenderContext
-
-    loaded = spec_from_args(args)
-    fallback = _cdk_context()
-    context = RenderContext(**{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT})
-    return loaded, context
-
-
 def run_render(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.render import render
+    from mlcc_constructs.core.context import RenderContext
+    from mlcc_constructs.core.render import Rendered, render
     from mlcc_constructs.core.yaml_output import file_name, to_yaml
 
-    loaded, context = build_spec(args)
-    try:
-        rendered = render(loaded.spec, context=context, registry=registry_from(args))
-    except MlccError as error:
-        raise loaded.locate(error) from None
-    for note in rendered.warnings:
-        print(f"mlcc: {note}", file=sys.stderr)
+    fallback = _cdk_context()
+    registry = registry_from(args)
+    rendered: list[Rendered] = []
+    problems: list[Any] = []
+    for loaded in spec_results(args):
+        if isinstance(loaded, MlccError):
+            problems.extend(loaded.problems)
+            continue
+        context = RenderContext(
+            **{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT}
+        )
+        try:
+            rendered.append(render(loaded.spec, context=context, registry=registry))
+        except MlccError as error:
+            problems.extend(loaded.locate(error).problems)
+    if problems:  # every problem of every deployment, nothing written
+        raise MlccError(problems)
+    for deployment in rendered:
+        for note in deployment.warnings:
+            print(f"mlcc: {note}", file=sys.stderr)
     if args.out:
         from mlcc_constructs.ops.render_output import write_folder
 
-        files = {file_name(obj): to_yaml([obj]) for obj in rendered.objects}
+        files = (
+            {file_name(obj): to_yaml([obj]) for obj in rendered[0].objects}
+            if len(rendered) == 1
+            else _files_per_deployment(rendered)
+        )
         for path in write_folder(Path(args.out), files):
             print(path)
         return 0
-    sys.stdout.write(to_yaml(rendered.objects))
+    sys.stdout.write(to_yaml([obj for deployment in rendered for obj in deployment.objects]))
     return 0
+
+
+def _files_per_deployment(rendered: list[Any]) -> dict[str, str]:
+    """One multi-document file per deployment of a spec list, named like ``make synth``'s
+    ``dist/`` files (``<name>-<target>.k8s.yaml``)."""
+    from mlcc_constructs.core.yaml_output import to_yaml
+
+    files: dict[str, str] = {}
+    for deployment in rendered:
+        spec = deployment.prepared.spec
+        name = f"{spec.name}-{spec.target}.k8s.yaml"
+        if name in files:
+            raise fail(
+                f"two deployments of the spec list would both write {name}",
+                pointer="/name",
+                value=spec.name,
+                fix="give every deployment of one target its own name",
+            )
+        files[name] = to_yaml(deployment.objects)
+    return files

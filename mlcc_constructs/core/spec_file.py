@@ -20,7 +20,7 @@ from typing import Any
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.documents import load_document
+from mlcc_constructs.core.documents import load_document, parse_json, parse_yaml, read_text
 from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
 from mlcc_constructs.core.schema_check import iter_errors
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
@@ -165,6 +165,33 @@ def load_spec_document(path: str | Path) -> dict[str, Any]:
     if not isinstance(document, dict):
         raise _not_a_mapping(document, where)
     return document
+
+
+def load_spec_documents(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
+    """The deployments of a spec file, each with where it is: one mapping (``FILE``), a list
+    of mappings or several YAML documents (``FILE#0``, ``FILE#1``...)."""
+    where = str(path)
+    text = read_text(path, what="spec file")
+    if where.endswith(".json"):
+        documents = [parse_json(text, where=where)]
+    else:
+        documents = [d for d in parse_yaml(text, where=where) if d is not None]
+    if len(documents) == 1 and isinstance(documents[0], list):
+        documents = documents[0]
+    if len(documents) == 1:
+        labelled = [(where, documents[0])]
+    else:
+        labelled = [(f"{where}#{index}", document) for index, document in enumerate(documents)]
+    bad = [
+        _not_a_mapping(document, label)
+        for label, document in labelled
+        if not isinstance(document, dict)
+    ]
+    if not labelled:
+        bad.append(_not_a_mapping(None, where))
+    if bad:
+        raise MlccError(problem for error in bad for problem in error.problems)
+    return labelled
 
 
 def load_spec_file(path: str | Path) -> SpecFile:
