@@ -12,6 +12,7 @@ from _cdk_app import (
     BEFORE_FIX,
     BUCKETS_STACK,
     EKS_STACK,
+    REPO,
     assertions_template,
     build,
     mask_asset_hashes,
@@ -205,7 +206,7 @@ def test_cli_synth_output_matches_in_process(tmp_path: Any) -> None:
     """cdk.json disables path/asset metadata: `cdk synth` writes the in-process template."""
     text = synthesised()[1][EKS_STACK]
     assert '"aws:cdk:path"' not in text and '"aws:asset:path"' not in text
-    settings = json.loads((BEFORE_FIX.parent.parent / "cdk.json").read_text(encoding="utf-8"))
+    settings = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))
     assert settings["pathMetadata"] is False and settings["assetMetadata"] is False
 
 
