@@ -7,7 +7,9 @@ import sys
 import aws_cdk as cdk
 
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.gpu_capacity import instance_families
 from stacks import BucketsStack, EksClusterStack, environment_from_context
+from stacks.deployments import app_deployments, gpu_instance_types
 
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
@@ -18,8 +20,13 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     """
     app = app or cdk.App()
     environment = environment_from_context(app)
+    deployments = app_deployments(app)
     BucketsStack(app, environment=environment)
-    EksClusterStack(app, environment=environment)
+    EksClusterStack(
+        app,
+        environment=environment,
+        gpu_families=instance_families(gpu_instance_types(deployments)),
+    )
     return app
 
 

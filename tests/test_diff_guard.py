@@ -129,7 +129,27 @@ def test_guard_reports_changes_outside_resources() -> None:
     expected = load_expectation(EXPECTED_DIFF)
     assert offending_changes(template_diff(BEFORE_FIX, after), expected) == [
         "[+] outputs ClusterName",
-        "    ! only Resources changes can be declared",
+        '    ! not declared (declare it as "sections": {"outputs": {"ClusterName": "added"}})',
+    ]
+
+
+def test_declared_sections_and_dependency_changes_pass(tmp_path: Path) -> None:
+    after = copy.deepcopy(_fixed())
+    after["Conditions"] = {"IsAws": {"Fn::Equals": [{"Ref": "AWS::Partition"}, "aws"]}}
+    after["Resources"]["S3CsiDriverAddon"]["DependsOn"] = ["OidcProviderA3C7D7F2"]
+    declared = json.loads(EXPECTED_DIFF.read_text(encoding="utf-8"))
+    declared["resources"]["S3CsiDriverAddon"]["other"] = ["DependsOn"]
+    declared["sections"] = {"conditions": {"IsAws": "added"}}
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps(declared), encoding="utf-8")
+    assert diff_guard(BEFORE_FIX, after, path) == []
+    # Declared but absent: both are reported.
+    assert diff_guard(BEFORE_FIX, _fixed(), path) == [
+        "[~] AWS::EKS::Addon S3CsiDriverAddon",
+        " └─ [~] ServiceAccountRoleArn",
+        "    ! declared change(s) not in the diff: DependsOn",
+        "[ ] conditions IsAws",
+        "    ! declared as added but the diff does not change it",
     ]
 
 
@@ -145,7 +165,7 @@ BAD_EXPECTATIONS = [
         '{"resources": {"A": {"type": "Queue", "change": "changed", "properties": "X", "why": 1}}}',
         [
             "x.json:/resources/A: unknown key(s) why (allowed: type, change, properties, "
-            "replacement)",
+            "replacement, other)",
             "x.json:/resources/A/type: 'type' must be a CloudFormation type (got 'Queue'; "
             "allowed: e.g. AWS::IAM::Policy)",
             "x.json:/resources/A/change: bad 'change' (got 'changed'; allowed: added, removed, "
