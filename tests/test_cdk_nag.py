@@ -27,6 +27,11 @@ def test_app_stacks_have_no_unacknowledged_findings() -> None:
     assert stacks == {
         "mlcc-dev-buckets",
         "mlcc-dev-eks-cluster",
+        "mlcc-dev-serving",
+        "mlcc-dev-serving-eks-inference-llama-vllm",
+        "mlcc-dev-serving-eks-inference-mistral-vllm-args",
+        "mlcc-dev-serving-hyperpod-eks-inference-llama-sglang",
+        "mlcc-dev-serving-hyperpod-eks-inference-llama-vllm",
     }
     assert _findings(app) == []
 

@@ -267,4 +267,12 @@ def test_all_bad_context_values_reported_at_once() -> None:
 def test_context_overrides_rename_stacks_and_cluster() -> None:
     app = build(profile="prod", region="eu-west-1", availability_zones="eu-west-1a,eu-west-1c")
     names = sorted(child.node.id for child in app.node.children)
-    assert names == ["mlcc-prod-buckets", "mlcc-prod-eks-cluster"]
+    assert names == [
+        "mlcc-prod-buckets",
+        "mlcc-prod-eks-cluster",
+        "mlcc-prod-serving",
+        "mlcc-prod-serving-eks-inference-llama-vllm",
+        "mlcc-prod-serving-eks-inference-mistral-vllm-args",
+        "mlcc-prod-serving-hyperpod-eks-inference-llama-sglang",
+        "mlcc-prod-serving-hyperpod-eks-inference-llama-vllm",
+    ]
