@@ -47,6 +47,17 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     return app
 
 
+def add_gates(app: cdk.App) -> None:
+    """Run cdk-nag's AwsSolutions pack and the project's pack (EKS rules that see
+    ``aws_eks_v2`` clusters) on every stack at synth: a finding that is neither fixed nor
+    acknowledged with a reason fails ``cdk synth``."""
+    from cdk_nag import AwsSolutionsChecks
+
+    from mlcc_constructs.aws.nag import MlccChecks
+
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), MlccChecks(app))
+
+
 def serving_plan(app: cdk.App) -> ServingPlan:
     """The serving plan of the app's deployments (the stacks, and dist/)."""
     return plan_serving(
@@ -86,6 +97,7 @@ def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
 if __name__ == "__main__":
     try:
         cdk_app = build_app()
+        add_gates(cdk_app)
         synth_reference_charts(cdk_app)
         cdk_app.synth()
     except MlccError as error:

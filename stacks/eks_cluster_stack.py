@@ -130,10 +130,13 @@ class EksClusterStack(cdk.Stack):
                     subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
                 ).subnets,
             ),
+            # Every control-plane log type (the project's cdk-nag rule Mlcc-EKSControlPlaneLogs).
             cluster_logging=[
                 eks.ClusterLoggingTypes.API,
                 eks.ClusterLoggingTypes.AUDIT,
                 eks.ClusterLoggingTypes.AUTHENTICATOR,
+                eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+                eks.ClusterLoggingTypes.SCHEDULER,
             ],
         )
         for finding, reason in _KUBECTL_PROVIDER_FINDINGS:
