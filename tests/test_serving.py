@@ -273,3 +273,24 @@ def test_adding_a_deployment_moves_no_other_deployments_resources() -> None:
         json.loads(now[k]["Properties"]["Manifest"])[0]["metadata"]["name"]
         for k in set(now) - set(old)
     ] == ["team-new"]
+
+
+def test_bad_deployments_in_cdk_json_are_reported_at_once() -> None:
+    good = cdk_context()["reference_deployments"][3]
+    bad = [dict(good, instance_type="ml.g5.13xlarge"), good, dict(good, replicas="two")]
+    with pytest.raises(MlccError) as caught:
+        _build(bad)
+    assert [str(p) for p in caught.value.problems] == [
+        "cdk.json:/context/reference_deployments/0:/instance_type: unknown instance type (got "
+        "'ml.g5.13xlarge'; allowed: the types in mlcc_constructs/data/instance_catalog.json; "
+        "fix: did you mean ml.g5.16xlarge or ml.g5.12xlarge or ml.g5.xlarge?)",
+        "cdk.json:/context/reference_deployments/2:/replicas: 'two' is not of type 'integer' "
+        "(fix: see mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+    ]
+    with pytest.raises(MlccError) as caught:
+        _build([good, good])
+    assert [str(p) for p in caught.value.problems] == [
+        "cdk.json:/context/reference_deployments/1: two deployments 'mistral-vllm-args' on eks in "
+        "namespace 'inference' (the other: cdk.json:/context/reference_deployments/0) (got "
+        "'mistral-vllm-args'; fix: rename one of them, or move it to another namespace)"
+    ]
