@@ -7,45 +7,89 @@ import sys
 import aws_cdk as cdk
 
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.gpu_capacity import instance_families
+from mlcc_constructs.core.serving_plan import ServingPlan, plan_serving
 from stacks import BucketsStack, EksClusterStack, environment_from_context
+from stacks.deployments import app_deployments, gpu_instance_types
+from stacks.serving_stack import DeploymentServingStack, ServingNamespacesStack
+
+NAMESPACES_CHART = "namespaces"
 
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
     """Compose the app's stacks on ``app`` (a new ``cdk.App`` by default).
 
     The environment (profile, account, region, availability zones) comes from the app's
-    context: ``cdk.json``, overridden with ``cdk synth -c key=value``.
+    context: ``cdk.json``, overridden with ``cdk synth -c key=value``. The deployments
+    (``reference_deployments``) are applied by the serving stacks: ``mlcc-<profile>-serving``
+    (namespaces) and one ``mlcc-<profile>-serving-<target>-<namespace>-<name>`` per deployment.
     """
     app = app or cdk.App()
     environment = environment_from_context(app)
+    plan = serving_plan(app)
     BucketsStack(app, environment=environment)
-    EksClusterStack(app, environment=environment)
+    cluster_stack = EksClusterStack(
+        app,
+        environment=environment,
+        gpu_families=instance_families(gpu_instance_types(app_deployments(app))),
+    )
+    namespaces = ServingNamespacesStack(
+        app, environment=environment, cluster=cluster_stack.cluster, plan=plan
+    )
+    for unit in plan.units:
+        DeploymentServingStack(
+            app,
+            environment=environment,
+            cluster=cluster_stack.cluster,
+            unit=unit,
+            namespaces=namespaces,
+        )
     return app
 
 
+def add_gates(app: cdk.App) -> None:
+    """Run cdk-nag's AwsSolutions pack and the project's pack (EKS rules that see
+    ``aws_eks_v2`` clusters) on every stack at synth: a finding that is neither fixed nor
+    acknowledged with a reason fails ``cdk synth``."""
+    from cdk_nag import AwsSolutionsChecks
+
+    from mlcc_constructs.aws.nag import MlccChecks
+
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), MlccChecks(app))
+
+
+def serving_plan(app: cdk.App) -> ServingPlan:
+    """The serving plan of the app's deployments (the stacks, and dist/)."""
+    return plan_serving(
+        [(d.where, d.prepared) for d in app_deployments(app)],
+        where="cdk.json:/context/reference_deployments",
+    )
+
+
 def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
-    """Write one cdk8s chart per cdk.json ``reference_deployments`` entry to
-    ``<outdir>/<name>-<target>.k8s.yaml``; entries use the ``mlcc render -f`` spec schema, and
-    the app's context supplies the account, region and profile they do not set."""
+    """Write what the serving stacks apply, for GitOps: one cdk8s chart per cdk.json
+    ``reference_deployments`` entry (``<outdir>/<name>-<target>.k8s.yaml``; entries use the
+    ``mlcc render -f`` spec schema, the app's context supplies the account, region and profile
+    they do not set) and ``<outdir>/namespaces.k8s.yaml``."""
     import cdk8s
 
-    from mlcc_constructs.core.context import RenderContext
-    from mlcc_constructs.core.spec_file import spec_from_mapping
+    from mlcc_constructs.k8s.namespaces import Namespaces, NamespacesProps
     from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
 
     charts = cdk8s.App(outdir=outdir)
-    ids = []
-    for index, entry in enumerate(app.node.try_get_context("reference_deployments") or []):
-        loaded = spec_from_mapping(entry, where=f"cdk.json:/context/reference_deployments/{index}")
-        context = RenderContext(
-            **{
-                key: getattr(loaded.context, key) or app.node.try_get_context(key)
-                for key in ("account", "region", "profile")
-            }
+    plan = serving_plan(app)
+    chart = cdk8s.Chart(charts, NAMESPACES_CHART, disable_resource_name_hashes=True)
+    names = [str(ns["metadata"]["name"]) for ns in plan.namespaces]
+    Namespaces(chart, "Namespaces", props=NamespacesProps(namespaces=names))
+    ids = [NAMESPACES_CHART]
+    for deployment in app_deployments(app):
+        spec = deployment.prepared.spec
+        ServingChart(
+            charts,
+            deployment.chart_id,
+            props=ServingChartProps(spec=spec, context=deployment.context),
         )
-        chart_id = f"{loaded.spec.name}-{loaded.spec.target}"
-        ServingChart(charts, chart_id, props=ServingChartProps(spec=loaded.spec, context=context))
-        ids.append(chart_id)
+        ids.append(deployment.chart_id)
     charts.synth()
     return [f"{outdir}/{chart_id}.k8s.yaml" for chart_id in ids]
 
@@ -53,6 +97,7 @@ def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
 if __name__ == "__main__":
     try:
         cdk_app = build_app()
+        add_gates(cdk_app)
         synth_reference_charts(cdk_app)
         cdk_app.synth()
     except MlccError as error:

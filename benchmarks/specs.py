@@ -8,7 +8,7 @@ from typing import Any
 from mlcc_constructs.core.manifests import builtin_engines
 from mlcc_constructs.core.spec import DeploymentSpec
 
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 LLAMA_CPP_IMAGE = "registry.example.com/sagemaker-llama-cpp:bench"
 INSTANCES = ("ml.g5.12xlarge", "ml.g6e.xlarge", "ml.p5.48xlarge")
 # The seed's PodLocal LMCache example (cachebackend-engine-overrides), runtime filled in.

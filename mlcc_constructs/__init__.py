@@ -39,6 +39,13 @@ _LAZY: dict[str, str] = {
     "CacheBackendProps": "mlcc_constructs.k8s.cache_backend",
     "AdapterInferenceComponents": "mlcc_constructs.aws.inference_components",
     "AdapterInferenceComponentsProps": "mlcc_constructs.aws.inference_components",
+    "KubernetesObjects": "mlcc_constructs.aws.kubernetes_objects",
+    "KubernetesObjectsProps": "mlcc_constructs.aws.kubernetes_objects",
+    "MlccChecks": "mlcc_constructs.aws.nag",
+    "Namespaces": "mlcc_constructs.k8s.namespaces",
+    "NamespacesProps": "mlcc_constructs.k8s.namespaces",
+    "plan_serving": "mlcc_constructs.core.serving_plan",
+    "manifest_logical_id": "mlcc_constructs.core.manifest_ids",
 }
 
 

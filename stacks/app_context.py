@@ -14,9 +14,12 @@ from dataclasses import dataclass
 import aws_cdk as cdk
 
 from mlcc_constructs.core.buckets import check_environment
+from mlcc_constructs.core.cluster_access import admin_role_arns, endpoint_cidrs
 from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
 
 CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")
+# Optional lists (cdk.json list, or comma-separated with -c); empty when unset.
+ACCESS_KEYS = ("admin_role_arns", "endpoint_public_cidrs")
 _WHERE = "CDK context (cdk.json or -c)"
 _MIN_ZONES = 2  # EKS needs subnets in at least two availability zones
 
@@ -57,6 +60,10 @@ class AppEnvironment:
     account: str
     region: str
     availability_zones: tuple[str, ...]
+    admin_role_arns: tuple[str, ...] = ()
+    """IAM roles granted cluster-admin through EKS access entries."""
+    endpoint_public_cidrs: tuple[str, ...] = ()
+    """Networks that reach the public API endpoint; empty: the endpoint is private."""
 
     @property
     def env(self) -> cdk.Environment:
@@ -101,5 +108,18 @@ def environment_from_context(app: cdk.App) -> AppEnvironment:
             for problem in error.problems
         )
     problems.extend(_zone_problems(zones, region))
+    access: dict[str, tuple[str, ...]] = {}
+    for key, parse in zip(ACCESS_KEYS, (admin_role_arns, endpoint_cidrs), strict=True):
+        try:
+            access[key] = parse(app.node.try_get_context(key), where=_WHERE, key=key)
+        except MlccError as error:
+            problems.extend(error.problems)
     raise_if_any(problems)
-    return AppEnvironment(profile=profile, account=account, region=region, availability_zones=zones)
+    return AppEnvironment(
+        profile=profile,
+        account=account,
+        region=region,
+        availability_zones=zones,
+        admin_role_arns=access["admin_role_arns"],
+        endpoint_public_cidrs=access["endpoint_public_cidrs"],
+    )

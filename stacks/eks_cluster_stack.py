@@ -1,13 +1,21 @@
-"""Stack ``mlcc-<profile>-eks-cluster``: VPC, EKS cluster, OIDC provider, S3 CSI driver."""
+"""Stack ``mlcc-<profile>-eks-cluster``: VPC, EKS cluster (Auto Mode) with its kubectl
+provider, admin access entries, the GPU NodePool, OIDC provider, S3 CSI driver."""
 
 from __future__ import annotations
+
+import importlib
+from collections.abc import Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
+from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps, S3CsiParentIds
+from mlcc_constructs.core.cluster_access import ADMIN_POLICY, admin_access_id
+from mlcc_constructs.core.gpu_capacity import gpu_node_pool, s3_csi_addon_configuration
 from mlcc_constructs.core.versions import pinned
 from stacks.app_context import AppEnvironment
 
@@ -25,11 +33,51 @@ _EKS_MANAGED_POLICIES = (
     ("AmazonEC2ContainerRegistryReadOnly", "Auto Mode node role"),
 )
 
+# The kubectl provider is aws_eks_v2's own (handler and custom-resource framework Lambdas);
+# its IAM and runtime are set by aws-cdk-lib, which the project pins.
+_LAMBDA_POLICY = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+_KUBECTL_PROVIDER_FINDINGS = (
+    (
+        f"AwsSolutions-IAM4[{_LAMBDA_POLICY}AWSLambdaBasicExecutionRole]",
+        "the kubectl provider's Lambdas (aws_eks_v2) write their logs with the AWS-managed "
+        "basic execution policy",
+    ),
+    (
+        f"AwsSolutions-IAM4[{_LAMBDA_POLICY}AWSLambdaVPCAccessExecutionRole]",
+        "the kubectl provider's Lambdas run in the private subnets (the API endpoint is private "
+        "or CIDR-limited) and need the AWS-managed policy that manages their network interfaces",
+    ),
+    (
+        'AwsSolutions-IAM4[Policy::{"Fn::If":["ClusterKubectlProviderHandlerHasEcrPublic69E09706",'
+        '{"Fn::Join":["",["arn:",{"Ref":"AWS::Partition"},":iam::aws:policy/'
+        'AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}]',
+        "aws_eks_v2 attaches ECR Public read-only to the kubectl handler only in partitions that "
+        "have ECR Public (Helm charts from public.ecr.aws); it grants no write",
+    ),
+    (
+        "AwsSolutions-IAM5[Resource::<ClusterKubectlProviderHandler2E05C68A.Arn>:*]",
+        "the custom-resource framework may invoke every version of the kubectl handler and "
+        "nothing else",
+    ),
+    (
+        "AwsSolutions-L1",
+        "the kubectl handler's runtime is chosen by aws-cdk-lib (pinned in requirements.lock); "
+        "it moves with aws-cdk-lib upgrades",
+    ),
+)
+
 
 class EksClusterStack(cdk.Stack):
     """The EKS cluster ``mlcc-<profile>-eks`` with the Mountpoint S3 CSI driver add-on."""
 
-    def __init__(self, scope: Construct, *, environment: AppEnvironment) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        *,
+        environment: AppEnvironment,
+        gpu_families: Sequence[str] = (),
+    ) -> None:
+        """``gpu_families``: the instance families the GPU NodePool offers (none: no pool)."""
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
@@ -69,12 +117,32 @@ class EksClusterStack(cdk.Stack):
             version=eks.KubernetesVersion.of(pinned().kubernetes),
             vpc=self.vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],
+            endpoint_access=(
+                eks.EndpointAccess.PUBLIC_AND_PRIVATE.only_from(*environment.endpoint_public_cidrs)
+                if environment.endpoint_public_cidrs
+                else eks.EndpointAccess.PRIVATE
+            ),
+            # kubectl runs in the private subnets: it reaches the endpoint privately, whatever
+            # the public CIDRs are.
+            kubectl_provider_options=eks.KubectlProviderOptions(
+                kubectl_layer=_kubectl_layer(self),
+                private_subnets=self.vpc.select_subnets(
+                    subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+                ).subnets,
+            ),
+            # Every control-plane log type (the project's cdk-nag rule Mlcc-EKSControlPlaneLogs).
             cluster_logging=[
                 eks.ClusterLoggingTypes.API,
                 eks.ClusterLoggingTypes.AUDIT,
                 eks.ClusterLoggingTypes.AUTHENTICATOR,
+                eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
+                eks.ClusterLoggingTypes.SCHEDULER,
             ],
         )
+        for finding, reason in _KUBECTL_PROVIDER_FINDINGS:
+            cdk.Validations.of(self.cluster).acknowledge(
+                cdk.Acknowledgment(id=finding, reason=reason)
+            )
         for policy, role in _EKS_MANAGED_POLICIES:
             cdk.Validations.of(self.cluster).acknowledge(
                 cdk.Acknowledgment(
@@ -83,6 +151,22 @@ class EksClusterStack(cdk.Stack):
                     "requires exactly these policies and AWS keeps them current with the service",
                 )
             )
+        admin = eks.AccessPolicy.from_access_policy_name(
+            ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
+        )
+        for arn in environment.admin_role_arns:
+            self.cluster.grant_access(admin_access_id(arn), arn, [admin])
+        self.gpu_node_pool = (
+            KubernetesObjects(
+                self,
+                "GpuCapacity",
+                props=KubernetesObjectsProps(
+                    cluster=self.cluster, objects=[gpu_node_pool(gpu_families)]
+                ),
+            )
+            if gpu_families
+            else None
+        )
         # The native AWS::IAM::OIDCProvider: no custom-resource Lambda.
         self.oidc_provider = eks.OidcProviderNative(
             self, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url
@@ -95,5 +179,16 @@ class EksClusterStack(cdk.Stack):
                 oidc_provider=self.oidc_provider,
                 profile=environment.profile,
                 parent_ids=S3CSI_IDS,
+                configuration_values=s3_csi_addon_configuration(),
             ),
         )
+
+
+def _kubectl_layer(scope: Construct) -> lambda_.ILayerVersion:
+    """The kubectl layer package pinned in versions.json (its kubectl matches the cluster)."""
+    versions = pinned()
+    module = importlib.import_module(versions.kubectl_layer_module)
+    layer: lambda_.ILayerVersion = getattr(module, versions.kubectl_layer_class)(
+        scope, "KubectlLayer"
+    )
+    return layer

@@ -10,8 +10,12 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-BEFORE_FIX = REPO / "snapshots" / "eks-cluster.before-s3csi-fix.template.json"
-EXPECTED_DIFF = REPO / "snapshots" / "eks-cluster.s3csi-fix.expected-diff.json"
+EKS_HISTORY = REPO / "snapshots" / "eks-cluster"
+# The S3 CSI fix is a committed step of the eks-cluster history: asserted between its two
+# templates forever, whatever the stack becomes.
+BEFORE_FIX = EKS_HISTORY / "0001-before-s3csi-fix.template.json"
+AFTER_FIX = EKS_HISTORY / "0002-s3csi-fix.template.json"
+EXPECTED_DIFF = EKS_HISTORY / "0002-s3csi-fix.expected-diff.json"
 EKS_STACK = "mlcc-dev-eks-cluster"
 BUCKETS_STACK = "mlcc-dev-buckets"
 _ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")

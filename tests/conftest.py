@@ -33,6 +33,13 @@ class _PlainFileSnapshot(SingleFileSnapshotExtension):
     def dirname(cls, *, test_location: PyTestLocation) -> str:
         return str(SNAPSHOTS / Path(test_location.filepath).stem)
 
+    @classmethod
+    def discovery_dirname(cls, *, test_location: PyTestLocation) -> str:
+        # Only the test module's own folder: snapshots/ also holds the stack histories
+        # (snapshots/<stack>/NNNN-*.json), which are no syrupy snapshots and must never be
+        # reported unused (nor deleted by --snapshot-update).
+        return cls.dirname(test_location=test_location)
+
     def _text(self, data: Any) -> str:
         raise NotImplementedError
 

@@ -97,3 +97,50 @@ def test_bucket_lookup_by_key() -> None:
     assert list(model_buckets.buckets) == ["core", "artifacts", "training", "adapters", "tls"]
     with pytest.raises(MlccError, match="no bucket 'logs'"):
         model_buckets.bucket("logs")
+
+
+def test_profiles_never_share_a_bucket_name() -> None:
+    from mlcc_constructs.core.buckets import bucket_names
+
+    env = {"account": "123456789012", "region": "us-east-1"}
+    names = {p: set(bucket_names(**env, profile=p).values()) for p in ("dev", "prod", "dev-2")}
+    assert names["dev"].isdisjoint(names["prod"]) and names["dev"].isdisjoint(names["dev-2"])
+    assert all("-dev-" in name for name in names["dev"])
+
+
+def test_dev_and_prod_apps_synthesise_no_shared_bucket_name() -> None:
+    from _cdk_app import build
+
+    def named(profile: str) -> set[str]:
+        assembly = build(profile=profile).synth()
+        return {
+            r["Properties"]["BucketName"]
+            for s in assembly.stacks
+            for r in s.template["Resources"].values()
+            if r["Type"] == "AWS::S3::Bucket" and "BucketName" in r["Properties"]
+        }
+
+    dev, prod = named("dev"), named("prod")
+    assert len(dev) == len(prod) == 5
+    assert dev.isdisjoint(prod)
+
+
+def test_a_pattern_without_every_placeholder_is_refused() -> None:
+    from mlcc_constructs.core.buckets import pattern_problems
+
+    problems = pattern_problems(
+        {
+            "core": {"name": "mlcc-models-${account}-${region}"},
+            "tls": {"name": "mlcc-tls-${profile}-${account}-${region}-${stage}"},
+        },
+        where="stacks/buckets.json",
+    )
+    assert [str(p) for p in problems] == [
+        "stacks/buckets.json:/buckets/core/name: a bucket name must hold every placeholder, or "
+        "two profiles (or accounts, regions) would share the bucket (got "
+        "'mlcc-models-${account}-${region}'; allowed: a pattern with ${account}, ${region}, "
+        "${profile}; fix: add ${profile} to the name)",
+        "stacks/buckets.json:/buckets/tls/name: unknown placeholder ${stage} (got "
+        "'mlcc-tls-${profile}-${account}-${region}-${stage}'; allowed: ${account}, ${region}, "
+        "${profile})",
+    ]

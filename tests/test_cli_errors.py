@@ -11,7 +11,7 @@ import pytest
 from mlcc_constructs import cli
 from mlcc_constructs.cli import render as render_command
 
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 RENDER = ["render", "--engine", "vllm", "--model", MODEL, "--instance-type", "ml.g5.12xlarge"]
 RENDER += ["--name", "llama", "--account", "123456789012", "--profile", "dev"]
 PLAN = ["adapter", "plan", "bot", "--project", "acme", "--account", "123456789012"]

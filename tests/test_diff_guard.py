@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cdk_app import BEFORE_FIX, EKS_STACK, EXPECTED_DIFF, REPO, template
+from _cdk_app import AFTER_FIX, BEFORE_FIX, EXPECTED_DIFF, REPO
 
 from mlcc_constructs.cli import main
 from mlcc_constructs.core.errors import MlccError
@@ -30,9 +30,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+def _fixed() -> dict[str, Any]:
+    """The committed template of the S3 CSI fix step (the stack evolves; this step does not)."""
+    return json.loads(AFTER_FIX.read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
 @pytest.fixture(scope="module")
 def fix_diff() -> TemplateDiff:
-    return template_diff(BEFORE_FIX, template(EKS_STACK))
+    return template_diff(BEFORE_FIX, AFTER_FIX)
 
 
 def test_exactly_two_resources_modified(fix_diff: TemplateDiff) -> None:
@@ -70,11 +75,11 @@ def test_cdk_diff_text_shows_the_two_resources(fix_diff: TemplateDiff) -> None:
 
 
 def test_guard_accepts_the_declared_fix() -> None:
-    assert diff_guard(BEFORE_FIX, template(EKS_STACK), EXPECTED_DIFF) == []
+    assert diff_guard(BEFORE_FIX, _fixed(), EXPECTED_DIFF) == []
 
 
 def _after(**edits: Any) -> dict[str, Any]:
-    after = copy.deepcopy(template(EKS_STACK))
+    after = copy.deepcopy(_fixed())
     resources = after["Resources"]
     if "addon_version" in edits:
         resources["S3CsiDriverAddon"]["Properties"]["AddonVersion"] = edits["addon_version"]
@@ -119,12 +124,32 @@ def test_guard_reports_a_declared_change_that_did_not_happen() -> None:
 
 
 def test_guard_reports_changes_outside_resources() -> None:
-    after = copy.deepcopy(template(EKS_STACK))
+    after = copy.deepcopy(_fixed())
     after["Outputs"] = {"ClusterName": {"Value": "x"}}
     expected = load_expectation(EXPECTED_DIFF)
     assert offending_changes(template_diff(BEFORE_FIX, after), expected) == [
         "[+] outputs ClusterName",
-        "    ! only Resources changes can be declared",
+        '    ! not declared (declare it as "sections": {"outputs": {"ClusterName": "added"}})',
+    ]
+
+
+def test_declared_sections_and_dependency_changes_pass(tmp_path: Path) -> None:
+    after = copy.deepcopy(_fixed())
+    after["Conditions"] = {"IsAws": {"Fn::Equals": [{"Ref": "AWS::Partition"}, "aws"]}}
+    after["Resources"]["S3CsiDriverAddon"]["DependsOn"] = ["OidcProviderA3C7D7F2"]
+    declared = json.loads(EXPECTED_DIFF.read_text(encoding="utf-8"))
+    declared["resources"]["S3CsiDriverAddon"]["other"] = ["DependsOn"]
+    declared["sections"] = {"conditions": {"IsAws": "added"}}
+    path = tmp_path / "declared.json"
+    path.write_text(json.dumps(declared), encoding="utf-8")
+    assert diff_guard(BEFORE_FIX, after, path) == []
+    # Declared but absent: both are reported.
+    assert diff_guard(BEFORE_FIX, _fixed(), path) == [
+        "[~] AWS::EKS::Addon S3CsiDriverAddon",
+        " └─ [~] ServiceAccountRoleArn",
+        "    ! declared change(s) not in the diff: DependsOn",
+        "[ ] conditions IsAws",
+        "    ! declared as added but the diff does not change it",
     ]
 
 
@@ -140,7 +165,7 @@ BAD_EXPECTATIONS = [
         '{"resources": {"A": {"type": "Queue", "change": "changed", "properties": "X", "why": 1}}}',
         [
             "x.json:/resources/A: unknown key(s) why (allowed: type, change, properties, "
-            "replacement)",
+            "replacement, other)",
             "x.json:/resources/A/type: 'type' must be a CloudFormation type (got 'Queue'; "
             "allowed: e.g. AWS::IAM::Policy)",
             "x.json:/resources/A/change: bad 'change' (got 'changed'; allowed: added, removed, "
@@ -172,7 +197,7 @@ def test_bad_expectation_file(
 
 def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     after = tmp_path / "after.json"
-    after.write_text(json.dumps(template(EKS_STACK)), encoding="utf-8")
+    after.write_text(json.dumps(_fixed()), encoding="utf-8")
     args = ["diff-guard", str(BEFORE_FIX), str(after), "--expect", str(EXPECTED_DIFF)]
     assert main(args) == 0
     assert capsys.readouterr().out.startswith("ok: 2 resource change(s) as declared")

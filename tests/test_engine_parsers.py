@@ -21,8 +21,8 @@ from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs import cli
 from mlcc_constructs.core.cache import CacheBackendSpec
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.manifests import EngineManifest, builtin_engines
-from mlcc_constructs.core.prepare import RenderContext
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 from mlcc_constructs.core.versions import pinned

@@ -18,7 +18,7 @@ from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
 CRD = "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmi", "llama-cpp")
 CONSTRAINTS = ("type", "pattern", "maxLength", "minimum", "maximum", "enum", "format")

@@ -15,7 +15,7 @@ from mlcc_constructs.core.prepare import prepare
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(profile="dev")
 SPECS = {
     "vllm-eks": DeploymentSpec(

@@ -16,7 +16,7 @@ from mlcc_constructs.core.k8s_validation import core_object_problems, kubernetes
 from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 
 

@@ -22,7 +22,7 @@ from mlcc_constructs.core.targets import kubernetes_target_names
 
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 SOURCES = {
-    "s3": "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/",
+    "s3": "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/",
     "hf": "meta-llama/Llama-3.1-8B-Instruct",
 }
 MATRIX = list(

@@ -23,7 +23,12 @@ def _python_blocks() -> list[str]:
 def test_the_cdk8s_example_runs_and_matches_the_core(tmp_path: Path) -> None:
     (block,) = [b for b in _python_blocks() if "ServingChartProps" in b]
     (tmp_path / "example.py").write_text(block)
-    env = {**os.environ, "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20"}
+    # PYTHONPATH: the example imports this checkout, whatever copy the venv has installed.
+    env = {
+        **os.environ,
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "PYTHONPATH": str(README.parent),
+    }
     subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, check=True)
     documents = list(yaml.safe_load_all((tmp_path / "dist" / "llama.k8s.yaml").read_text()))
     spec = DeploymentSpec(

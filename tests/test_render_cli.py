@@ -13,7 +13,7 @@ import yaml
 from mlcc_constructs import cli
 from mlcc_constructs.core.k8s_validation import core_object_problems, strict
 
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 DONE_WHEN = [
     "render",
     "--engine",

@@ -25,7 +25,7 @@ from mlcc_constructs.core.renderers.eks import CONFIG_HASH_ANNOTATION
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 from mlcc_constructs.core.yaml_output import to_yaml
 
-BUCKET = "mlcc-models-123456789012-us-east-1"
+BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(profile="dev")
 ENGINES = ("vllm", "sglang", "tensorrt-llm", "lmi", "llama-cpp")
@@ -410,7 +410,11 @@ def test_iec_tls_bucket_comes_from_the_bucket_descriptor() -> None:
 
 
 def test_infer_environment_from_a_descriptor_bucket() -> None:
-    assert infer_environment(BUCKET) == {"account": "123456789012", "region": "us-east-1"}
+    assert infer_environment(BUCKET) == {
+        "account": "123456789012",
+        "region": "us-east-1",
+        "profile": "dev",
+    }
     assert infer_environment("somebody-elses-bucket") == {}
 
 
@@ -526,8 +530,10 @@ def test_plugin_without_an_image_needs_one(tmp_path: Path) -> None:
             "(DeploymentSpec.region); Mountpoint and the HyperPod operator need it)",
         ),
         (
-            {"target": "hyperpod-eks"},
-            RenderContext(),
+            # Every descriptor bucket names its profile: only a bucket of one's own leaves
+            # the profile unknown.
+            {"target": "hyperpod-eks", "model": "s3://my-bucket/models/x/", "region": "us-east-1"},
+            RenderContext(account="123456789012"),
             "/profile: the IEC's TLS bucket (stacks/buckets.json 'tls') needs profile (fix: pass "
             "--profile (or set them in cdk.json context / RenderContext))",
         ),

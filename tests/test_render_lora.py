@@ -13,7 +13,7 @@ from mlcc_constructs.core.render import render
 from mlcc_constructs.core.spec import DeploymentSpec
 from mlcc_constructs.core.spec_file import spec_from_mapping
 
-MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 LLAMA_8B = {
     "num_hidden_layers": 32,

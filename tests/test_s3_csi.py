@@ -8,6 +8,7 @@ import pytest
 from _cdk_app import team
 
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.versions import pinned
 
 
 def _role_policy(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -30,7 +31,8 @@ def test_default_ids_are_children_of_the_construct() -> None:
     role = next(k for k in roles if k.startswith("TeamCsiRole"))
     assert addon["ServiceAccountRoleArn"] == {"Fn::GetAtt": [role, "Arn"]}
     assert addon["ResolveConflicts"] == "PRESERVE"
-    assert addon["AddonVersion"] == "v1.15.0-eksbuild.1"
+    assert addon["AddonVersion"] == pinned().addon("aws-mountpoint-s3-csi-driver")
+    assert "ConfigurationValues" not in addon  # the add-on's defaults unless configured
 
 
 def test_bucket_objects_are_granted_by_reference() -> None:

@@ -19,27 +19,27 @@ LLAMA = L.base_model("meta-llama/Llama-3.1-8B-Instruct")
 
 
 def test_bucket_names_come_from_the_descriptor() -> None:
-    assert CORE == "mlcc-models-123456789012-us-east-1"
-    assert ARTIFACTS == "mlcc-artifacts-123456789012-us-east-1"
+    assert CORE == "mlcc-models-dev-123456789012-us-east-1"
+    assert ARTIFACTS == "mlcc-artifacts-dev-123456789012-us-east-1"
 
 
 def test_every_path() -> None:
     home = L.canonical_adapter_home(CORE, LLAMA, "acme", "support-bot")
     assert home.uri == (
-        "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+        "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
         ".mlcc-adapters/acme/support-bot/"
     )
     version = L.adapter_version(home, "v0123456789ab")
     assert version.uri == home.uri + "v0123456789ab/"
     assert L.record_location(version).uri == version.uri + "mlcc-adapter.json"
     assert L.full_finetune(CORE, "acme", "full-sft").uri == (
-        "s3://mlcc-models-123456789012-us-east-1/models/mlcc-acme/full-sft/"
+        "s3://mlcc-models-dev-123456789012-us-east-1/models/mlcc-acme/full-sft/"
     )
     assert L.job_output(ARTIFACTS, "acme", "tune", "job-1", "checkpoints").uri == (
-        "s3://mlcc-artifacts-123456789012-us-east-1/acme/tune/job-1/checkpoints/"
+        "s3://mlcc-artifacts-dev-123456789012-us-east-1/acme/tune/job-1/checkpoints/"
     )
     assert L.job_output(ARTIFACTS, "acme", "optimize").uri == (
-        "s3://mlcc-artifacts-123456789012-us-east-1/acme/optimize/"
+        "s3://mlcc-artifacts-dev-123456789012-us-east-1/acme/optimize/"
     )
     assert L.version_id("0123456789ab" + "c" * 52) == "v0123456789ab"
     assert L.base_of_model_location(L.base_model_location(CORE, LLAMA)) == LLAMA

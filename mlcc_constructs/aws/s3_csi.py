@@ -19,7 +19,7 @@ logical ids that ``cdk diff`` and cdk-nag print, and no hashed suffix is hard-co
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -82,6 +82,10 @@ class S3CsiDriverProps:
     then (account and region come from the stack).
     ``addon_version``: default: the version pinned in ``versions.json``.
     ``resolve_conflicts``: ``ResolveConflicts`` of the add-on; default ``OVERWRITE``.
+    ``configuration_values``: the add-on's configuration (its schema: ``aws eks
+    describe-addon-configuration --addon-name aws-mountpoint-s3-csi-driver``); default
+    ``None`` (the add-on's defaults). The app passes
+    :func:`mlcc_constructs.core.gpu_capacity.s3_csi_addon_configuration`.
     ``parent_ids``: default ``None``: the role and the add-on are this construct's
     children ``Role`` and ``Addon``.
     """
@@ -93,6 +97,7 @@ class S3CsiDriverProps:
     profile: str | None = None
     addon_version: str | None = None
     resolve_conflicts: str = "OVERWRITE"
+    configuration_values: Mapping[str, Any] | None = None
     parent_ids: S3CsiParentIds | None = field(default=None)
 
     def __post_init__(self) -> None:
@@ -163,6 +168,11 @@ class S3CsiDriver(Construct):
             addon_version=props.addon_version or pinned_addon_version(),
             service_account_role_arn=self.role.role_arn,
             resolve_conflicts=props.resolve_conflicts,
+            configuration_values=(
+                json.dumps(props.configuration_values, sort_keys=True)
+                if props.configuration_values is not None
+                else None
+            ),
         )
 
     def _bucket(self, ref: BucketRef, props: S3CsiDriverProps) -> s3.IBucket:

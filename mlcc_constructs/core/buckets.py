@@ -1,5 +1,11 @@
 """The bucket descriptor (``stacks/buckets.json``): the only place bucket names are written;
 everything that needs a bucket name asks :func:`bucket_names`.
+
+Every name pattern holds ``${profile}``, ``${account}`` and ``${region}``: each profile's
+``mlcc-<profile>-buckets`` stack owns all of its buckets, so ``-c profile=prod`` never tries to
+create a bucket that ``mlcc-dev-buckets`` owns (and dev principals never share prod's model
+bucket). The account is exactly 12 digits between two separators, so two profiles of one
+account and region can never form the same name.
 """
 
 from __future__ import annotations
@@ -26,22 +32,41 @@ def bucket_patterns() -> dict[str, str]:
     path = shipped_path("stacks/buckets.json")
     document = read_json(path)
     validate_document(document, shipped_path("stacks/buckets.schema.json"), where=str(path))
+    problems = pattern_problems(document["buckets"], where=str(path))
+    if problems:
+        raise MlccError(problems)
+    return {key: bucket["name"] for key, bucket in document["buckets"].items()}
+
+
+def pattern_problems(buckets: dict[str, dict[str, str]], *, where: str) -> list[Problem]:
+    """Every problem of the descriptor's name patterns (``buckets``: key → {"name": ...})."""
     problems = []
-    for key, bucket in document["buckets"].items():
+    for key, bucket in buckets.items():
+        missing = [p for p in _PLACEHOLDERS if f"${{{p}}}" not in bucket["name"]]
+        if missing:
+            problems.append(
+                Problem(
+                    message="a bucket name must hold every placeholder, or two profiles (or "
+                    "accounts, regions) would share the bucket",
+                    where=where,
+                    pointer=json_pointer("buckets", key, "name"),
+                    value=bucket["name"],
+                    allowed="a pattern with " + ", ".join(f"${{{p}}}" for p in _PLACEHOLDERS),
+                    fix="add " + ", ".join(f"${{{p}}}" for p in missing) + " to the name",
+                )
+            )
         for placeholder in _PLACEHOLDER.findall(bucket["name"]):
             if placeholder not in _PLACEHOLDERS:
                 problems.append(
                     Problem(
                         message=f"unknown placeholder ${{{placeholder}}}",
-                        where=str(path),
+                        where=where,
                         pointer=json_pointer("buckets", key, "name"),
                         value=bucket["name"],
                         allowed=", ".join(f"${{{p}}}" for p in _PLACEHOLDERS),
                     )
                 )
-    if problems:
-        raise MlccError(problems)
-    return {key: bucket["name"] for key, bucket in document["buckets"].items()}
+    return problems
 
 
 def environment_problems(

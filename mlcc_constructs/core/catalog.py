@@ -32,6 +32,12 @@ class InstanceType:
         """The EC2/EKS node name, without the ``ml.`` prefix."""
         return self.name.removeprefix(_ML)
 
+    @property
+    def family(self) -> str:
+        """The EC2 instance family (``g5`` for ``ml.g5.12xlarge``): the value of the
+        ``eks.amazonaws.com/instance-family`` node label."""
+        return self.node_name.partition(".")[0]
+
 
 @cache
 def _catalog() -> dict[str, InstanceType]:

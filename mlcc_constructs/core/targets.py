@@ -48,6 +48,8 @@ class TargetDescriptor:
     service_account: bool
     cache_injection: bool
     tls_bucket: bool
+    cluster_gpu_nodes: bool = False
+    """Pods run on the EKS cluster's Auto Mode nodes (the app's GPU NodePool). Default: false."""
     renderer: str | None = None
     """Module whose ``render(prepared)`` yields the objects. Default: none (not core-rendered)."""
     huggingface_model: HuggingFaceModel = "by-id"
@@ -108,6 +110,7 @@ def load_target(name: str) -> TargetDescriptor:
         service_account=document["service_account"],
         cache_injection=document["cache_injection"],
         tls_bucket=document["tls_bucket"],
+        cluster_gpu_nodes=document.get("cluster_gpu_nodes", False),
         huggingface_model=document.get("huggingface_model", "by-id"),
         notes=MappingProxyType(dict(document.get("notes", {}))),
         adapter_delivery=AdapterDelivery(

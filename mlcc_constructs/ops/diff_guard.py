@@ -13,9 +13,11 @@ script ``_cfn_diff.js``; this module only compares its result with an expectatio
     }
 
 Every resource change must be declared (type, ``added|removed|modified``, the exact set of
-changed properties); a declared change that does not happen, a change of anything other than
-properties (``DependsOn``, ``Metadata``, policies), a replacement (unless ``"replacement":
-true``) and any change outside ``Resources`` are offending. Stdlib only: no jsii.
+changed properties, and ``"other": ["DependsOn", ...]`` for changes outside ``Properties``);
+a declared change that does not happen, an undeclared change outside properties
+(``DependsOn``, ``Metadata``, policies), a replacement (unless ``"replacement": true``) and
+any change outside ``Resources`` that is not declared under ``"sections"``
+(``{"conditions": {"Id": "added"}}``) are offending. Stdlib only: no jsii.
 """
 
 from __future__ import annotations
@@ -82,6 +84,14 @@ class ExpectedChange:
     change: str
     properties: frozenset[str]
     replacement: bool = False
+    other: frozenset[str] = frozenset()
+
+
+class Expectation(dict[str, ExpectedChange]):
+    """Declared resource changes by logical id, plus ``sections``: the declared changes
+    outside ``Resources`` as ``(section, id, change)``."""
+
+    sections: frozenset[tuple[str, str, str]] = frozenset()
 
 
 def template_diff(before: Template, after: Template) -> TemplateDiff:
@@ -188,7 +198,7 @@ def _load_templates(before: Template, after: Template) -> list[dict[str, Any]]:
 
 def load_inputs(
     before: Template, after: Template, expected: Path | str
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, ExpectedChange]]:
+) -> tuple[dict[str, Any], dict[str, Any], Expectation]:
     """Both templates and the expectation, checked; every problem of all three at once."""
     problems: list[Problem] = []
     try:
@@ -204,7 +214,7 @@ def load_inputs(
     return documents[0], documents[1], expectation
 
 
-def load_expectation(path: Path | str) -> dict[str, ExpectedChange]:
+def load_expectation(path: Path | str) -> Expectation:
     """Read and check an expectation file; every problem is reported at once."""
     where = str(path)
     try:
@@ -227,22 +237,34 @@ def load_expectation(path: Path | str) -> dict[str, ExpectedChange]:
             pointer="/resources",
             fix='{"resources": {"LogicalId": {"type": ..., "change": ..., "properties": [...]}}}',
         )
-    expected: dict[str, ExpectedChange] = {}
+    expected = Expectation()
+    expected.sections = frozenset(_sections(document.get("sections", {}), where, problems))
     for logical_id, entry in resources.items():
         pointer = json_pointer("resources", logical_id)
         if not isinstance(entry, dict):
             problems.append(Problem(message="must be an object", where=where, pointer=pointer))
             continue
-        unknown = sorted(set(entry) - {"type", "change", "properties", "replacement"})
+        unknown = sorted(set(entry) - {"type", "change", "properties", "replacement", "other"})
         if unknown:
             problems.append(
                 Problem(
                     message=f"unknown key(s) {', '.join(unknown)}",
                     where=where,
                     pointer=pointer,
-                    allowed="type, change, properties, replacement",
+                    allowed="type, change, properties, replacement, other",
                 )
             )
+        other = entry.get("other", [])
+        if not (isinstance(other, list) and all(isinstance(o, str) for o in other)):
+            problems.append(
+                Problem(
+                    message="'other' must be a list of template keys (DependsOn, Metadata...)",
+                    where=where,
+                    pointer=pointer + "/other",
+                    value=other,
+                )
+            )
+            other = []
         if not isinstance(entry.get("type"), str) or "::" not in entry.get("type", ""):
             problems.append(
                 Problem(
@@ -288,6 +310,7 @@ def load_expectation(path: Path | str) -> dict[str, ExpectedChange]:
             change=str(entry.get("change")),
             properties=frozenset(properties),
             replacement=entry.get("replacement") is True,
+            other=frozenset(other),
         )
     if problems:
         raise MlccError(problems)
@@ -309,10 +332,65 @@ def offending_changes(diff: TemplateDiff, expected: Mapping[str, ExpectedChange]
         if logical_id not in seen:
             lines.append(f"[ ] {want.type} {logical_id}")
             lines.append(f"    ! declared as {want.change} but the diff does not change it")
+    declared_sections: frozenset[tuple[str, str, str]] = getattr(expected, "sections", frozenset())
     for section, entry_id, section_change in diff.sections:
+        if (section, entry_id, section_change) in declared_sections:
+            continue
         lines.append(f"{_MARK.get(section_change, '[~]')} {section} {entry_id}")
-        lines.append("    ! only Resources changes can be declared")
+        lines.append(
+            f'    ! not declared (declare it as "sections": {{"{section}": '
+            f'{{"{entry_id}": "{section_change}"}}}})'
+        )
+    seen_sections = set(diff.sections)
+    for section, entry_id, section_change in sorted(declared_sections - seen_sections):
+        lines.append(f"[ ] {section} {entry_id}")
+        lines.append(f"    ! declared as {section_change} but the diff does not change it")
     return lines
+
+
+_SECTIONS = ("conditions", "mappings", "metadata", "outputs", "parameters", "unknown")
+
+
+def _sections(value: Any, where: str, problems: list[Problem]) -> list[tuple[str, str, str]]:
+    """``{"conditions": {"Id": "added"}}`` as ``(section, id, change)`` triples."""
+    found: list[tuple[str, str, str]] = []
+    if not isinstance(value, dict):
+        problems.append(
+            Problem(
+                message="'sections' must map a template section to {id: change}",
+                where=where,
+                pointer="/sections",
+                value=value,
+            )
+        )
+        return found
+    for section, entries in value.items():
+        pointer = json_pointer("sections", section)
+        if section not in _SECTIONS or not isinstance(entries, dict):
+            problems.append(
+                Problem(
+                    message="unknown section, or not an object of {id: change}",
+                    where=where,
+                    pointer=pointer,
+                    value=section,
+                    allowed=", ".join(_SECTIONS),
+                )
+            )
+            continue
+        for entry_id, change in entries.items():
+            if change not in _CHANGES:
+                problems.append(
+                    Problem(
+                        message="bad change",
+                        where=where,
+                        pointer=json_pointer("sections", section, entry_id),
+                        value=change,
+                        allowed=", ".join(_CHANGES),
+                    )
+                )
+                continue
+            found.append((section, str(entry_id), str(change)))
+    return found
 
 
 def _reasons(change: ResourceChange, want: ExpectedChange | None) -> list[str]:
@@ -332,8 +410,10 @@ def _reasons(change: ResourceChange, want: ExpectedChange | None) -> list[str]:
             reasons.append(f"undeclared property change(s): {', '.join(extra)}")
         if missing := sorted(want.properties - changed):
             reasons.append(f"declared property change(s) not in the diff: {', '.join(missing)}")
-        if change.other:
-            reasons.append(f"changes outside Properties: {', '.join(change.other)}")
+        if undeclared := sorted(set(change.other) - want.other):
+            reasons.append(f"changes outside Properties: {', '.join(undeclared)}")
+        if unseen := sorted(want.other - set(change.other)):
+            reasons.append(f"declared change(s) not in the diff: {', '.join(unseen)}")
     if change.replaces and not want.replacement:
         reasons.append('would be replaced (declare "replacement": true if intended)')
     return reasons

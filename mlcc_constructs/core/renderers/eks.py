@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlcc_constructs.core.container import ENGINE_CONTAINER, WRAPPER_MOUNT
+from mlcc_constructs.core.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.prepare import PreparedDeployment
 from mlcc_constructs.core.render import RenderedObject
 from mlcc_constructs.core.renderers.common import labels as object_labels
@@ -259,9 +260,8 @@ def _deployment(prepared: PreparedDeployment) -> dict[str, Any]:
                     "nodeSelector": {
                         "node.kubernetes.io/instance-type": prepared.resolution.instance.node_name
                     },
-                    "tolerations": [
-                        {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
-                    ],
+                    # The app's GPU NodePool taints its nodes (core/gpu_capacity.py).
+                    "tolerations": [gpu_toleration()],
                     "terminationGracePeriodSeconds": 60,
                     "containers": [container],
                     "volumes": volumes,

@@ -1,0 +1,296 @@
+"""The serving stacks: every object of the render pipeline applied as its own resource, with
+a logical id from kind, namespace and name; dist/ equals what they apply; changing one
+deployment's replicas modifies exactly its Deployment's resource; the per-deployment split
+never moves another deployment's resources and a 200-deployment app synthesises."""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from _cdk_app import REPO, cdk_context, synthesised
+
+from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.k8s_validation import core_object_problems
+from mlcc_constructs.core.manifest_ids import manifest_logical_id, unique_ids
+from mlcc_constructs.core.serving_plan import (
+    SUFFIX_MAX,
+    namespace_object,
+    plan_serving,
+    serving_stack_suffix,
+)
+from mlcc_constructs.ops.diff_guard import ExpectedChange, offending_changes, template_diff
+
+MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+
+
+def _templates(app: Any) -> dict[str, dict[str, Any]]:
+    return {s.stack_name: s.template for s in app.synth().stacks}
+
+
+def _applied(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(logical id, object) of every manifest resource, in the order CloudFormation applies
+    them (each depends on the one before)."""
+    manifests = {k: r for k, r in template["Resources"].items() if r["Type"] == MANIFEST}
+    order = []
+    remaining = dict(manifests)
+    while remaining:
+        ready = [
+            k for k, r in remaining.items() if not set(r.get("DependsOn", [])) & set(remaining)
+        ]
+        order.extend(sorted(ready))
+        for key in ready:
+            del remaining[key]
+    result = []
+    for key in order:
+        (obj,) = json.loads(manifests[key]["Properties"]["Manifest"])
+        result.append((key, obj))
+    return result
+
+
+def _build(deployments: list[dict[str, Any]], **context: Any) -> Any:
+    """The app for ``deployments``. CDK's built-in CloudFormation validation is off here: it
+    takes 5 of the 6 seconds of a 200-deployment synth, does not change a template, and runs on
+    the same stack classes in the session app (tests/_cdk_app.py) with validation on."""
+    import aws_cdk as cdk
+
+    from app import build_app
+
+    values = {**cdk_context(), **context, "reference_deployments": deployments}
+    return build_app(cdk.App(context=values, builtin_cloud_formation_validation=False))
+
+
+# -- pure rules ------------------------------------------------------------------------------
+
+LOGICAL_IDS = [
+    (
+        {"kind": "Deployment", "metadata": {"name": "llama-vllm", "namespace": "inference"}},
+        "DeploymentInferenceLlamaVllm",
+    ),
+    ({"kind": "Namespace", "metadata": {"name": "inference"}}, "NamespaceInference"),
+    ({"kind": "NodePool", "metadata": {"name": "mlcc-gpu"}}, "NodePoolMlccGpu"),
+    ({"kind": "ConfigMap", "metadata": {"name": "a.b-c", "namespace": "x"}}, "ConfigMapXABC"),
+]
+
+
+@pytest.mark.parametrize(("obj", "readable"), LOGICAL_IDS)
+def test_logical_id_is_kind_namespace_name_and_a_hash(obj: dict[str, Any], readable: str) -> None:
+    logical_id = manifest_logical_id(obj)
+    assert logical_id.startswith(readable)
+    assert len(logical_id) == len(readable) + 8 and logical_id[-8:].isalnum()
+    assert manifest_logical_id(copy.deepcopy(obj)) == logical_id  # a pure function
+    changed = copy.deepcopy(obj)
+    changed["spec"] = {"replicas": 2}  # the content never changes the id
+    assert manifest_logical_id(changed) == logical_id
+
+
+def test_names_that_read_alike_get_distinct_ids() -> None:
+    a1 = {"kind": "Service", "metadata": {"name": "a-1", "namespace": "n"}}
+    a_1 = {"kind": "Service", "metadata": {"name": "a1", "namespace": "n"}}
+    assert manifest_logical_id(a1)[:-8] == manifest_logical_id(a_1)[:-8]
+    assert manifest_logical_id(a1) != manifest_logical_id(a_1)
+
+
+def test_an_object_applied_twice_is_refused() -> None:
+    obj = {"kind": "Service", "metadata": {"name": "x", "namespace": "n"}}
+    with pytest.raises(MlccError) as caught:
+        unique_ids([obj, obj], where="serving")
+    assert [str(p) for p in caught.value.problems] == [
+        f"serving: Service n/x is applied twice (got '{manifest_logical_id(obj)}'; fix: give each "
+        "deployment a distinct name (or namespace))"
+    ]
+
+
+def test_stack_suffix() -> None:
+    assert serving_stack_suffix("eks", "inference", "llama") == "serving-eks-inference-llama"
+    long = serving_stack_suffix("hyperpod-eks", "n" * 63, "m" * 63)
+    assert len(long) == SUFFIX_MAX and long.startswith("serving-hyperpod-eks-nnn")
+    assert long != serving_stack_suffix("hyperpod-eks", "n" * 63, "m" * 62 + "x")
+
+
+def test_namespace_object_is_a_valid_namespace() -> None:
+    assert core_object_problems(namespace_object("inference")) == []
+
+
+def test_two_deployments_with_one_stack_are_refused() -> None:
+    from mlcc_constructs.core.prepare import prepare
+    from mlcc_constructs.core.spec import DeploymentSpec
+
+    spec = DeploymentSpec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="a")
+    prepared = prepare(spec)
+    with pytest.raises(MlccError) as caught:
+        plan_serving([("cdk.json:/x/0", prepared), ("cdk.json:/x/1", prepared)])
+    assert [str(p) for p in caught.value.problems] == [
+        "cdk.json:/x/1: two deployments 'a' on eks in namespace 'default' (the other: "
+        "cdk.json:/x/0) (got 'a'; fix: rename one of them, or move it to another namespace)"
+    ]
+
+
+# -- the app's serving stacks --------------------------------------------------------------
+
+
+def _deployment_stacks() -> dict[str, Any]:
+    from stacks.deployments import app_deployments
+
+    app, _ = synthesised()
+    return {
+        f"mlcc-dev-{serving_stack_suffix(d.prepared.target.name, d.prepared.spec.namespace, d.prepared.spec.name)}": d  # noqa: E501
+        for d in app_deployments(app)
+    }
+
+
+def test_each_deployment_stack_applies_exactly_the_rendered_objects() -> None:
+    texts = synthesised()[1]
+    for stack_name, deployment in _deployment_stacks().items():
+        applied = _applied(json.loads(texts[stack_name]))
+        rendered = [entry.object for entry in deployment.prepared.objects]
+        assert [obj for _, obj in applied] == rendered, stack_name
+        assert [k for k, _ in applied] == [manifest_logical_id(o) for o in rendered]
+        for logical_id, _ in applied:
+            props = json.loads(texts[stack_name])["Resources"][logical_id]["Properties"]
+            assert props["Overwrite"] is True
+            assert "PruneLabel" not in props  # applied exactly as rendered
+
+
+def test_namespaces_stack_applies_every_namespace_and_retains_them() -> None:
+    template = json.loads(synthesised()[1]["mlcc-dev-serving"])
+    applied = _applied(template)
+    assert [obj for _, obj in applied] == [namespace_object("inference")]
+    for logical_id, _ in applied:
+        resource = template["Resources"][logical_id]
+        assert resource["DeletionPolicy"] == resource["UpdateReplacePolicy"] == "Retain"
+
+
+def test_dist_equals_what_the_stacks_apply(tmp_path: Path) -> None:
+    from app import synth_reference_charts
+
+    app, texts = synthesised()
+    files = synth_reference_charts(app, outdir=str(tmp_path))
+    dist = {Path(f).name: [d for d in yaml.safe_load_all(Path(f).read_text()) if d] for f in files}
+    applied = {
+        name: [obj for _, obj in _applied(json.loads(text))]
+        for name, text in texts.items()
+        if name.startswith("mlcc-dev-serving")
+    }
+    assert dist.pop("namespaces.k8s.yaml") == applied.pop("mlcc-dev-serving")
+    for stack_name, deployment in _deployment_stacks().items():
+        assert dist.pop(f"{deployment.chart_id}.k8s.yaml") == applied.pop(stack_name)
+    assert dist == {} and applied == {}
+
+
+needs_node = pytest.mark.skipif(
+    shutil.which("node") is None
+    or not (REPO / "node_modules" / "@aws-cdk" / "cloudformation-diff").is_dir(),
+    reason="needs node and `npm ci` (@aws-cdk/cloudformation-diff)",
+)
+
+
+@needs_node
+def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
+    before = {name: json.loads(text) for name, text in synthesised()[1].items()}
+    deployments = copy.deepcopy(cdk_context()["reference_deployments"])
+    deployments[0]["replicas"] = 2  # llama-vllm on eks
+    after = _templates(_build(deployments))
+    assert set(after) == set(before)
+    changed = {name for name in before if after[name] != before[name]}
+    stack_name = "mlcc-dev-serving-eks-inference-llama-vllm"
+    assert changed == {stack_name}
+    diff = template_diff(before[stack_name], after[stack_name])
+    deployment = next(o for _, o in _applied(before[stack_name]) if o["kind"] == "Deployment")
+    logical_id = manifest_logical_id(deployment)
+    # (the engine reports no impact class for a custom resource's property: it is modified
+    # in place, never replaced)
+    assert [
+        (c.change, c.type, c.logical_id, set(c.properties), c.replaces) for c in diff.resources
+    ] == [("modified", MANIFEST, logical_id, {"Manifest"}, False)]
+    declared = {
+        logical_id: ExpectedChange(
+            type=MANIFEST, change="modified", properties=frozenset({"Manifest"})
+        )
+    }
+    assert offending_changes(diff, declared) == []
+    assert [line for line in diff.text.splitlines() if line.startswith("[")] == [
+        f"[~] {MANIFEST} {logical_id}"
+    ]
+
+
+# -- scale: the split ---------------------------------------------------------------------
+
+
+def _specs(count: int, *, first: int = 0) -> list[dict[str, Any]]:
+    """``count`` eks deployments over 5 namespaces and 3 instance families."""
+    return [
+        {
+            "name": f"d{i:03d}",
+            "target": "eks",
+            "engine": "vllm",
+            "model": MODEL if i % 2 else "meta-llama/Llama-3.1-8B-Instruct",
+            "instance_type": ("ml.g5.2xlarge", "ml.g6e.xlarge", "ml.p5.48xlarge")[i % 3],
+            "namespace": f"team-{i % 5}",
+        }
+        for i in range(first, first + count)
+    ]
+
+
+@cache
+def _two_hundred() -> dict[str, dict[str, Any]]:
+    return _templates(_build(_specs(200)))
+
+
+def test_a_200_deployment_app_synthesises() -> None:
+    templates = _two_hundred()
+    serving = [n for n in templates if n.startswith("mlcc-dev-serving-")]
+    assert len(serving) == 200
+    for name in serving:
+        resources = templates[name]["Resources"]
+        assert 3 <= len(resources) < 500
+        assert all(r["Type"] == MANIFEST for r in resources.values())
+    assert len(_applied(templates["mlcc-dev-serving"])) == 5  # team-0 .. team-4
+
+
+def test_adding_a_deployment_moves_no_other_deployments_resources() -> None:
+    before = _templates(_build(_specs(20)))
+    # A new deployment, declared first, in a new namespace: only its stack and its namespace
+    # are added.
+    new = _specs(1, first=900)[0] | {"namespace": "team-new"}
+    after = _templates(_build([new, *_specs(20)]))
+    added = set(after) - set(before)
+    assert added == {"mlcc-dev-serving-eks-team-new-d900"}
+    assert set(before) <= set(after)
+    for name in before:
+        if name != "mlcc-dev-serving":
+            assert after[name] == before[name], name
+    old, now = before["mlcc-dev-serving"]["Resources"], after["mlcc-dev-serving"]["Resources"]
+    assert {k: v for k, v in now.items() if k in old} == old
+    assert [
+        json.loads(now[k]["Properties"]["Manifest"])[0]["metadata"]["name"]
+        for k in set(now) - set(old)
+    ] == ["team-new"]
+
+
+def test_bad_deployments_in_cdk_json_are_reported_at_once() -> None:
+    good = cdk_context()["reference_deployments"][3]
+    bad = [dict(good, instance_type="ml.g5.13xlarge"), good, dict(good, replicas="two")]
+    with pytest.raises(MlccError) as caught:
+        _build(bad)
+    assert [str(p) for p in caught.value.problems] == [
+        "cdk.json:/context/reference_deployments/0:/instance_type: unknown instance type (got "
+        "'ml.g5.13xlarge'; allowed: the types in mlcc_constructs/data/instance_catalog.json; "
+        "fix: did you mean ml.g5.16xlarge or ml.g5.12xlarge or ml.g5.xlarge?)",
+        "cdk.json:/context/reference_deployments/2:/replicas: 'two' is not of type 'integer' "
+        "(fix: see mlcc_constructs/data/deployment-spec.schema.json for the fields)",
+    ]
+    with pytest.raises(MlccError) as caught:
+        _build([good, good])
+    assert [str(p) for p in caught.value.problems] == [
+        "cdk.json:/context/reference_deployments/1: two deployments 'mistral-vllm-args' on eks in "
+        "namespace 'inference' (the other: cdk.json:/context/reference_deployments/0) (got "
+        "'mistral-vllm-args'; fix: rename one of them, or move it to another namespace)"
+    ]
