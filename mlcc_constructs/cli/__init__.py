@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "diff_guard",
     "cache",
     "adapter",
+    "rollout",
 )
 
 
@@ -36,6 +37,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "diff-guard": "diff_guard",
     "cache": "cache",
     "adapter": "adapter",
+    "rollout": "rollout",
 }
 
 

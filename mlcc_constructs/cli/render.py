@@ -28,6 +28,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "region and profile that name the IEC's TLS bucket default to the model bucket's name "
         "(stacks/buckets.json), then to ./cdk.json context.",
     )
+    add_spec_options(parser)
+    parser.add_argument("--out", default=None, metavar="DIR", help="write one file per object")
+    parser.set_defaults(func=run_render)
+
+
+def add_spec_options(parser: argparse.ArgumentParser) -> None:
+    """The deployment options of ``mlcc render`` (``-f`` and the flags that override it), so
+    other commands read a deployment exactly as ``mlcc render`` does."""
     parser.add_argument(
         "-f",
         "--file",
@@ -64,9 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
     parser.add_argument("--role-arn", default=None, help="IRSA role of the ServiceAccount (eks)")
-    parser.add_argument("--out", default=None, metavar="DIR", help="write one file per object")
     add_deployment_options(parser, required=False)
-    parser.set_defaults(func=run_render)
 
 
 def _cdk_context() -> dict[str, str]:
