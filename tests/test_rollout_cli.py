@@ -131,8 +131,8 @@ sys.exit(answer.get("code", 0))
 
 
 class FakeClock:
-    """Time moves only when the code sleeps; ``interrupt_at`` raises on that sleep (1-based):
-    ``KeyboardInterrupt``, or a real SIGTERM to this process."""
+    """Time moves only when the code sleeps; on sleep number ``interrupt_at`` (1-based) the
+    process gets a real ``interrupt_with`` signal."""
 
     def __init__(self) -> None:
         self.t = 0.0
@@ -146,9 +146,8 @@ class FakeClock:
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
         if self.interrupt_at == len(self.sleeps):
-            if self.interrupt_with == "SIGTERM":
-                os.kill(os.getpid(), signal.SIGTERM)
-            raise KeyboardInterrupt
+            # a real signal to this process: the handler in place decides what happens
+            os.kill(os.getpid(), getattr(signal, self.interrupt_with))
         self.t += seconds
 
 
@@ -170,6 +169,7 @@ class Cluster:
             aws_secret_access_key="testing",
         )
         self.stub = Stubber(self.sm)
+        self.deep_health_checks = False
         self.counts: list[int] = []  # every InstanceCount sent, by any call
         self.sm.meta.events.register(
             "provide-client-params.sagemaker.UpdateCluster", self._record_count
@@ -211,6 +211,8 @@ class Cluster:
             "ThreadsPerCore": 1,
             "KubernetesConfig": {"CurrentLabels": {"team": "ml"}, "DesiredLabels": {"team": "ml"}},
         }
+        if self.deep_health_checks:
+            group["OnStartDeepHealthChecks"] = ["InstanceStress", "InstanceConnectivity"]
         system = {
             "InstanceGroupName": "system",
             "InstanceType": "ml.m5.xlarge",
@@ -265,7 +267,7 @@ class Cluster:
         self.stub.add_response(
             "update_cluster",
             {"ClusterArn": ARN},
-            {"ClusterName": "hp", "InstanceGroups": [spec(count)]},
+            {"ClusterName": "hp", "InstanceGroups": [spec(count, deep=self.deep_health_checks)]},
         )
 
     def delete(self, instance: str, *, failed: dict[str, str] | None = None) -> None:
@@ -277,17 +279,18 @@ class Cluster:
         )
 
 
-def spec(count: int) -> dict[str, Any]:
+def spec(count: int, *, deep: bool = False) -> dict[str, Any]:
     """The instance group spec UpdateCluster must get: the group's own settings, the count."""
-    return {
+    settings: dict[str, Any] = {
         "InstanceGroupName": "workers",
         "InstanceType": TYPE,
         "LifeCycleConfig": LIFECYCLE,
         "ExecutionRole": ROLE,
         "ThreadsPerCore": 1,
-        "KubernetesConfig": {"Labels": {"team": "ml"}},
-        "InstanceCount": count,
     }
+    if deep:
+        settings["OnStartDeepHealthChecks"] = ["InstanceStress", "InstanceConnectivity"]
+    return {**settings, "KubernetesConfig": {"Labels": {"team": "ml"}}, "InstanceCount": count}
 
 
 @pytest.fixture
@@ -536,6 +539,7 @@ def test_surge_node_the_new_instance_fails(
 def test_surge_node_the_node_never_becomes_ready(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    cluster.deep_health_checks = True  # the group runs them: the wait may be too short
     surge_start(cluster)
     not_ready = items(node(NODE_A), node(NODE_B, ready=False))
     cluster.kubectl("get nodes", ONE_NODE, ONE_NODE, not_ready)
@@ -550,6 +554,8 @@ def test_surge_node_the_node_never_becomes_ready(
     code, out, err = run(capsys, "rollout", "apply", *ARGS, "--surge-node", "--node-timeout", "30")
     assert (code, out) == (1, "")
     assert err.splitlines() == [
+        "mlcc: instance group 'workers' runs deep health checks on new nodes, which take 60-90 "
+        "minutes; --node-timeout is 30 s",
         RAISING,
         "mlcc: restoring instance group 'workers' of cluster 'hp' to 1 after: --node-timeout: no "
         "new node of instance group 'workers' became Ready within 30 s",
@@ -633,7 +639,8 @@ def test_surge_node_interrupted_after_the_increase(
         f"mlcc: error: interrupted ({interrupt}) during the surge rollout (fix: instance group "
         f"'workers' is at its count of 1 (removed {B}: it never joined the Kubernetes cluster))"
     )
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handler is put back
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are put back
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     cluster.stub.assert_no_pending_responses()
 
 
@@ -807,3 +814,27 @@ def test_surge_node_with_an_apply_command(
     ).read_text() == "mlcc-dev-serving --require-approval never\n"
     assert APPLY not in cluster.calls()  # the command applied, not kubectl
     cluster.stub.assert_no_pending_responses()
+
+
+def test_a_signal_during_the_restore_is_held_until_it_is_done(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    surge_start(cluster)
+    cluster.kubectl("get nodes", ONE_NODE, ONE_NODE, items(node(NODE_A), node(NODE_B, ready=False)))
+    cluster.kubectl("get pods", OLD_POD)
+    for _ in range(3):
+        cluster.instances(A, B, status={B: "Pending"})
+    cluster.describe(2)
+    cluster.instances(A, B)
+    cluster.delete(B)
+    cluster.describe(2)
+    cluster.describe(1)
+    cluster.clock.interrupt_at = 3  # the restore's wait for the count
+    cluster.clock.interrupt_with = "SIGTERM"
+    code, _, err = run(capsys, "rollout", "apply", *ARGS, "--surge-node", "--node-timeout", "30")
+    assert code == 1
+    assert err.splitlines()[-1].endswith(
+        f"(fix: instance group 'workers' is at its count of 1 (removed {NODE_B}: it hosts no "
+        "serving pod))"
+    )
+    cluster.stub.assert_no_pending_responses()  # the restore ran to the end

@@ -211,9 +211,11 @@ class _Plan:
 def _guarded(args: argparse.Namespace, run: Any) -> int:
     """Run ``run``: an AWS error becomes an ``mlcc: error:`` line (verbatim), and so does an
     interrupt before anything changed (the surge handles its own)."""
+    from mlcc_constructs.ops.rollout import Interrupted
+
     try:
         code: int = run(args)
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, Interrupted):
         raise fail("interrupted", fix="re-run `mlcc rollout check` to see the state") from None
     except Exception as error:
         if type(error).__module__.split(".")[0] not in ("botocore", "boto3"):

@@ -37,8 +37,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
@@ -75,6 +74,9 @@ _GROUP_SETTINGS = (
     "ScheduledUpdateConfig",
     "CapacityRequirements",
 )
+DEEP_HEALTH_CHECK_S = 5400.0
+"""A deep health check "takes around 60-90 minutes"
+(https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-autoscaling-nodeclass.html)."""
 KUBECTL_FIX = "check the kube context (kubectl config current-context) and --namespace"
 
 
@@ -172,7 +174,7 @@ def command_apply(argv: list[str]) -> Callable[[], None]:
     an error."""
 
     def apply() -> None:
-        done = subprocess.run(argv, check=False)
+        done = subprocess.run(argv, check=False, stdout=2)  # stdout stays mlcc's result
         if done.returncode != 0:
             raise fail(
                 f"the apply command exited with {done.returncode}",
@@ -217,27 +219,31 @@ def _client_error(error: BaseException) -> bool:
     )
 
 
-@contextmanager
-def _signals(*, hold: bool) -> Iterator[list[int]]:
-    """SIGTERM raises :class:`Interrupted` (``hold=False``), or SIGINT and SIGTERM are only
-    recorded (``hold=True``: the restore must finish). Main thread only; elsewhere a no-op."""
-    received: list[int] = []
-    if threading.current_thread() is not threading.main_thread():
-        yield received
-        return
+class _Signals:
+    """SIGINT and SIGTERM during a surge: while ``raising``, either raises :class:`Interrupted`
+    (so the restore runs); once the restore starts, they are only recorded (it must finish).
+    Main thread only; elsewhere the process's handlers stay."""
 
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        received.append(signum)
-        if not hold:
-            raise Interrupted(signal.Signals(signum).name)
+    def __init__(self) -> None:
+        self.raising = True
+        self.received: list[str] = []
+        self._previous: dict[int, Any] = {}
 
-    names = (signal.SIGINT, signal.SIGTERM) if hold else (signal.SIGTERM,)
-    previous = {s: signal.signal(s, handler) for s in names}
-    try:
-        yield received
-    finally:
-        for number, old in previous.items():
-            signal.signal(number, old)
+    def __enter__(self) -> _Signals:
+        if threading.current_thread() is threading.main_thread():
+            for number in (signal.SIGINT, signal.SIGTERM):
+                self._previous[number] = signal.signal(number, self._handle)
+        return self
+
+    def _handle(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        self.received.append(name)
+        if self.raising:
+            raise Interrupted(name)
+
+    def __exit__(self, *_: object) -> None:
+        for number, previous in self._previous.items():
+            signal.signal(number, previous)
 
 
 @dataclass(kw_only=True)
@@ -275,9 +281,14 @@ class Surge:
             raise MlccError(problems)
         old_pods = {p.name for p in view.serving}
         original = group.target_count
+        if details.get("OnStartDeepHealthChecks") and self.times.node < DEEP_HEALTH_CHECK_S:
+            self.log(
+                f"instance group {self.group!r} runs deep health checks on new nodes, which take "
+                f"60-90 minutes; --node-timeout is {self.times.node:g} s"
+            )
 
-        try:
-            with _signals(hold=False):
+        with _Signals() as signals:
+            try:
                 self.log(f"raising {self._label} from {original} to {original + 1} (UpdateCluster)")
                 spec = _group_spec(details, original + 1)
                 self.sm.update_cluster(ClusterName=self.cluster, InstanceGroups=[spec])
@@ -285,10 +296,11 @@ class Surge:
                 self.log(f"new node {node} is Ready; applying")
                 self.apply()
                 self._wait_for_rollout(old_pods)
-        except BaseException as error:
-            raise self._failed(error, before=before, original=original) from None
-        self.log("the new pod is Ready and the old pod is gone; restoring the group's count")
-        with _signals(hold=True):
+            except BaseException as error:
+                signals.raising = False  # from here on the restore must finish
+                raise self._failed(error, before=before, original=original) from None
+            signals.raising = False
+            self.log("the new pod is Ready and the old pod is gone; restoring the group's count")
             try:
                 done = self._restore(before, original)
             except MlccError:
@@ -422,18 +434,17 @@ class Surge:
         else:
             first = [Problem(message=f"{type(error).__name__}: {error}")]
         self.log(f"restoring {self._label} to {original} after: {first[0]}")
-        with _signals(hold=True):
-            try:
-                done = self._restore(before, original)
-            except MlccError as restore_error:
-                return MlccError([*first, *restore_error.problems])
-            except Exception as restore_error:
-                problem = Problem(
-                    message=f"restoring the count failed: {restore_error}",
-                    where=f"instance group {self.group!r}",
-                    fix=self._manual_fix(None),
-                )
-                return MlccError([*first, problem])
+        try:
+            done = self._restore(before, original)
+        except MlccError as restore_error:
+            return MlccError([*first, *restore_error.problems])
+        except Exception as restore_error:
+            problem = Problem(
+                message=f"restoring the count failed: {restore_error}",
+                where=f"instance group {self.group!r}",
+                fix=self._manual_fix(None),
+            )
+            return MlccError([*first, problem])
         last = first[-1]
         state = f"instance group {self.group!r} is at its count of {original} ({done})"
         return MlccError(
