@@ -4,6 +4,7 @@ synth-time rule set (core.k8s_validation.IEC_V1_RULES) checked against that CRD.
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from conftest import LLAMA_CPP_TEST_IMAGE
 from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.k8s_validation import IEC_V1_RULES, iec_problems, strict
 from mlcc_constructs.core.render import render
+from mlcc_constructs.core.renderers.hyperpod_eks import endpoint_name
 from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
 
 CRD = "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
@@ -161,3 +163,78 @@ def test_rules_are_not_vacuous() -> None:
     assert spec["required"] == ["modelName", "modelSourceConfig", "worker"]
     assert spec["properties"]["instanceType"]["pattern"] == "^ml\\..*"
     assert spec["properties"]["modelName"]["maxLength"] == 63
+
+
+# -- what a production team expects of the IEC: worker probes, a per-namespace endpoint name --
+
+HEALTH = {"vllm": ("/health", 8000), "sglang": ("/health", 30000), "lmi": ("/ping", 8080)}
+
+
+@pytest.mark.parametrize("case", [c for c, _ in CASES])
+def test_the_worker_probes_the_engine_health_path_on_its_port(case: str) -> None:
+    iec = dict(CASES)[case]
+    worker = iec["spec"]["worker"]
+    port = worker["modelInvocationPort"]["containerPort"]
+    probes = worker["probes"]
+    assert list(probes) == ["startupProbe", "readinessProbe", "livenessProbe"]
+    for probe in probes.values():
+        assert probe["httpGet"] == {
+            "path": iec["spec"]["loadBalancer"]["healthCheckPath"],
+            "port": port,
+        }
+    assert (
+        probes["startupProbe"]["periodSeconds"] * probes["startupProbe"]["failureThreshold"] == 1800
+    )
+    engine = case.split("-")[0]
+    if engine in HEALTH:
+        assert (probes["livenessProbe"]["httpGet"]["path"], port) == HEALTH[engine]
+
+
+def test_a_misspelt_probe_field_fails_our_rules() -> None:
+    iec = copy.deepcopy(CASES[0][1])
+    iec["spec"]["worker"]["probes"]["readinessProbe"]["periodSecond"] = 10
+    assert [str(p) for p in iec_problems(iec)] == [
+        "InferenceEndpointConfig/llama-vllm:/spec/worker/probes/readinessProbe: Additional "
+        "properties are not allowed ('periodSecond' was unexpected) (InferenceEndpointConfig v1 "
+        "CRD rules) (fix: remove the field or fix its spelling: the v1 CRD does not define it)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("namespace", "name", "expected"),
+    [
+        ("inference", "llama-vllm", "inference-llama-vllm-1803d22f"),
+        ("default", "llama", "default-llama-a99b609c"),
+        # the readable part is cut to leave room for the hash, never ending in a dash
+        ("n" * 63, "m" * 63, "n" * 54 + "-c8d93768"),
+        ("team-a", "x" * 60, "team-a-" + "x" * 47 + "-e405f9d4"),
+        ("a" * 53 + "-b", "c", "a" * 53 + "-a60c43cb"),
+    ],
+)
+def test_endpoint_name(namespace: str, name: str, expected: str) -> None:
+    got = endpoint_name(namespace, name)
+    assert got == expected
+    assert len(got) <= 63
+    assert re.fullmatch(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$", got)
+
+
+def test_endpoint_names_differ_where_the_joined_text_is_ambiguous() -> None:
+    # "a-b" + "c" and "a" + "b-c" join to the same text; the hash keeps them apart
+    assert endpoint_name("a-b", "c") != endpoint_name("a", "b-c")
+    assert endpoint_name("team-a", "llama") != endpoint_name("team-b", "llama")
+    assert endpoint_name("team-a", "llama") == endpoint_name("team-a", "llama")  # stable
+
+
+def test_the_longest_names_pass_the_strict_crd(strict_validator: Any) -> None:
+    spec = DeploymentSpec(
+        engine="vllm",
+        model=MODEL,
+        instance_type="ml.g5.12xlarge",
+        name="l" * 63,
+        namespace="n" * 63,
+        target="hyperpod-eks",
+    )
+    iec = render(spec, context=CONTEXT).objects[0]
+    assert iec["metadata"]["name"] == iec["spec"]["modelName"] == "l" * 63
+    assert iec["spec"]["endpointName"] == endpoint_name("n" * 63, "l" * 63)
+    assert [e.message for e in strict_validator.iter_errors(iec)] == []

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "cache",
     "adapter",
     "model",
+    "rollout",
 )
 
 
@@ -38,6 +39,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "cache": "cache",
     "adapter": "adapter",
     "model": "model",
+    "rollout": "rollout",
 }
 
 

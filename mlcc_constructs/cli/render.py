@@ -11,6 +11,7 @@ from typing import Any
 from mlcc_constructs.cli._common import (
     add_deployment_options,
     registry_from,
+    spec_from_args,
     spec_results,
 )
 from mlcc_constructs.core.errors import MlccError, fail
@@ -28,6 +29,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "region and profile that name the IEC's TLS bucket default to the model bucket's name "
         "(stacks/buckets.json), then to ./cdk.json context.",
     )
+    add_spec_options(parser)
+    parser.add_argument(
+        "--out",
+        default=None,
+        metavar="DIR",
+        help="write the render into DIR (replacing its own earlier render): one file per object, "
+        "or one <name>-<target>.k8s.yaml per deployment of a spec list",
+    )
+    parser.set_defaults(func=run_render)
+
+
+def add_spec_options(parser: argparse.ArgumentParser) -> None:
+    """The deployment options of ``mlcc render`` (``-f`` and the flags that override it), so
+    other commands read a deployment exactly as ``mlcc render`` does."""
     parser.add_argument(
         "-f",
         "--file",
@@ -65,15 +80,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
     parser.add_argument("--role-arn", default=None, help="IRSA role of the ServiceAccount (eks)")
-    parser.add_argument(
-        "--out",
-        default=None,
-        metavar="DIR",
-        help="write the render into DIR (replacing its own earlier render): one file per object, "
-        "or one <name>-<target>.k8s.yaml per deployment of a spec list",
-    )
     add_deployment_options(parser, required=False)
-    parser.set_defaults(func=run_render)
 
 
 def _cdk_context() -> dict[str, str]:
@@ -87,12 +94,26 @@ def _cdk_context() -> dict[str, str]:
     return {k: str(context[k]) for k in _CONTEXT if isinstance(context.get(k), str)}
 
 
-def run_render(args: argparse.Namespace) -> int:
+def render_context(loaded: Any) -> Any:
+    """The render context of a loaded spec: its account, region and profile, else
+    ``./cdk.json``'s context."""
     from mlcc_constructs.core.context import RenderContext
+
+    fallback = _cdk_context()
+    return RenderContext(**{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT})
+
+
+def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The one deployment of the command line and its render context (for commands that take
+    one deployment the way ``mlcc render`` reads it)."""
+    loaded = spec_from_args(args)
+    return loaded, render_context(loaded)
+
+
+def run_render(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.render import Rendered, render
     from mlcc_constructs.core.yaml_output import file_name, to_yaml
 
-    fallback = _cdk_context()
     registry = registry_from(args)
     rendered: list[Rendered] = []
     problems: list[Any] = []
@@ -100,9 +121,7 @@ def run_render(args: argparse.Namespace) -> int:
         if isinstance(loaded, MlccError):
             problems.extend(loaded.problems)
             continue
-        context = RenderContext(
-            **{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT}
-        )
+        context = render_context(loaded)
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))
         except MlccError as error:

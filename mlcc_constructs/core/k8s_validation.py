@@ -227,6 +227,23 @@ _KEY_REF = {
     "properties": {"key": {"type": "string"}, "name": {"type": "string"}},
 }
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_INT32 = {"type": "integer", "format": "int32"}
+_PROBE = {
+    "type": "object",
+    "properties": {
+        "httpGet": {
+            "type": "object",
+            "required": ["port"],
+            "properties": {
+                "path": {"type": "string"},
+                "port": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+            },
+        },
+        "periodSeconds": _INT32,
+        "timeoutSeconds": _INT32,
+        "failureThreshold": _INT32,
+    },
+}
 
 IEC_V1_RULES: Mapping[str, Any] = {
     "type": "object",
@@ -374,6 +391,14 @@ IEC_V1_RULES: Mapping[str, Any] = {
                                         "properties": {"secretKeyRef": _KEY_REF},
                                     },
                                 },
+                            },
+                        },
+                        "probes": {
+                            "type": "object",
+                            "properties": {
+                                "startupProbe": _PROBE,
+                                "readinessProbe": _PROBE,
+                                "livenessProbe": _PROBE,
                             },
                         },
                     },

@@ -53,6 +53,7 @@ class InferenceEndpointConfig(constructs.Construct):
         self.resource: cdk8s.ApiObject = api_object(self, "Resource", document)
         """The InferenceEndpointConfig object."""
         self.name: str = deployment.names.base
-        """Its name (also ``modelName`` and ``endpointName``)."""
+        """Its name (also ``modelName``; ``endpointName`` is unique per namespace:
+        ``core.renderers.hyperpod_eks.endpoint_name``)."""
         self.warnings: tuple[str, ...] = deployment.warnings
         """Resolver and render notes."""

@@ -17,20 +17,27 @@ from mlcc_constructs.core.errors import fail
 from mlcc_constructs.core.targets import load_target
 
 
-def kubectl(*argv: str) -> Any:
-    """``kubectl ARGV -o json``, parsed; a missing kubectl or a failed call is an error."""
+def kubectl(
+    *argv: str,
+    stdin: str | None = None,
+    fix: str = "check the kube context, --namespace and --deployment-name",
+) -> Any:
+    """``kubectl ARGV -o json``, parsed (``None`` for no output, e.g. ``--ignore-not-found`` on
+    a missing object); ``stdin`` is fed to it (``apply -f -``); a missing kubectl or a failed
+    call is an error whose fix is ``fix``."""
     try:
         done = subprocess.run(
-            ["kubectl", *argv, "-o", "json"], capture_output=True, text=True, check=False
+            ["kubectl", *argv, "-o", "json"],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            check=False,
         )
     except FileNotFoundError as error:
         raise fail("kubectl is not on PATH", fix="install kubectl or pass --pod-url") from error
     if done.returncode != 0:
-        raise fail(
-            f"kubectl {' '.join(argv)} failed: {done.stderr.strip()}",
-            fix="check the kube context, --namespace and --deployment-name",
-        )
-    return json.loads(done.stdout)
+        raise fail(f"kubectl {' '.join(argv)} failed: {done.stderr.strip()}", fix=fix)
+    return json.loads(done.stdout) if done.stdout.strip() else None
 
 
 def discover(

@@ -28,8 +28,14 @@ from mlcc_constructs.core.container import ENGINE_CONTAINER, WRAPPER_MOUNT
 from mlcc_constructs.core.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.prepare import PreparedDeployment
 from mlcc_constructs.core.render import RenderedObject
+from mlcc_constructs.core.renderers.common import (
+    health_probes,
+    metadata,
+    plain_env,
+    secret_env,
+    selector,
+)
 from mlcc_constructs.core.renderers.common import labels as object_labels
-from mlcc_constructs.core.renderers.common import metadata, plain_env, secret_env, selector
 
 CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
 USER = "mlcc"
@@ -42,7 +48,6 @@ WRAPPER_VOLUME = "mlcc-wrapper"
 S3_CSI_DRIVER = "s3.csi.aws.com"
 PV_CAPACITY = "1200Gi"  # required by Kubernetes, ignored by Mountpoint
 SHM_MAX_GIB = 16
-STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180  # 30 minutes
 
 
 def render(prepared: PreparedDeployment) -> list[RenderedObject]:
@@ -152,15 +157,6 @@ def model_volume(prepared: PreparedDeployment) -> tuple[dict[str, Any], dict[str
     return volume, claim
 
 
-def _probe(path: str, period: int, failures: int) -> dict[str, Any]:
-    return {
-        "httpGet": {"path": path, "port": "http"},
-        "periodSeconds": period,
-        "timeoutSeconds": 5,
-        "failureThreshold": failures,
-    }
-
-
 def deployment(prepared: PreparedDeployment) -> dict[str, Any]:
     """The engine Deployment (module doc), with the CacheBackend injected when there is one."""
     plain = _deployment(prepared)
@@ -190,9 +186,7 @@ def _deployment(prepared: PreparedDeployment) -> dict[str, Any]:
         container["envFrom"] = [{"configMapRef": {"name": names.config_map}}]
     container["env"] = env
     container["resources"] = {"requests": dict(box.requests), "limits": box.limits}
-    container["startupProbe"] = _probe(box.health_path, STARTUP_PERIOD_S, STARTUP_FAILURES)
-    container["readinessProbe"] = _probe(box.health_path, 10, 3)
-    container["livenessProbe"] = _probe(box.health_path, 20, 3)
+    container.update(health_probes(box.health_path, "http"))
     container["securityContext"] = {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
