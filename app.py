@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import aws_cdk as cdk
 
@@ -13,7 +14,7 @@ from stacks import BucketsStack, EksClusterStack, environment_from_context
 from stacks.deployments import app_deployments, gpu_instance_types
 from stacks.serving_stack import DeploymentServingStack, ServingNamespacesStack
 
-NAMESPACES_CHART = "namespaces"
+NAMESPACES_FILE = "namespaces"
 
 
 def build_app(app: cdk.App | None = None) -> cdk.App:
@@ -66,39 +67,35 @@ def serving_plan(app: cdk.App) -> ServingPlan:
     )
 
 
-def synth_reference_charts(app: cdk.App, outdir: str = "dist") -> list[str]:
-    """Write what the serving stacks apply, for GitOps: one cdk8s chart per cdk.json
-    ``reference_deployments`` entry (``<outdir>/<name>-<target>.k8s.yaml``; entries use the
-    ``mlcc render -f`` spec schema, the app's context supplies the account, region and profile
-    they do not set) and ``<outdir>/namespaces.k8s.yaml``."""
-    import cdk8s
+def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
+    """Write what the serving stacks apply, for GitOps: ``<outdir>/<name>-<target>.k8s.yaml``
+    per cdk.json ``reference_deployments`` entry (the ``mlcc render -f`` spec schema; the app's
+    context supplies the account, region and profile they do not set) and
+    ``<outdir>/namespaces.k8s.yaml``. The objects are the prepared deployments' own (the ones
+    the stacks apply), written as ``mlcc render`` writes them; earlier ``*.k8s.yaml`` files of
+    deployments no longer listed are removed."""
+    from mlcc_constructs.core.yaml_output import to_yaml
 
-    from mlcc_constructs.k8s.namespaces import Namespaces, NamespacesProps
-    from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
-
-    charts = cdk8s.App(outdir=outdir)
-    plan = serving_plan(app)
-    chart = cdk8s.Chart(charts, NAMESPACES_CHART, disable_resource_name_hashes=True)
-    names = [str(ns["metadata"]["name"]) for ns in plan.namespaces]
-    Namespaces(chart, "Namespaces", props=NamespacesProps(namespaces=names))
-    ids = [NAMESPACES_CHART]
+    files = {f"{NAMESPACES_FILE}.k8s.yaml": to_yaml(serving_plan(app).namespaces)}
     for deployment in app_deployments(app):
-        spec = deployment.prepared.spec
-        ServingChart(
-            charts,
-            deployment.chart_id,
-            props=ServingChartProps(spec=spec, context=deployment.context),
+        files[f"{deployment.chart_id}.k8s.yaml"] = to_yaml(
+            [entry.object for entry in deployment.prepared.objects]
         )
-        ids.append(deployment.chart_id)
-    charts.synth()
-    return [f"{outdir}/{chart_id}.k8s.yaml" for chart_id in ids]
+    folder = Path(outdir)
+    folder.mkdir(parents=True, exist_ok=True)
+    for stale in folder.glob("*.k8s.yaml"):
+        if stale.name not in files:
+            stale.unlink()
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return [str(folder / name) for name in files]
 
 
 if __name__ == "__main__":
     try:
         cdk_app = build_app()
         add_gates(cdk_app)
-        synth_reference_charts(cdk_app)
+        write_reference_manifests(cdk_app)
         cdk_app.synth()
     except MlccError as error:
         for problem in error.problems:

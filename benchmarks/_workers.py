@@ -34,7 +34,7 @@ def reference_app() -> None:
     context = json.loads((REPO / "cdk.json").read_text())["context"]
     with tempfile.TemporaryDirectory() as out:
         cdk_app = app.build_app(cdk.App(outdir=f"{out}/cdk.out", context=context))
-        app.synth_reference_charts(cdk_app, outdir=f"{out}/dist")
+        app.write_reference_manifests(cdk_app, outdir=f"{out}/dist")
         cdk_app.synth()
 
 

@@ -169,10 +169,10 @@ def test_namespaces_stack_applies_every_namespace_and_retains_them() -> None:
 
 
 def test_dist_equals_what_the_stacks_apply(tmp_path: Path) -> None:
-    from app import synth_reference_charts
+    from app import write_reference_manifests
 
     app, texts = synthesised()
-    files = synth_reference_charts(app, outdir=str(tmp_path))
+    files = write_reference_manifests(app, outdir=str(tmp_path))
     dist = {Path(f).name: [d for d in yaml.safe_load_all(Path(f).read_text()) if d] for f in files}
     applied = {
         name: [obj for _, obj in _applied(json.loads(text))]
