@@ -74,13 +74,16 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     ``<outdir>/namespaces.k8s.yaml``. The objects are the prepared deployments' own (the ones
     the stacks apply), written as ``mlcc render`` writes them; earlier ``*.k8s.yaml`` files of
     deployments no longer listed are removed."""
+    from mlcc_constructs.core.k8s_validation import validate_objects
     from mlcc_constructs.core.yaml_output import to_yaml
 
-    files = {f"{NAMESPACES_FILE}.k8s.yaml": to_yaml(serving_plan(app).namespaces)}
+    namespaces = serving_plan(app).namespaces
+    validate_objects(namespaces)
+    files = {f"{NAMESPACES_FILE}.k8s.yaml": to_yaml(namespaces)}
     for deployment in app_deployments(app):
-        files[f"{deployment.chart_id}.k8s.yaml"] = to_yaml(
-            [entry.object for entry in deployment.prepared.objects]
-        )
+        objects = [entry.object for entry in deployment.prepared.objects]
+        validate_objects(objects)  # as mlcc render does: what dist/ holds is valid
+        files[f"{deployment.chart_id}.k8s.yaml"] = to_yaml(objects)
     folder = Path(outdir)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.k8s.yaml"):

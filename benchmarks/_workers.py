@@ -1,7 +1,7 @@
 """Workloads the benchmark times, each run in a fresh process (``python _workers.py NAME ...``).
 
-Kept separate from ``run.py`` so every measured process pays exactly its own import and
-jsii start-up cost, the same way ``cdk synth`` pays it.
+Kept separate from ``run.py`` so every measured process pays exactly its own import and jsii
+start-up cost, the same way ``cdk synth`` (``python app.py``) pays it.
 """
 
 from __future__ import annotations
@@ -10,78 +10,75 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
+def _context(count: int | None) -> dict[str, Any]:
+    """cdk.json's context; with ``count``, that many generated deployments instead of the
+    reference ones."""
+    context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
+    if count is not None:
+        from benchmarks.specs import deployment_entries
+
+        context["reference_deployments"] = deployment_entries(count)
+    return context
+
+
 def floor() -> None:
-    """The unavoidable cost: Python, jsii, an empty CDK app and an empty cdk8s app."""
-    import aws_cdk as cdk
-    import cdk8s
-
-    with tempfile.TemporaryDirectory() as out:
-        cdk.App(outdir=f"{out}/cdk.out").synth()
-        cdk8s.App(outdir=f"{out}/dist").synth()
-
-
-def reference_app() -> None:
-    """``python app.py`` as ``cdk synth`` runs it: every stack and the reference charts."""
+    """The unavoidable cost of a CDK app in this process model: Python, jsii and an app with
+    one empty Stack, synthesised."""
     import aws_cdk as cdk
 
-    import app
-
-    context = json.loads((REPO / "cdk.json").read_text())["context"]
     with tempfile.TemporaryDirectory() as out:
-        cdk_app = app.build_app(cdk.App(outdir=f"{out}/cdk.out", context=context))
-        app.write_reference_manifests(cdk_app, outdir=f"{out}/dist")
-        cdk_app.synth()
+        app = cdk.App(outdir=out)
+        cdk.Stack(app, "Empty", env=cdk.Environment(account="123456789012", region="us-east-1"))
+        app.synth()
 
 
-def scale(count: int) -> None:
-    """cdk8s synthesis of ``count`` deployments (one ServingChart each) in one app."""
-    import cdk8s
+def app(count: int | None = None) -> None:
+    """``python app.py`` as ``cdk synth`` runs it: every stack, the gates and dist/."""
+    import aws_cdk as cdk
 
-    from benchmarks.specs import deployment_specs
-    from mlcc_constructs.core.context import RenderContext
-    from mlcc_constructs.k8s.serving_chart import ServingChart, ServingChartProps
-
-    context = RenderContext(account="123456789012", region="us-east-1", profile="dev")
-    with tempfile.TemporaryDirectory() as out:
-        charts = cdk8s.App(outdir=out)
-        for index, spec in enumerate(deployment_specs(count, cache=False)):
-            ServingChart(charts, f"d{index}", props=ServingChartProps(spec=spec, context=context))
-        charts.synth()
-
-
-def scale_floor(count: int) -> None:
-    """The jsii floor of :func:`scale`: the same construct tree (a chart, two constructs and six
-    ``ApiObject`` s with only a name per deployment), nothing rendered or validated."""
-    import cdk8s
-    import constructs
+    import app as cdk_app
 
     with tempfile.TemporaryDirectory() as out:
-        charts = cdk8s.App(outdir=out)
-        for index in range(count):
-            chart = cdk8s.Chart(charts, f"d{index}", disable_resource_name_hashes=True)
-            serving = constructs.Construct(chart, "Serving")
-            config = constructs.Construct(serving, "ConfigMap")
-            for number in range(6):
-                cdk8s.ApiObject(
-                    config if number == 0 else serving,
-                    f"o{number}",
-                    api_version="v1",
-                    kind="ConfigMap",
-                    metadata=cdk8s.ApiObjectMetadata(name=f"d{index}-{number}"),
-                )
-        charts.synth()
+        built = cdk_app.build_app(cdk.App(outdir=f"{out}/cdk.out", context=_context(count)))
+        cdk_app.add_gates(built)
+        cdk_app.write_reference_manifests(built, outdir=f"{out}/dist")
+        built.synth()
+
+
+def dist(count: int, out: str) -> None:
+    """``make synth``'s dist/ for ``count`` deployments, alone (the part that competes with
+    ``helm template``): prepared from the entries, written as mlcc render writes them."""
+    from mlcc_constructs.core.deployment_list import prepare_deployments
+    from mlcc_constructs.core.k8s_validation import validate_objects
+    from mlcc_constructs.core.yaml_output import to_yaml
+
+    context = _context(count)
+    deployments = prepare_deployments(
+        context["reference_deployments"],
+        defaults={k: context.get(k) for k in ("account", "region", "profile")},
+    )
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    for deployment in deployments:
+        objects = [entry.object for entry in deployment.prepared.objects]
+        validate_objects(objects)
+        text = to_yaml(objects)
+        (folder / f"{deployment.chart_id}.k8s.yaml").write_text(text)
 
 
 if __name__ == "__main__":
     name, *args = sys.argv[1:]
-    if name == "scale":
-        scale(int(args[0]))
-    elif name == "scale_floor":
-        scale_floor(int(args[0]))
+    if name == "floor":
+        floor()
+    elif name == "app":
+        app(int(args[0]) if args else None)
+    elif name == "dist":
+        dist(int(args[0]), args[1])
     else:
-        {"floor": floor, "reference_app": reference_app}[name]()
+        raise SystemExit(f"unknown worker {name!r}")

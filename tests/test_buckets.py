@@ -144,3 +144,12 @@ def test_a_pattern_without_every_placeholder_is_refused() -> None:
         "'mlcc-tls-${profile}-${account}-${region}-${stage}'; allowed: ${account}, ${region}, "
         "${profile})",
     ]
+
+
+def test_the_shipped_descriptor_matches_its_schema() -> None:
+    """The runtime reads stacks/buckets.json without jsonschema (start-up); this checks it."""
+    from mlcc_constructs.core._resources import shipped_path
+    from mlcc_constructs.core.documents import read_json, validate_document
+
+    path = shipped_path("stacks/buckets.json")
+    validate_document(read_json(path), shipped_path("stacks/buckets.schema.json"), where=str(path))

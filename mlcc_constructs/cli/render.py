@@ -94,12 +94,12 @@ def _cdk_context() -> dict[str, str]:
     return {k: str(context[k]) for k in _CONTEXT if isinstance(context.get(k), str)}
 
 
-def render_context(loaded: Any) -> Any:
+def render_context(loaded: Any, fallback: dict[str, str] | None = None) -> Any:
     """The render context of a loaded spec: its account, region and profile, else
-    ``./cdk.json``'s context."""
+    ``./cdk.json``'s context (``fallback``: that context, when already read)."""
     from mlcc_constructs.core.context import RenderContext
 
-    fallback = _cdk_context()
+    fallback = _cdk_context() if fallback is None else fallback
     return RenderContext(**{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT})
 
 
@@ -115,13 +115,14 @@ def run_render(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.yaml_output import file_name, to_yaml
 
     registry = registry_from(args)
+    fallback = _cdk_context()
     rendered: list[Rendered] = []
     problems: list[Any] = []
     for loaded in spec_results(args):
         if isinstance(loaded, MlccError):
             problems.extend(loaded.problems)
             continue
-        context = render_context(loaded)
+        context = render_context(loaded, fallback)
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))
         except MlccError as error:

@@ -120,30 +120,40 @@ _DEFS_REF = "#/$defs/"
 
 
 @cache
-def _definitions() -> dict[str, Any]:
-    """The shared ``$defs`` with every reference replaced by the referenced schema itself.
+def _raw_definitions() -> dict[str, Any]:
+    text = _schema_dir().joinpath("_definitions.json").read_text(encoding="utf-8")
+    raw: dict[str, Any] = json.loads(text)["$defs"]
+    return raw
+
+
+_RESOLVED: dict[str, dict[str, Any]] = {}
+
+
+def _definition(name: str) -> dict[str, Any]:
+    """Shared definition ``name`` with every reference replaced by the referenced schema itself
+    (resolved on first use, so only what the rendered kinds reach is ever inlined).
 
     Resolving ``$ref`` through a registry on every validation costs about a third of the time;
     these schemas only put annotations (``description``, ``x-kubernetes-*``) beside a ``$ref``,
     so replacing the reference node with its target keeps the validation identical. Recursive
-    definitions become cyclic dicts, which jsonschema walks only as deep as the instance goes.
+    definitions become cyclic dicts, which the validators walk only as deep as the instance
+    goes.
     """
-    text = _schema_dir().joinpath("_definitions.json").read_text(encoding="utf-8")
-    raw: dict[str, Any] = json.loads(text)["$defs"]
-    resolved: dict[str, dict[str, Any]] = {name: {} for name in raw}
-    for name, schema in raw.items():
-        resolved[name].update(_inline(schema, resolved))
-    return resolved
+    found = _RESOLVED.get(name)
+    if found is None:
+        found = _RESOLVED[name] = {}  # the placeholder a recursive reference points at
+        found.update(_inline(_raw_definitions()[name]))
+    return found
 
 
-def _inline(node: Any, resolved: Mapping[str, dict[str, Any]]) -> Any:
+def _inline(node: Any) -> Any:
     if isinstance(node, dict):
         ref = node.get("$ref")
         if isinstance(ref, str) and _DEFS_REF in ref:
-            return resolved[ref.split(_DEFS_REF, 1)[1]]
-        return {key: _inline(value, resolved) for key, value in node.items()}
+            return _definition(ref.split(_DEFS_REF, 1)[1])
+        return {key: _inline(value) for key, value in node.items()}
     if isinstance(node, list):
-        return [_inline(value, resolved) for value in node]
+        return [_inline(value) for value in node]
     return node
 
 
@@ -153,7 +163,7 @@ def _core_schema(kind: str, api_version: str) -> dict[str, Any] | None:
     path = _schema_dir().joinpath(f"{kind.lower()}-{group_version}.json")
     if not path.is_file():
         return None
-    schema: dict[str, Any] = _inline(json.loads(path.read_text(encoding="utf-8")), _definitions())
+    schema: dict[str, Any] = _inline(json.loads(path.read_text(encoding="utf-8")))
     return schema
 
 

@@ -15,7 +15,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.buckets import bucket_name, bucket_patterns
-from mlcc_constructs.core.cache.admission import Admission
 from mlcc_constructs.core.container import Container, describe_container
 from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.deployment_config import resolve_deployment
@@ -29,6 +28,7 @@ from mlcc_constructs.core.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.versions import pinned
 
 if TYPE_CHECKING:
+    from mlcc_constructs.core.cache.admission import Admission
     from mlcc_constructs.core.render import RenderedObject
 
 
@@ -271,3 +271,14 @@ def _tls_uri(
         problems.extend(error.problems)
         return None
     return f"s3://{tls}/{spec.namespace}/{spec.name}"
+
+
+def _admission() -> type[Admission]:
+    from mlcc_constructs.core.cache.admission import Admission
+
+    return Admission
+
+
+# The CacheBackend model loads only for a deployment that has one (start-up of `mlcc render`):
+# the annotation resolves on first use, so typing.get_type_hints still sees the real type.
+PreparedDeployment.__annotations__["cache"] = "_admission() | None"

@@ -65,6 +65,34 @@ def _is_type(instance: Any, name: str) -> bool:
     raise ValueError(f"unknown JSON Schema type {name!r}")
 
 
+def _type_check(names: list[str]) -> Check:
+    """The ``type`` keyword as one predicate (the common single types without dispatch)."""
+    simple = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
+    if all(name in simple for name in names):  # the Kubernetes schemas: X or [X, "null"]
+        classes = tuple(simple[name] for name in names)
+        return lambda x: isinstance(x, classes)
+    return lambda x: any(_is_type(x, n) for n in names)
+
+
+def _all(checks: list[Check]) -> Check:
+    """The conjunction of ``checks``, without a generator per call for the usual one or two."""
+    if not checks:
+        return lambda _: True
+    if len(checks) == 1:
+        return checks[0]
+    if len(checks) == 2:
+        first, second = checks
+        return lambda x: first(x) and second(x)
+
+    def check(x: Any) -> bool:
+        for one in checks:  # noqa: SIM110 (a loop: no generator per call on the hot path)
+            if not one(x):
+                return False
+        return True
+
+    return check
+
+
 def _equal(one: Any, two: Any) -> bool:
     """JSON equality: ``true`` is not ``1``, in nested lists and objects too."""
     if isinstance(one, bool) or isinstance(two, bool):
@@ -106,22 +134,23 @@ class _Compiler:
         if unknown:
             raise ValueError(f"JSON Schema keywords outside the compiled subset: {unknown}")
         checks: list[Check] = []
-        if "type" in schema:
-            checks.append(self._type(schema["type"]))
+        names = self._type_names(schema)
+        if "properties" in schema or "additionalProperties" in schema or "required" in schema:
+            checks.append(self._object(schema, typed=names == ["object"]))
+            if names != ["object"] and names is not None:
+                checks.insert(0, _type_check(names))
+        elif "items" in schema:
+            checks.append(self._array(schema, typed=names == ["array"]))
+            if names != ["array"] and names is not None:
+                checks.insert(0, _type_check(names))
+        elif names is not None:
+            checks.append(_type_check(names))
         if "enum" in schema:
             values = list(schema["enum"])
             checks.append(lambda x: any(_equal(x, v) for v in values))
         if "const" in schema:
             const = schema["const"]
             checks.append(lambda x: _equal(x, const))
-        if "properties" in schema or "additionalProperties" in schema:
-            checks.append(self._object(schema))
-        if "required" in schema:
-            required = tuple(schema["required"])
-            checks.append(lambda x: not isinstance(x, dict) or all(r in x for r in required))
-        if "items" in schema:
-            item = self.compile(schema["items"])
-            checks.append(lambda x: not isinstance(x, list) or all(item(i) for i in x))
         if "oneOf" in schema:
             options = [self.compile(s) for s in schema["oneOf"]]
             checks.append(lambda x: sum(1 for o in options if o(x)) == 1)
@@ -129,36 +158,51 @@ class _Compiler:
             choices = [self.compile(s) for s in schema["anyOf"]]
             checks.append(lambda x: any(c(x) for c in choices))
         checks += self._scalars(schema)
-        if not checks:
-            return lambda _: True
-        if len(checks) == 1:
-            return checks[0]
-        return lambda x: all(check(x) for check in checks)
+        return _all(checks)
 
-    def _type(self, value: Any) -> Check:
+    def _type_names(self, schema: Mapping[str, Any]) -> list[str] | None:
+        if "type" not in schema:
+            return None
+        value = schema["type"]
         names = [value] if isinstance(value, str) else list(value)
         for name in names:
             _is_type(None, name)  # refuses an unknown type name at compile time
-        if names == ["object"]:
-            return lambda x: isinstance(x, dict)
-        if names == ["string"]:
-            return lambda x: isinstance(x, str)
-        return lambda x: any(_is_type(x, n) for n in names)
+        return names
 
-    def _object(self, schema: Mapping[str, Any]) -> Check:
+    def _object(self, schema: Mapping[str, Any], *, typed: bool) -> Check:
+        """``properties``, ``additionalProperties`` and ``required`` in one pass (and the
+        object type, when it is the only type)."""
         properties = {k: self.compile(v) for k, v in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
         extra_check = None if extra is False else self.compile(extra)
+        required = tuple(schema.get("required", ()))
 
         def check(x: Any) -> bool:
             if not isinstance(x, dict):
-                return True
+                return not typed
+            get = properties.get
             for name, value in x.items():
-                known = properties.get(name)
+                known = get(name)
                 if known is not None:
                     if not known(value):
                         return False
                 elif extra_check is None or not extra_check(value):
+                    return False
+            for name in required:  # noqa: SIM110 (no generator per call)
+                if name not in x:
+                    return False
+            return True
+
+        return check
+
+    def _array(self, schema: Mapping[str, Any], *, typed: bool) -> Check:
+        item = self.compile(schema["items"])
+
+        def check(x: Any) -> bool:
+            if not isinstance(x, list):
+                return not typed
+            for value in x:  # noqa: SIM110 (no generator per call)
+                if not item(value):
                     return False
             return True
 
