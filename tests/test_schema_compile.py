@@ -91,8 +91,11 @@ def test_rendered_objects_are_valid_both_ways(obj: dict[str, Any]) -> None:
 
 
 def test_a_keyword_outside_the_subset_is_refused() -> None:
-    with pytest.raises(ValueError, match="outside the compiled subset: \\['allOf'\\]"):
-        compile_schema({"allOf": [{"type": "string"}]})
+    with pytest.raises(ValueError) as caught:
+        compile_schema({"patternProperties": {"^a": {"type": "string"}}})
+    assert str(caught.value) == (
+        "JSON Schema keywords outside the compiled subset: ['patternProperties']"
+    )
 
 
 @pytest.mark.parametrize(
@@ -111,5 +114,65 @@ def test_a_keyword_outside_the_subset_is_refused() -> None:
     ],
 )
 def test_draft_2020_12_corners(schema: dict[str, Any], instance: Any, valid: bool) -> None:
+    assert compile_schema(schema)(instance) is valid
+    assert (not list(jsonschema.Draft202012Validator(schema).iter_errors(instance))) is valid
+
+
+def _manifest_schema() -> Any:
+    import json
+
+    from mlcc_constructs.core._resources import shipped_path
+
+    return json.loads(shipped_path("engines/manifest.schema.json").read_text())
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    engine=st.sampled_from(["vllm", "sglang", "tensorrt-llm", "lmi", "llama-cpp"]),
+    picks=st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from("rdk"), LEAVES), max_size=3),
+)
+def test_the_compiled_manifest_schema_answers_as_jsonschema(
+    engine: str, picks: list[tuple[int, str, Any]]
+) -> None:
+    import json
+
+    from mlcc_constructs.core._resources import shipped_path
+
+    schema = _manifest_schema()
+    document = json.loads((shipped_path("engines") / engine / "manifest.json").read_text())
+    for position, action, shared in picks:
+        value = copy.deepcopy(shared)
+        paths = _paths(document)[1:]
+        *parent_path, last = paths[position % len(paths)]
+        parent = document
+        for part in parent_path:
+            parent = parent[part]
+        if action == "r":
+            parent[last] = value
+        elif action == "d" and isinstance(parent, dict):
+            del parent[last]
+        elif action == "k" and isinstance(parent, dict):
+            parent[f"extra{position % 3}"] = value
+    expected = not list(jsonschema.Draft202012Validator(schema).iter_errors(document))
+    assert compile_schema(schema)(document) is expected
+
+
+@pytest.mark.parametrize(
+    ("schema", "instance", "valid"),
+    [
+        ({"allOf": [{"type": "string"}, {"minLength": 2}]}, "a", False),
+        ({"if": {"const": 1}, "then": {"type": "integer"}, "else": {"type": "string"}}, "x", True),
+        ({"not": {"type": "string"}}, "x", False),
+        ({"propertyNames": {"pattern": "^[a-z]+$"}}, {"A": 1}, False),
+        ({"uniqueItems": True}, [1, True], True),
+        ({"uniqueItems": True}, [{"a": 1}, {"a": 1}], False),
+        ({"maxProperties": 0}, {"a": 1}, False),
+        ({"minItems": 1}, [], False),
+        ({"$defs": {"s": {"type": "string"}}, "$ref": "#/$defs/s"}, 1, False),
+    ],
+)
+def test_the_keywords_of_the_manifest_schema(
+    schema: dict[str, Any], instance: Any, valid: bool
+) -> None:
     assert compile_schema(schema)(instance) is valid
     assert (not list(jsonschema.Draft202012Validator(schema).iter_errors(instance))) is valid

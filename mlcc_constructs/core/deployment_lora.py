@@ -4,7 +4,6 @@ fitted to its recorded adapters, and the LoRA buffer checked against the memory 
 from __future__ import annotations
 
 from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.lora import check_memory_cap, model_geometry
 from mlcc_constructs.core.lora_rank import fit_max_rank
 from mlcc_constructs.core.manifests import EngineManifest
 from mlcc_constructs.core.resolution import COMPANION_DEFAULTS, Resolution, companion_default
@@ -49,6 +48,8 @@ def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution) -> None:
     def value_of(name: str, fallback: int) -> int:
         text = values.get(name) or companion_default(manifest, name)
         return int(text) if text and text.isdigit() else fallback
+
+    from mlcc_constructs.core.lora import check_memory_cap, model_geometry  # only with a config
 
     check_memory_cap(
         model_geometry(spec.model_config),

@@ -12,6 +12,7 @@ from typing import Any
 
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.errors import Problem, json_pointer
+from mlcc_constructs.core.schema_compile import Check, compile_schema
 
 
 def manifest_problems(document: Any, where: str) -> list[Problem]:
@@ -21,6 +22,8 @@ def manifest_problems(document: Any, where: str) -> list[Problem]:
 
 
 def _problems_from_schema(document: Any, where: str) -> list[Problem]:
+    if _schema_check()(document):  # the common case, without importing jsonschema
+        return []
     problems = []
     for error in sorted(_schema_validator().iter_errors(document), key=_error_order):
         path = list(error.absolute_path)
@@ -75,12 +78,23 @@ def _error_order(error: Any) -> tuple[list[str], str]:
 
 
 @cache
+def _schema() -> Any:
+    return json.loads(shipped_path("engines/manifest.schema.json").read_text(encoding="utf-8"))
+
+
+@cache
+def _schema_check() -> Check:
+    """The manifest schema compiled: jsonschema words a manifest's problems only when it has
+    some (it costs more to import than a whole ``mlcc validate``)."""
+    return compile_schema(_schema())
+
+
+@cache
 def _schema_validator() -> Any:
     import jsonschema
 
-    schema = json.loads(shipped_path("engines/manifest.schema.json").read_text(encoding="utf-8"))
-    jsonschema.Draft202012Validator.check_schema(schema)
-    return jsonschema.Draft202012Validator(schema)
+    jsonschema.Draft202012Validator.check_schema(_schema())
+    return jsonschema.Draft202012Validator(_schema())
 
 
 def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]:

@@ -22,7 +22,17 @@ from typing import Any
 Check = Callable[[Any], bool]
 
 _ANNOTATIONS = frozenset(
-    {"$schema", "$id", "title", "description", "default", "examples", "format", "$comment"}
+    {
+        "$schema",
+        "$id",
+        "$defs",
+        "title",
+        "description",
+        "default",
+        "examples",
+        "format",
+        "$comment",
+    }
 )
 _VALIDATING = frozenset(
     {
@@ -41,6 +51,18 @@ _VALIDATING = frozenset(
         "maximum",
         "exclusiveMinimum",
         "pattern",
+        "$ref",
+        "allOf",
+        "if",
+        "then",
+        "else",
+        "not",
+        "propertyNames",
+        "uniqueItems",
+        "minProperties",
+        "maxProperties",
+        "minItems",
+        "maxItems",
     }
 )
 
@@ -93,6 +115,36 @@ def _all(checks: list[Check]) -> Check:
     return check
 
 
+def _unique(x: Any) -> bool:
+    """``uniqueItems``: no two items JSON-equal (``true`` is not ``1``)."""
+    if not isinstance(x, list):
+        return True
+    return not any(_equal(a, b) for i, a in enumerate(x) for b in x[i + 1 :])
+
+
+def _sizes(schema: Mapping[str, Any]) -> list[Check]:
+    """``min``/``maxProperties`` and ``min``/``maxItems``."""
+    checks: list[Check] = []
+    for keyword, kind, at_least in (
+        ("minProperties", dict, True),
+        ("maxProperties", dict, False),
+        ("minItems", list, True),
+        ("maxItems", list, False),
+    ):
+        if keyword in schema:
+            checks.append(_size(kind, int(schema[keyword]), at_least=at_least))
+    return checks
+
+
+def _size(kind: type[dict[Any, Any]] | type[list[Any]], bound: int, *, at_least: bool) -> Check:
+    def check(x: Any) -> bool:
+        if not isinstance(x, kind):
+            return True
+        return len(x) >= bound if at_least else len(x) <= bound
+
+    return check
+
+
 def _equal(one: Any, two: Any) -> bool:
     """JSON equality: ``true`` is not ``1``, in nested lists and objects too."""
     if isinstance(one, bool) or isinstance(two, bool):
@@ -105,12 +157,14 @@ def _equal(one: Any, two: Any) -> bool:
 
 
 def compile_schema(schema: Mapping[str, Any]) -> Check:
-    """A predicate telling whether an instance satisfies ``schema``."""
-    return _Compiler().compile(schema)
+    """A predicate telling whether an instance satisfies ``schema`` (local ``$ref`` s such as
+    ``#/$defs/name`` resolve against ``schema`` itself)."""
+    return _Compiler(schema).compile(schema)
 
 
 class _Compiler:
-    def __init__(self) -> None:
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self._root = root
         # id(schema node) -> its check, so cyclic (recursive) schemas compile once
         self._done: dict[int, list[Check]] = {}
 
@@ -151,6 +205,24 @@ class _Compiler:
         if "const" in schema:
             const = schema["const"]
             checks.append(lambda x: _equal(x, const))
+        if "$ref" in schema:
+            checks.append(self._ref(schema["$ref"]))
+        if "allOf" in schema:
+            checks += [self.compile(s) for s in schema["allOf"]]
+        if "if" in schema:
+            condition = self.compile(schema["if"])
+            then = self.compile(schema.get("then", True))
+            otherwise = self.compile(schema.get("else", True))
+            checks.append(lambda x: then(x) if condition(x) else otherwise(x))
+        if "not" in schema:
+            negated = self.compile(schema["not"])
+            checks.append(lambda x: not negated(x))
+        if "propertyNames" in schema:
+            name_check = self.compile(schema["propertyNames"])
+            checks.append(lambda x: not isinstance(x, dict) or all(name_check(k) for k in x))
+        if schema.get("uniqueItems"):
+            checks.append(_unique)
+        checks += _sizes(schema)
         if "oneOf" in schema:
             options = [self.compile(s) for s in schema["oneOf"]]
             checks.append(lambda x: sum(1 for o in options if o(x)) == 1)
@@ -159,6 +231,14 @@ class _Compiler:
             checks.append(lambda x: any(c(x) for c in choices))
         checks += self._scalars(schema)
         return _all(checks)
+
+    def _ref(self, ref: str) -> Check:
+        if not ref.startswith("#/"):
+            raise ValueError(f"only local $ref are compiled, not {ref!r}")
+        node: Any = self._root
+        for part in ref[2:].split("/"):
+            node = node[part.replace("~1", "/").replace("~0", "~")]
+        return self.compile(node)
 
     def _type_names(self, schema: Mapping[str, Any]) -> list[str] | None:
         if "type" not in schema:
