@@ -120,7 +120,9 @@ def run_process(command: Sequence[str], *, check: bool = True) -> tuple[float, f
             done.wait(0.005)
 
     start = time.perf_counter()
-    process = subprocess.Popen(command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     sampler = threading.Thread(target=sample, args=(process.pid,), daemon=True)
     sampler.start()
     process.wait()
