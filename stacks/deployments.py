@@ -12,6 +12,7 @@ import aws_cdk as cdk
 
 from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
+from mlcc_constructs.core.inference_operator import needs_operator
 from mlcc_constructs.core.prepare import PreparedDeployment, prepare
 from mlcc_constructs.core.spec_file import spec_from_mapping
 
@@ -76,3 +77,13 @@ def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
     )
+
+
+def hyperpod_needs(deployments: tuple[AppDeployment, ...]) -> list[tuple[str, str]]:
+    """``(where declared, instance type)`` of each deployment with an object the HyperPod
+    inference operator serves (its pods run on the HyperPod cluster's instance groups)."""
+    return [
+        (d.where, d.prepared.resolution.instance.name)
+        for d in deployments
+        if any(needs_operator(entry.object) for entry in d.prepared.objects)
+    ]
