@@ -41,6 +41,7 @@ DEFAULT_EBS_VOLUME_GIB = 500  # engine images are 10-20 GB; HyperPod mounts it a
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _NAME_RULE = "1-63 letters, digits and '-', starting and ending with a letter or digit"
 _GROUP_KEYS = ("name", "instance_type", "count", "ebs_volume_gib")
+_EXAMPLE = '[{"name": "inference", "instance_type": "ml.g5.12xlarge", "count": 1}]'
 _MAX_COUNT = 6758
 _MAX_VOLUME_GIB = 16384
 # IAM role names are at most 64 characters.
@@ -179,15 +180,12 @@ def instance_groups(value: object) -> tuple[InstanceGroup, ...]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as error:
-            raise MlccError(_group_problem("is not JSON", "", value, error.msg)) from None
+            raise MlccError(
+                _group_problem(f"is not JSON ({error.msg})", "", value, _EXAMPLE)
+            ) from None
     if not isinstance(value, list) or not value:
         raise MlccError(
-            _group_problem(
-                "must be a non-empty list of instance groups",
-                "",
-                value,
-                '[{"name": "inference", "instance_type": "ml.g5.12xlarge", "count": 1}]',
-            )
+            _group_problem("must be a non-empty list of instance groups", "", value, _EXAMPLE)
         )
     problems: list[Problem] = []
     groups: list[InstanceGroup] = []
