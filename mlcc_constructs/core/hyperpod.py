@@ -33,6 +33,7 @@ from pathlib import Path
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.catalog import lookup
 from mlcc_constructs.core.errors import MlccError, Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.typecheck import check_fields
 
 GROUPS_KEY = "hyperpod_instance_groups"
 IMPORT_KEY = "hyperpod_cluster_name"
@@ -72,6 +73,9 @@ class InstanceGroup:
     instance_type: str
     count: int
     ebs_volume_gib: int = DEFAULT_EBS_VOLUME_GIB
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @dataclass(frozen=True, kw_only=True)
