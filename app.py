@@ -7,11 +7,17 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.errors import MlccError, raise_if_any
 from mlcc_constructs.core.gpu_capacity import instance_families
+from mlcc_constructs.core.hyperpod import coverage_problems
 from mlcc_constructs.core.serving_plan import ServingPlan, plan_serving
 from stacks import BucketsStack, EksClusterStack, environment_from_context
-from stacks.deployments import app_deployments, gpu_instance_types
+from stacks.deployments import app_deployments, gpu_instance_types, hyperpod_needs
+from stacks.hyperpod_stacks import (
+    HyperPodClusterStack,
+    InferenceOperatorStack,
+    hyperpod_settings_from_context,
+)
 from stacks.serving_stack import DeploymentServingStack, ServingNamespacesStack
 
 NAMESPACES_FILE = "namespaces"
@@ -24,16 +30,37 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     context: ``cdk.json``, overridden with ``cdk synth -c key=value``. The deployments
     (``reference_deployments``) are applied by the serving stacks: ``mlcc-<profile>-serving``
     (namespaces) and one ``mlcc-<profile>-serving-<target>-<namespace>-<name>`` per deployment.
+    With ``hyperpod_instance_groups`` (or ``hyperpod_cluster_name``) the app also has
+    ``mlcc-<profile>-hyperpod-cluster`` and ``mlcc-<profile>-inference-operator``; deploy order:
+    eks-cluster, hyperpod-cluster, inference-operator, serving.
     """
     app = app or cdk.App()
     environment = environment_from_context(app)
     plan = serving_plan(app)
-    BucketsStack(app, environment=environment)
+    hyperpod = hyperpod_settings_from_context(app, environment)
+    raise_if_any(coverage_problems(hyperpod, hyperpod_needs(app_deployments(app))))
+    buckets = BucketsStack(app, environment=environment)
     cluster_stack = EksClusterStack(
         app,
         environment=environment,
         gpu_families=instance_families(gpu_instance_types(app_deployments(app))),
     )
+    operator = None
+    if hyperpod is not None:
+        hyperpod_stack = HyperPodClusterStack(
+            app, environment=environment, cluster_stack=cluster_stack, settings=hyperpod
+        )
+        operator_stack = InferenceOperatorStack(
+            app,
+            environment=environment,
+            cluster_stack=cluster_stack,
+            hyperpod_stack=hyperpod_stack,
+        )
+        # Buckets are named, not referenced: the lifecycle scripts' and the TLS bucket exist
+        # first.
+        hyperpod_stack.add_stack_dependency(buckets, "the lifecycle scripts' bucket")
+        operator_stack.add_stack_dependency(buckets, "the TLS certificates' bucket")
+        operator = operator_stack.operator.addon
     namespaces = ServingNamespacesStack(
         app, environment=environment, cluster=cluster_stack.cluster, plan=plan
     )
@@ -44,6 +71,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
             cluster=cluster_stack.cluster,
             unit=unit,
             namespaces=namespaces,
+            operator=operator,
         )
     return app
 

@@ -9,6 +9,7 @@ import weakref
 import aws_cdk as cdk
 
 from mlcc_constructs.core.deployment_list import CONTEXT_KEY, AppDeployment, prepare_deployments
+from mlcc_constructs.core.inference_operator import needs_operator
 
 _CACHE: weakref.WeakKeyDictionary[cdk.App, tuple[AppDeployment, ...]] = weakref.WeakKeyDictionary()
 
@@ -30,3 +31,13 @@ def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
     )
+
+
+def hyperpod_needs(deployments: tuple[AppDeployment, ...]) -> list[tuple[str, str]]:
+    """``(where declared, instance type)`` of each deployment with an object the HyperPod
+    inference operator serves (its pods run on the HyperPod cluster's instance groups)."""
+    return [
+        (d.where, d.prepared.resolution.instance.name)
+        for d in deployments
+        if any(needs_operator(entry.object) for entry in d.prepared.objects)
+    ]

@@ -110,10 +110,11 @@ class EksClusterStack(cdk.Stack):
             },
             flow_logs={"FlowLog": ec2.FlowLogOptions()},
         )
+        self.cluster_name = f"mlcc-{environment.profile}-eks"
         self.cluster = eks.Cluster(
             self,
             "Cluster",
-            cluster_name=f"mlcc-{environment.profile}-eks",
+            cluster_name=self.cluster_name,
             version=eks.KubernetesVersion.of(pinned().kubernetes),
             vpc=self.vpc,
             vpc_subnets=[ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)],

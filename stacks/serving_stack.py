@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct
+from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.inference_operator import ADDON_NAME, needs_operator
 from mlcc_constructs.core.serving_plan import SERVING, ServingPlan, ServingUnit
 from stacks.app_context import AppEnvironment
 
@@ -42,7 +44,10 @@ class ServingNamespacesStack(cdk.Stack):
 
 
 class DeploymentServingStack(cdk.Stack):
-    """Every object of one deployment, in apply order (the render pipeline's list)."""
+    """Every object of one deployment, in apply order (the render pipeline's list). An object
+    whose CRD the HyperPod inference operator add-on installs (an ``InferenceEndpointConfig``)
+    depends on that add-on (``operator``), so the CRD exists before it is applied: the stack
+    deploys after ``mlcc-<profile>-inference-operator``."""
 
     def __init__(
         self,
@@ -52,6 +57,7 @@ class DeploymentServingStack(cdk.Stack):
         cluster: eks.Cluster,
         unit: ServingUnit,
         namespaces: ServingNamespacesStack,
+        operator: IDependable | None = None,
     ) -> None:
         super().__init__(
             scope,
@@ -64,3 +70,14 @@ class DeploymentServingStack(cdk.Stack):
         self.objects = KubernetesObjects(
             self, "Objects", props=KubernetesObjectsProps(cluster=cluster, objects=unit.objects)
         )
+        for manifest, obj in zip(self.objects.manifests.values(), unit.objects, strict=True):
+            if not needs_operator(obj):
+                continue
+            if operator is None:
+                raise fail(
+                    f"the deployment's {obj.get('kind')} needs the EKS add-on {ADDON_NAME}, "
+                    "and the app installs none",
+                    where=unit.where,
+                    fix="set hyperpod_instance_groups or hyperpod_cluster_name in cdk.json",
+                )
+            manifest.node.add_dependency(operator)

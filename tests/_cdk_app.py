@@ -96,3 +96,18 @@ def team() -> tuple[Any, dict[str, Any]]:
     )
     synthesised_template = app.synth().get_stack_by_name("Team").template
     return stack, synthesised_template
+
+
+HYPERPOD_STACK = "mlcc-dev-hyperpod-cluster"
+OPERATOR_STACK = "mlcc-dev-inference-operator"
+IMPORTED_HYPERPOD = "existing-hyperpod"
+
+
+@cache
+def synthesised_import_mode() -> tuple[Any, dict[str, str]]:
+    """The app importing an existing HyperPod cluster (``hyperpod_cluster_name``) instead of
+    creating one: (app, stack name -> template text)."""
+    app = build(hyperpod_instance_groups=None, hyperpod_cluster_name=IMPORTED_HYPERPOD)
+    assembly = app.synth()
+    texts = {stack.stack_name: json.dumps(stack.template, indent=1) for stack in assembly.stacks}
+    return app, texts

@@ -44,6 +44,8 @@ def test_app_stacks_have_no_unacknowledged_findings() -> None:
     assert stacks == {
         "mlcc-dev-buckets",
         "mlcc-dev-eks-cluster",
+        "mlcc-dev-hyperpod-cluster",
+        "mlcc-dev-inference-operator",
         "mlcc-dev-serving",
         "mlcc-dev-serving-eks-inference-llama-vllm",
         "mlcc-dev-serving-eks-inference-mistral-vllm-args",

@@ -270,6 +270,8 @@ def test_context_overrides_rename_stacks_and_cluster() -> None:
     assert names == [
         "mlcc-prod-buckets",
         "mlcc-prod-eks-cluster",
+        "mlcc-prod-hyperpod-cluster",
+        "mlcc-prod-inference-operator",
         "mlcc-prod-serving",
         "mlcc-prod-serving-eks-inference-llama-vllm",
         "mlcc-prod-serving-eks-inference-mistral-vllm-args",

@@ -7,6 +7,7 @@
                                                                    (+ mlcc-adapter.json)
     s3://<core>/models/mlcc-<project>/<name>/                 full fine-tune (+ mlcc-model.json)
     s3://<artifacts>/<project>/tune|train|optimize/...        raw job output (never served)
+    s3://<artifacts>/.mlcc-hyperpod/lifecycle/v<hash12>/      HyperPod lifecycle scripts
 
 and, in a pod of a ``model-prefix`` target, ``<mount_path>/<subdir>/<project>/<name>[/v<hash12>]``.
 
@@ -45,6 +46,9 @@ JOB_KINDS = ("tune", "train", "optimize")
 JobKind = Literal["tune", "train", "optimize"]
 
 _MODELS = "models"
+# Job output is <project>/<tune|train|optimize>/...: "lifecycle" is no job kind, so this
+# prefix never meets a project's output, whatever the project is called.
+_HYPERPOD_LIFECYCLE = (".mlcc-hyperpod", "lifecycle")
 _FULL_MODEL_PREFIX = "mlcc-"
 _VERSION = re.compile(r"^v[0-9a-f]{12}$")
 _HASH = re.compile(r"^[0-9a-f]{64}$")
@@ -495,3 +499,13 @@ def parse_pod_adapter_path(
     if version is not None and not _VERSION.match(version):
         return None
     return tail[0], tail[1], version
+
+
+def hyperpod_lifecycle_prefix(artifacts_bucket: str, content_hash: str) -> S3Location:
+    """``s3://<artifacts>/.mlcc-hyperpod/lifecycle/v<hash12>/``: the HyperPod lifecycle
+    scripts of one content (sha256 over their names and bytes). A changed script gets a new
+    prefix, so the cluster's ``SourceS3Uri`` changes with it and no node ever reads a script
+    half-replaced."""
+    check_bucket(artifacts_bucket)
+    key = "/".join((*_HYPERPOD_LIFECYCLE, version_id(content_hash)))
+    return S3Location(bucket=artifacts_bucket, key=f"{key}/")

@@ -1,0 +1,285 @@
+"""``HyperPodCluster``: a SageMaker HyperPod cluster orchestrated by an EKS cluster, and
+``ImportedHyperPodCluster``: an existing one, read at deploy time, created by nobody here.
+
+``HyperPodCluster`` creates (children):
+
+* ``Role``: the instance groups' execution role (``sagemaker.amazonaws.com``), with the
+  permissions HyperPod documents for EKS-orchestrated clusters
+  (:func:`mlcc_constructs.core.hyperpod_iam.hyperpod_instance_statements`): no wildcard action.
+* ``LifecycleScripts``: the lifecycle scripts (``mlcc_constructs/data/hyperpod-lifecycle``),
+  a CDK asset copied into the artifacts bucket of ``stacks/buckets.json`` under a
+  content-addressed prefix (:func:`mlcc_constructs.core.s3_layout.hyperpod_lifecycle_prefix`).
+* ``VpcCniAddon``, ``KubeProxyAddon``, ``CoreDnsAddon``: the networking add-ons HyperPod nodes
+  need on an EKS Auto Mode cluster. Auto Mode nodes bring their own networking and DNS, so the
+  cluster has none of these; HyperPod nodes are ordinary EC2 nodes and "SageMaker HyperPod
+  requires the Amazon VPC CNI plugin version 1.18.3 or later"
+  (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html).
+  The VPC CNI's DaemonSet never schedules on Auto Mode nodes (its node affinity excludes
+  ``eks.amazonaws.com/compute-type`` ``auto``, ``hybrid`` and ``fargate``:
+  aws/amazon-vpc-cni-k8s ``charts/aws-vpc-cni/values.yaml``). EKS installs its default version
+  for the cluster's Kubernetes version (far above 1.18.3 on Kubernetes 1.35).
+* ``Resource``: the ``AWS::SageMaker::Cluster`` (``Orchestrator.Eks.ClusterArn``, the given
+  private subnets and security group, ``NodeRecovery: Automatic``), created after the roles,
+  scripts and add-ons it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_deployment as s3deploy
+from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import custom_resources as cr
+from constructs import Construct
+
+from mlcc_constructs.aws._iam import grant, nag_text
+from mlcc_constructs.aws.buckets import concrete_environment
+from mlcc_constructs.core.buckets import bucket_name
+from mlcc_constructs.core.hyperpod import ON_CREATE, InstanceGroup, lifecycle_dir, lifecycle_hash
+from mlcc_constructs.core.hyperpod_iam import Arns, hyperpod_instance_statements
+from mlcc_constructs.core.s3_layout import hyperpod_lifecycle_prefix
+from mlcc_constructs.core.typecheck import check_fields
+
+NODE_RECOVERY = "Automatic"
+# Add-on name -> child id. Versions: EKS's default for the cluster's Kubernetes version.
+NETWORKING_ADDONS = (
+    ("vpc-cni", "VpcCniAddon"),
+    ("kube-proxy", "KubeProxyAddon"),
+    ("coredns", "CoreDnsAddon"),
+)
+
+# Findings of aws-cdk-lib's BucketDeployment handler (a Lambda that copies the asset into the
+# artifacts bucket): its role and runtime are aws-cdk-lib's, pinned in requirements.lock.
+_DEPLOYMENT_FINDINGS = (
+    (
+        "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+        "AWSLambdaBasicExecutionRole]",
+        "the BucketDeployment handler (aws-cdk-lib) writes its logs with the AWS-managed basic "
+        "execution policy",
+    ),
+    ("AwsSolutions-L1", "the BucketDeployment handler's runtime is chosen by aws-cdk-lib"),
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class HyperPodClusterProps:
+    """Props of :class:`HyperPodCluster`.
+
+    ``cluster``: the orchestrating EKS cluster (its name; the networking add-ons go on it).
+    ``eks_cluster_arn``: that cluster's ARN (``Orchestrator.Eks.ClusterArn``).
+    ``cluster_name``: the HyperPod cluster's name.
+    ``groups``: the instance groups (:class:`mlcc_constructs.core.hyperpod.InstanceGroup`).
+    ``subnet_ids``: the private subnets of the EKS cluster's VPC the nodes run in.
+    ``security_group_ids``: the nodes' security groups (the EKS cluster security group lets
+    them reach the control plane and the cluster's other nodes).
+    ``profile``: fills ``${profile}`` of the artifacts bucket's name in ``stacks/buckets.json``.
+    ``artifacts_bucket``: default ``artifacts``: the descriptor key of the scripts' bucket.
+    ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs; default: the
+    cluster's name attribute.
+    """
+
+    cluster: eks.ICluster | eks.Cluster
+    eks_cluster_arn: str
+    cluster_name: str
+    groups: Sequence[InstanceGroup]
+    subnet_ids: Sequence[str]
+    security_group_ids: Sequence[str]
+    profile: str
+    artifacts_bucket: str = "artifacts"
+    eks_cluster_name: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+class HyperPodCluster(Construct):
+    """A HyperPod cluster on the given EKS cluster; ``cluster_arn`` and ``cluster_name`` are
+    its attributes."""
+
+    def __init__(self, scope: Construct, id: str, *, props: HyperPodClusterProps) -> None:
+        super().__init__(scope, id)
+        stack = cdk.Stack.of(self)
+        account, region = concrete_environment(self)
+        artifacts = bucket_name(
+            props.artifacts_bucket, account=account, region=region, profile=props.profile
+        )
+        scripts = hyperpod_lifecycle_prefix(artifacts, lifecycle_hash())
+        self.role = iam.Role(
+            self,
+            "Role",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"HyperPod {props.cluster_name}: the instance groups' execution role",
+        )
+        statements = hyperpod_instance_statements(
+            Arns(partition=cdk.Aws.PARTITION, region=region, account=account),
+            eks_cluster_name=props.eks_cluster_name or props.cluster.cluster_name,
+            lifecycle_bucket=artifacts,
+            lifecycle_prefix=scripts.key,
+            subnet_ids=props.subnet_ids,
+            security_group_ids=props.security_group_ids,
+        )
+        grant(self.role, statements)
+        self.lifecycle_scripts = s3deploy.BucketDeployment(
+            self,
+            "LifecycleScripts",
+            sources=[s3deploy.Source.asset(str(lifecycle_dir()))],
+            destination_bucket=s3.Bucket.from_bucket_name(self, "ArtifactsBucket", artifacts),
+            destination_key_prefix=scripts.key,
+            # The prefix is content-addressed: nothing under it ever needs deleting, and a
+            # replaced script's old prefix stays readable for nodes created from it.
+            prune=False,
+            retain_on_delete=True,
+        )
+        # The handler is a singleton function at the stack's root (one for every deployment).
+        for handler in stack.node.children:
+            if handler.node.id.startswith("Custom::CDKBucketDeployment"):
+                for finding, reason in (
+                    *_DEPLOYMENT_FINDINGS,
+                    *_handler_grants(artifacts, account, region),
+                ):
+                    cdk.Validations.of(handler).acknowledge(
+                        cdk.Acknowledgment(id=finding, reason=reason)
+                    )
+        self.addons = [
+            eks.CfnAddon(
+                self,
+                child_id,
+                addon_name=addon,
+                cluster_name=props.cluster.cluster_name,
+                resolve_conflicts="OVERWRITE",
+            )
+            for addon, child_id in NETWORKING_ADDONS
+        ]
+        self.resource = sagemaker.CfnCluster(
+            self,
+            "Resource",
+            cluster_name=props.cluster_name,
+            orchestrator=sagemaker.CfnCluster.OrchestratorProperty(
+                eks=sagemaker.CfnCluster.ClusterOrchestratorEksConfigProperty(
+                    cluster_arn=props.eks_cluster_arn
+                )
+            ),
+            instance_groups=[
+                _instance_group(group, self.role.role_arn, scripts.uri) for group in props.groups
+            ],
+            node_recovery=NODE_RECOVERY,
+            vpc_config=sagemaker.CfnCluster.VpcConfigProperty(
+                security_group_ids=list(props.security_group_ids),
+                subnets=list(props.subnet_ids),
+            ),
+        )
+        # The role's policy, the scripts and the nodes' networking exist before any node.
+        for dependency in (self.role, self.lifecycle_scripts, *self.addons):
+            self.resource.node.add_dependency(dependency)
+        self.cluster_arn: str = self.resource.attr_cluster_arn
+        self.cluster_name: str = props.cluster_name
+
+
+def _handler_grants(artifacts: str, account: str, region: str) -> list[tuple[str, str]]:
+    """The IAM5 findings of the BucketDeployment handler's own grants (aws-cdk-lib's
+    ``grantRead`` of the CDK asset bucket, ``grantReadWrite`` of the artifacts bucket)."""
+    reason = (
+        "aws-cdk-lib's BucketDeployment handler copies the CDK asset into the artifacts "
+        "bucket with aws-cdk-lib's own S3 read/write grants on exactly those two buckets; the "
+        "HyperPod roles of this app hold no wildcard action"
+    )
+    actions = ("s3:Abort*", "s3:DeleteObject*", "s3:GetBucket*", "s3:GetObject*", "s3:List*")
+    buckets = (
+        f"cdk-{cdk.DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-{account}-{region}",
+        artifacts,
+    )
+    found = [(f"AwsSolutions-IAM5[Action::{action}]", reason) for action in actions]
+    return found + [
+        (f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/*]", reason)
+        for bucket in buckets
+    ]
+
+
+def _instance_group(
+    group: InstanceGroup, role_arn: str, scripts_uri: str
+) -> sagemaker.CfnCluster.ClusterInstanceGroupProperty:
+    return sagemaker.CfnCluster.ClusterInstanceGroupProperty(
+        instance_group_name=group.name,
+        instance_type=group.instance_type,
+        instance_count=group.count,
+        execution_role=role_arn,
+        life_cycle_config=sagemaker.CfnCluster.ClusterLifeCycleConfigProperty(
+            source_s3_uri=scripts_uri, on_create=ON_CREATE
+        ),
+        instance_storage_configs=[
+            sagemaker.CfnCluster.ClusterInstanceStorageConfigProperty(
+                ebs_volume_config=sagemaker.CfnCluster.ClusterEbsVolumeConfigProperty(
+                    volume_size_in_gb=group.ebs_volume_gib
+                )
+            )
+        ],
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedHyperPodClusterProps:
+    """Props of :class:`ImportedHyperPodCluster`.
+
+    ``cluster_name``: the existing HyperPod cluster's name.
+    """
+
+    cluster_name: str
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+class ImportedHyperPodCluster(Construct):
+    """An existing HyperPod cluster: ``DescribeCluster`` at deploy time reads its ARN (which
+    holds an id that only AWS knows); nothing is created or changed."""
+
+    def __init__(self, scope: Construct, id: str, *, props: ImportedHyperPodClusterProps) -> None:
+        super().__init__(scope, id)
+        stack = cdk.Stack.of(self)
+        account, region = concrete_environment(self)
+        clusters = f"arn:{cdk.Aws.PARTITION}:sagemaker:{region}:{account}:cluster/*"
+        call = cr.AwsSdkCall(
+            service="SageMaker",
+            action="DescribeCluster",
+            parameters={"ClusterName": props.cluster_name},
+            physical_resource_id=cr.PhysicalResourceId.of(props.cluster_name),
+            output_paths=["ClusterArn"],
+        )
+        self.resource = cr.AwsCustomResource(
+            self,
+            "Resource",
+            on_create=call,
+            on_update=call,
+            policy=cr.AwsCustomResourcePolicy.from_statements(
+                [
+                    iam.PolicyStatement(
+                        sid="DescribeCluster",
+                        actions=["sagemaker:DescribeCluster"],
+                        resources=[clusters],
+                    )
+                ]
+            ),
+            install_latest_aws_sdk=False,
+        )
+        acknowledgements = (
+            (
+                f"AwsSolutions-IAM5[Resource::{nag_text(stack, clusters)}]",
+                "a HyperPod cluster's ARN ends in an id AWS assigns; DescribeCluster is read-only",
+            ),
+            (
+                "AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
+                "AWSLambdaBasicExecutionRole]",
+                "the AwsCustomResource handler (aws-cdk-lib) writes its logs with the "
+                "AWS-managed basic execution policy",
+            ),
+            ("AwsSolutions-L1", "the AwsCustomResource handler's runtime is chosen by aws-cdk-lib"),
+        )
+        for finding, reason in acknowledgements:
+            cdk.Validations.of(stack).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
+        self.cluster_arn: str = self.resource.get_response_field("ClusterArn")
+        self.cluster_name: str = props.cluster_name

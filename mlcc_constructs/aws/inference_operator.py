@@ -1,0 +1,206 @@
+"""``HyperPodInferenceOperator``: the SageMaker HyperPod inference operator as the EKS add-on
+``amazon-sagemaker-hyperpod-inference``, its roles and the add-ons it depends on.
+
+Children:
+
+* ``ExecutionRole`` (named ``SageMakerHyperPodInference-...``): trusted by the operator's
+  service account ``hyperpod-inference-system:hyperpod-inference-controller-manager`` (IRSA,
+  ``sub`` and ``aud`` pinned) and by ``sagemaker.amazonaws.com``, as the setup page documents;
+  permissions of :func:`mlcc_constructs.core.hyperpod_iam.inference_operator_statements`
+  (the TLS bucket is the real one of ``stacks/buckets.json``).
+* ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
+  each trusted by exactly its service account.
+* ``Namespace``: ``hyperpod-inference-system`` (the setup page creates it before the add-on),
+  applied by the cluster's kubectl provider and retained.
+* ``FsxCsiDriverAddon``, ``MetricsServerAddon``, ``CertManagerAddon``: the dependency add-ons
+  the operator add-on refuses to install without (the Mountpoint S3 CSI driver is the
+  eks-cluster stack's). No FSx file system is provisioned, so the FSx driver has no role.
+* ``Resource``: the operator add-on (version pinned in ``versions.json``), created after all
+  of the above. Its CRDs (``InferenceEndpointConfig``...) exist once it is.
+
+Pages: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-setup.html
+and :mod:`mlcc_constructs.core.inference_operator`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_iam as iam
+from constructs import Construct
+
+from mlcc_constructs.aws._iam import grant, irsa_principal
+from mlcc_constructs.aws.buckets import concrete_environment
+from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.core.buckets import bucket_name
+from mlcc_constructs.core.hyperpod_iam import (
+    Arns,
+    alb_controller_statements,
+    inference_operator_statements,
+    keda_statements,
+)
+from mlcc_constructs.core.inference_operator import (
+    ADDON_NAME,
+    ALB_SERVICE_ACCOUNT,
+    CONTROLLER_SERVICE_ACCOUNT,
+    DEPENDENCY_ADDONS,
+    KEDA_SERVICE_ACCOUNT,
+    NAMESPACE,
+    addon_configuration,
+    service_account_subject,
+)
+from mlcc_constructs.core.serving_plan import MANAGED_BY
+from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.versions import pinned
+
+DEPENDENCY_IDS: Mapping[str, str] = {
+    "aws-fsx-csi-driver": "FsxCsiDriverAddon",
+    "metrics-server": "MetricsServerAddon",
+    "cert-manager": "CertManagerAddon",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class HyperPodInferenceOperatorProps:
+    """Props of :class:`HyperPodInferenceOperator`.
+
+    ``cluster``: the EKS cluster (add-ons; its kubectl provider applies the namespace).
+    ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
+    ``hyperpod_cluster_arn``: the HyperPod cluster the operator serves on.
+    ``role_name``: the execution role's name (it must start with ``SageMakerHyperPodInference-``
+    for AWS's managed policy to pass it; this construct grants passing exactly this role).
+    ``profile``: fills ``${profile}`` of the TLS bucket's name in ``stacks/buckets.json``.
+    ``tls_bucket``: default ``tls``: the descriptor key of the bucket the operator writes TLS
+    certificates to.
+    ``addon_version``: default: the version pinned in ``versions.json``.
+    ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs (so cdk-nag's
+    finding ids are known when the roles are built); default: the cluster's name attribute.
+    """
+
+    cluster: eks.ICluster | eks.Cluster
+    oidc_provider: iam.IOpenIdConnectProvider
+    hyperpod_cluster_arn: str
+    role_name: str
+    profile: str
+    tls_bucket: str = "tls"
+    addon_version: str | None = None
+    eks_cluster_name: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+
+
+class HyperPodInferenceOperator(Construct):
+    """The operator add-on (``addon``) with its roles and dependencies."""
+
+    def __init__(self, scope: Construct, id: str, *, props: HyperPodInferenceOperatorProps) -> None:
+        super().__init__(scope, id)
+        account, region = concrete_environment(self)
+        arns = Arns(partition=cdk.Aws.PARTITION, region=region, account=account)
+        provider = props.oidc_provider
+        self.tls_bucket = bucket_name(
+            props.tls_bucket, account=account, region=region, profile=props.profile
+        )
+        self.execution_role = iam.Role(
+            self,
+            "ExecutionRole",
+            role_name=props.role_name,
+            assumed_by=iam.CompositePrincipal(
+                irsa_principal(
+                    self,
+                    "ExecutionRoleTrust",
+                    provider,
+                    service_account_subject(CONTROLLER_SERVICE_ACCOUNT),
+                ),
+                # The operator registers SageMaker endpoints with this role (setup page).
+                iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            ),
+            description="HyperPod inference operator: execution role",
+        )
+        grant(
+            self.execution_role,
+            inference_operator_statements(
+                arns,
+                tls_bucket=self.tls_bucket,
+                eks_cluster_name=props.eks_cluster_name or props.cluster.cluster_name,
+                role_name=props.role_name,
+            ),
+        )
+        self.alb_role = self._service_role(
+            "AlbControllerRole", ALB_SERVICE_ACCOUNT, "AWS Load Balancer Controller", provider
+        )
+        grant(self.alb_role, alb_controller_statements(arns))
+        self.keda_role = self._service_role("KedaRole", KEDA_SERVICE_ACCOUNT, "KEDA", provider)
+        grant(self.keda_role, keda_statements(arns))
+        self.namespace = KubernetesObjects(
+            self,
+            "Namespace",
+            props=KubernetesObjectsProps(
+                cluster=props.cluster,
+                objects=[
+                    {
+                        "apiVersion": "v1",
+                        "kind": "Namespace",
+                        "metadata": {"name": NAMESPACE, "labels": dict(MANAGED_BY)},
+                    }
+                ],
+                retain=True,
+            ),
+        )
+        self.dependencies = [
+            eks.CfnAddon(
+                self,
+                DEPENDENCY_IDS[addon],
+                addon_name=addon,
+                cluster_name=props.cluster.cluster_name,
+                resolve_conflicts="OVERWRITE",
+            )
+            for addon in DEPENDENCY_ADDONS
+        ]
+        configuration = addon_configuration(
+            execution_role_arn=self.execution_role.role_arn,
+            tls_bucket=self.tls_bucket,
+            hyperpod_cluster_arn=props.hyperpod_cluster_arn,
+            alb_role_arn=self.alb_role.role_arn,
+            keda_role_arn=self.keda_role.role_arn,
+        )
+        self.addon = eks.CfnAddon(
+            self,
+            "Resource",
+            addon_name=ADDON_NAME,
+            addon_version=props.addon_version or pinned().addon(ADDON_NAME),
+            cluster_name=props.cluster.cluster_name,
+            configuration_values=cdk.Stack.of(self).to_json_string(_sorted(configuration)),
+            resolve_conflicts="OVERWRITE",
+        )
+        for dependency in (
+            self.execution_role,
+            self.alb_role,
+            self.keda_role,
+            self.namespace,
+            *self.dependencies,
+        ):
+            self.addon.node.add_dependency(dependency)
+
+    def _service_role(
+        self, id: str, service_account: str, what: str, provider: iam.IOpenIdConnectProvider
+    ) -> iam.Role:
+        return iam.Role(
+            self,
+            id,
+            assumed_by=irsa_principal(
+                self, f"{id}Trust", provider, service_account_subject(service_account)
+            ),
+            description=f"HyperPod inference operator add-on: {what}",
+        )
+
+
+def _sorted(value: Any) -> Any:
+    """``value`` with every mapping's keys sorted (byte-stable configuration)."""
+    if isinstance(value, Mapping):
+        return {key: _sorted(value[key]) for key in sorted(value)}
+    return value

@@ -1,0 +1,126 @@
+"""Stacks ``mlcc-<profile>-hyperpod-cluster`` (the HyperPod cluster, created or imported) and
+``mlcc-<profile>-inference-operator`` (the HyperPod inference operator add-on), deployed in
+that order after ``mlcc-<profile>-eks-cluster`` and before the serving stacks whose objects
+need the operator.
+
+Context: ``hyperpod_instance_groups`` (create) or ``hyperpod_cluster_name`` (import); see
+:mod:`mlcc_constructs.core.hyperpod`.
+"""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2
+
+from mlcc_constructs.aws.hyperpod_cluster import (
+    HyperPodCluster,
+    HyperPodClusterProps,
+    ImportedHyperPodCluster,
+    ImportedHyperPodClusterProps,
+)
+from mlcc_constructs.aws.inference_operator import (
+    HyperPodInferenceOperator,
+    HyperPodInferenceOperatorProps,
+)
+from mlcc_constructs.core.hyperpod import (
+    GROUPS_KEY,
+    IMPORT_KEY,
+    HyperPodSettings,
+    hyperpod_settings,
+    operator_role_name,
+)
+from stacks.app_context import AppEnvironment
+from stacks.eks_cluster_stack import EksClusterStack
+
+HYPERPOD_CLUSTER = "hyperpod-cluster"
+INFERENCE_OPERATOR = "inference-operator"
+
+
+def hyperpod_settings_from_context(
+    app: cdk.App, environment: AppEnvironment
+) -> HyperPodSettings | None:
+    """The app's HyperPod settings (``None``: the app has no HyperPod stacks)."""
+    return hyperpod_settings(
+        app.node.try_get_context(GROUPS_KEY),
+        app.node.try_get_context(IMPORT_KEY),
+        profile=environment.profile,
+    )
+
+
+class HyperPodClusterStack(cdk.Stack):
+    """The HyperPod cluster on the app's EKS cluster (``hyperpod``: its construct)."""
+
+    def __init__(
+        self,
+        scope: cdk.App,
+        *,
+        environment: AppEnvironment,
+        cluster_stack: EksClusterStack,
+        settings: HyperPodSettings,
+    ) -> None:
+        mode = "imported" if settings.imported else "created"
+        super().__init__(
+            scope,
+            environment.stack_name(HYPERPOD_CLUSTER),
+            env=environment.env,
+            description=f"mlcc SageMaker HyperPod cluster {settings.cluster_name} ({mode})",
+        )
+        self.hyperpod: HyperPodCluster | ImportedHyperPodCluster
+        if settings.imported:
+            self.hyperpod = ImportedHyperPodCluster(
+                self,
+                "HyperPodCluster",
+                props=ImportedHyperPodClusterProps(cluster_name=settings.cluster_name),
+            )
+            return
+        cluster = cluster_stack.cluster
+        private = cluster_stack.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        self.hyperpod = HyperPodCluster(
+            self,
+            "HyperPodCluster",
+            props=HyperPodClusterProps(
+                cluster=cluster,
+                eks_cluster_arn=cluster.cluster_arn,
+                cluster_name=settings.cluster_name,
+                groups=settings.groups,
+                subnet_ids=private.subnet_ids,
+                # The cluster security group EKS creates: its members (the control plane's
+                # network interfaces and the Auto Mode nodes) reach each other.
+                security_group_ids=[cluster.cluster_security_group_id],
+                profile=environment.profile,
+                eks_cluster_name=cluster_stack.cluster_name,
+            ),
+        )
+
+
+class InferenceOperatorStack(cdk.Stack):
+    """The HyperPod inference operator add-on (``operator``: its construct)."""
+
+    def __init__(
+        self,
+        scope: cdk.App,
+        *,
+        environment: AppEnvironment,
+        cluster_stack: EksClusterStack,
+        hyperpod_stack: HyperPodClusterStack,
+    ) -> None:
+        super().__init__(
+            scope,
+            environment.stack_name(INFERENCE_OPERATOR),
+            env=environment.env,
+            description="mlcc SageMaker HyperPod inference operator (EKS add-on)",
+        )
+        self.operator = HyperPodInferenceOperator(
+            self,
+            "InferenceOperator",
+            props=HyperPodInferenceOperatorProps(
+                cluster=cluster_stack.cluster,
+                oidc_provider=cluster_stack.oidc_provider,
+                hyperpod_cluster_arn=hyperpod_stack.hyperpod.cluster_arn,
+                role_name=operator_role_name(environment.profile, environment.region),
+                profile=environment.profile,
+                eks_cluster_name=cluster_stack.cluster_name,
+            ),
+        )
+        # The operator serves on the HyperPod cluster: deployed after it, removed before it.
+        self.add_stack_dependency(hyperpod_stack, "the operator serves on the HyperPod cluster")
