@@ -266,8 +266,10 @@ def test_cli_reports_every_bad_input_at_once(
 
 
 NPM_FIX = (
-    "fix: run `npm ci` in the repository (needs @aws-cdk/cloudformation-diff) or set NODE_PATH "
-    "to a node_modules that has it"
+    "fix: install the CDK diff engine where node finds it: in a clone, `npm ci` (package.json "
+    "pins @aws-cdk/cloudformation-diff); with the installed package, `npm install "
+    "@aws-cdk/cloudformation-diff` in the working directory, or set NODE_PATH to a node_modules "
+    "that has it"
 )
 BUG_FIX = "fix: this is a bug in the diff guard; report it with node's full stderr"
 NODE_FAILURES = [

@@ -42,8 +42,10 @@ _MARK = {"added": "[+]", "removed": "[-]", "modified": "[~]"}
 # find module ..."); the lines around it are the source excerpt, stack and node's version.
 _NODE_ERROR = re.compile(r"^\s*(?:\w+)?(?:Error|Exception)\b")
 _NPM_FIX = (
-    "run `npm ci` in the repository (needs @aws-cdk/cloudformation-diff) "
-    "or set NODE_PATH to a node_modules that has it"
+    "install the CDK diff engine where node finds it: in a clone, `npm ci` (package.json pins "
+    "@aws-cdk/cloudformation-diff); with the installed package, `npm install "
+    "@aws-cdk/cloudformation-diff` in the working directory, or set NODE_PATH to a "
+    "node_modules that has it"
 )
 
 Template = Path | str | Mapping[str, Any]
