@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +16,10 @@ from _cdk_app import EKS_HISTORY, REPO, synthesised
 from mlcc_constructs.cli import main
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.stack_history import parse_history
-from mlcc_constructs.ops.stack_history import check_history
+from mlcc_constructs.ops.stack_history import StepResult, check_history
 
 SNAPSHOTS = REPO / "snapshots"
+EKS_STACK = "mlcc-dev-eks-cluster"
 needs_node = pytest.mark.skipif(
     shutil.which("node") is None
     or not (REPO / "node_modules" / "@aws-cdk" / "cloudformation-diff").is_dir(),
@@ -40,18 +42,25 @@ def test_every_stack_of_the_app_has_a_history() -> None:
     assert set(_history_folders()) <= stacks, "a history folder names no stack of the app"
 
 
+@cache
+def _checked(stack_name: str) -> tuple[StepResult, ...]:
+    """Every step of a stack's history and its current synth, checked once per session (one
+    diff-engine run; the eks-cluster history serves two tests)."""
+    current = json.loads(synthesised()[1][stack_name])
+    return tuple(check_history(_history_folders()[stack_name], current))
+
+
 @needs_node
 @pytest.mark.parametrize("stack_name", sorted(_history_folders()))
 def test_every_step_and_the_current_synth_are_as_declared(stack_name: str) -> None:
-    folder = _history_folders()[stack_name]
-    current = json.loads(synthesised()[1][stack_name])
-    results = check_history(folder, current)
+    results = _checked(stack_name)
     assert [(r.label, list(r.offending)) for r in results if r.offending] == []
 
 
 @needs_node
 def test_the_s3csi_step_is_exactly_two_modified_resources() -> None:
-    results = {r.label: r for r in check_history(EKS_HISTORY)}
+    assert _history_folders()[EKS_STACK] == EKS_HISTORY
+    results = {r.label: r for r in _checked(EKS_STACK)}
     assert results["0002-s3csi-fix"].changes == (
         "[~] AWS::EKS::Addon S3CsiDriverAddon",
         "[~] AWS::IAM::Policy S3CsiRoleDefaultPolicyE2B11437",
