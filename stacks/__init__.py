@@ -1,5 +1,9 @@
-"""The app's stacks (``app.py`` composes them): ``mlcc-<profile>-buckets`` and
-``mlcc-<profile>-eks-cluster``."""
+"""The app's stacks, composed by ``app.py``: ``mlcc-<profile>-buckets``,
+``mlcc-<profile>-eks-cluster``, ``mlcc-<profile>-hyperpod-cluster`` and
+``mlcc-<profile>-inference-operator`` (``stacks.hyperpod_stacks``, when the context
+declares HyperPod instance groups or a cluster to import), and the serving stacks
+(``stacks.serving_stack``: ``mlcc-<profile>-serving`` with the namespaces, then one stack per
+reference deployment). The serving and HyperPod modules are imported where they are used."""
 
 from __future__ import annotations
 
