@@ -29,6 +29,7 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from mlcc_constructs.aws._iam import nag_text
 from mlcc_constructs.aws.buckets import concrete_environment
 from mlcc_constructs.core.buckets import bucket_name
 from mlcc_constructs.core.errors import fail
@@ -152,7 +153,7 @@ class S3CsiDriver(Construct):
         )
         # Object-level grants are "<bucket>/*" by nature; acknowledge exactly those.
         for bucket in (*self.read_buckets, self.tls_bucket):
-            objects = _nag_text(stack, bucket.arn_for_objects("*"))
+            objects = nag_text(stack, bucket.arn_for_objects("*"))
             cdk.Validations.of(self.role).acknowledge(
                 cdk.Acknowledgment(
                     id=f"AwsSolutions-IAM5[Resource::{objects}]",
@@ -189,22 +190,3 @@ class S3CsiDriver(Construct):
         name = bucket_name(ref, account=account, region=region, profile=props.profile)
         construct_id = "".join(part.capitalize() for part in ref.split("_")) + "Bucket"
         return s3.Bucket.from_bucket_name(self, construct_id, name)
-
-
-def _nag_text(stack: cdk.Stack, value: str) -> str:
-    """``value`` as cdk-nag prints it in a finding id (``<Ref>``, ``<Res.Attr>``)."""
-    return _render(stack.resolve(value))
-
-
-def _render(value: Any) -> str:
-    if isinstance(value, str):
-        return value
-    if isinstance(value, dict) and len(value) == 1:
-        ((function, argument),) = value.items()
-        if function == "Ref":
-            return f"<{argument}>"
-        if function == "Fn::GetAtt":
-            return f"<{argument[0]}.{argument[1]}>"
-        if function == "Fn::Join":
-            return str(argument[0]).join(_render(part) for part in argument[1])
-    return json.dumps(value, sort_keys=True)

@@ -46,6 +46,27 @@ def dig(document: Any, *path: str) -> Any:
     return document
 
 
+def text_field(
+    document: Any, *path: str, where: str, problems: list[Problem], optional: bool = False
+) -> str | None:
+    """A record's non-empty string at ``path``; a missing (unless ``optional``) or non-string
+    value adds a problem to ``problems`` and gives ``None``."""
+    value = dig(document, *path)
+    if value is None and optional:
+        return None
+    if not isinstance(value, str) or not value:
+        problems.append(
+            Problem(
+                message="missing or not a non-empty string",
+                where=where,
+                pointer=json_pointer(*path),
+                value=value,
+            )
+        )
+        return None
+    return value
+
+
 # --- the record -------------------------------------------------------------------------
 
 
@@ -107,20 +128,7 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
     problems: list[Problem] = []
 
     def need_str(*path: str, optional: bool = False) -> str | None:
-        value = dig(document, *path)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value:
-            problems.append(
-                Problem(
-                    message="missing or not a non-empty string",
-                    where=where,
-                    pointer=json_pointer(*path),
-                    value=value,
-                )
-            )
-            return None
-        return value
+        return text_field(document, *path, where=where, problems=problems, optional=optional)
 
     if not isinstance(document, Mapping):
         raise fail("not a JSON object", where=where, value=type(document).__name__)

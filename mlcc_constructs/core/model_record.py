@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_record import PEFT_CONFIG, dig
-from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
+from mlcc_constructs.core.adapter_record import PEFT_CONFIG, dig, text_field
+from mlcc_constructs.core.errors import MlccError, Problem, fail
 
 RECORD_FORMAT = "mlcc-model/1"
 MODEL_CONFIG = "config.json"
@@ -70,20 +70,7 @@ def parse_model_record(document: Any, *, where: str) -> ModelRecord:
     problems: list[Problem] = []
 
     def text(*path: str, optional: bool = False) -> str | None:
-        value = dig(document, *path)
-        if value is None and optional:
-            return None
-        if not isinstance(value, str) or not value:
-            problems.append(
-                Problem(
-                    message="missing or not a non-empty string",
-                    where=where,
-                    pointer=json_pointer(*path),
-                    value=value,
-                )
-            )
-            return None
-        return value
+        return text_field(document, *path, where=where, problems=problems, optional=optional)
 
     if document.get("format") != RECORD_FORMAT:
         problems.append(

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from mlcc_constructs.core.json_types import is_type, json_equal
+
 ANNOTATIONS = frozenset({"$schema", "$id", "title", "description", "default", "examples"})
 """Keywords that carry no rule."""
 
@@ -32,40 +34,13 @@ class SchemaError:
     validator: str
 
 
-def _is_type(instance: Any, name: str) -> bool:
-    if name == "string":
-        return isinstance(instance, str)
-    if name == "boolean":
-        return isinstance(instance, bool)
-    if name == "null":
-        return instance is None
-    if name == "object":
-        return isinstance(instance, dict)
-    if name == "array":
-        return isinstance(instance, list)
-    if isinstance(instance, bool):
-        return False
-    if name == "integer":
-        return isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer())
-    if name == "number":
-        return isinstance(instance, int | float)
-    raise ValueError(f"unknown JSON Schema type {name!r}")
-
-
-def _equal(one: Any, two: Any) -> bool:
-    """JSON equality: ``true`` is not ``1`` (as jsonschema's ``equal``)."""
-    if isinstance(one, bool) or isinstance(two, bool):
-        return type(one) is type(two) and one == two
-    return bool(one == two)
-
-
 @cache
 def _regex(pattern: str) -> re.Pattern[str]:
     return re.compile(pattern)
 
 
 def _number(instance: Any) -> bool:
-    return _is_type(instance, "number")
+    return is_type(instance, "number")
 
 
 def iter_errors(
@@ -101,12 +76,12 @@ def _extras(instance: Mapping[str, Any], schema: Mapping[str, Any]) -> list[str]
 
 def _type(value: Any, instance: Any, _: Mapping[str, Any]) -> Iterator[str]:
     types = [value] if isinstance(value, str) else list(value)
-    if not any(_is_type(instance, t) for t in types):
+    if not any(is_type(instance, t) for t in types):
         yield f"{instance!r} is not of type {', '.join(repr(t) for t in types)}"
 
 
 def _enum(value: Any, instance: Any, _: Mapping[str, Any]) -> Iterator[str]:
-    if all(not _equal(each, instance) for each in value):
+    if all(not json_equal(each, instance) for each in value):
         yield f"{instance!r} is not one of {value!r}"
 
 

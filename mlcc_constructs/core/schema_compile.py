@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from mlcc_constructs.core.json_types import is_type, json_equal
+
 Check = Callable[[Any], bool]
 
 _ANNOTATIONS = frozenset(
@@ -67,33 +69,13 @@ _VALIDATING = frozenset(
 )
 
 
-def _is_type(instance: Any, name: str) -> bool:
-    if name == "object":
-        return isinstance(instance, dict)
-    if name == "string":
-        return isinstance(instance, str)
-    if name == "array":
-        return isinstance(instance, list)
-    if name == "boolean":
-        return isinstance(instance, bool)
-    if name == "null":
-        return instance is None
-    if isinstance(instance, bool):
-        return False
-    if name == "integer":
-        return isinstance(instance, int) or (isinstance(instance, float) and instance.is_integer())
-    if name == "number":
-        return isinstance(instance, int | float)
-    raise ValueError(f"unknown JSON Schema type {name!r}")
-
-
 def _type_check(names: list[str]) -> Check:
     """The ``type`` keyword as one predicate (the common single types without dispatch)."""
     simple = {"string": str, "object": dict, "array": list, "boolean": bool, "null": type(None)}
     if all(name in simple for name in names):  # the Kubernetes schemas: X or [X, "null"]
         classes = tuple(simple[name] for name in names)
         return lambda x: isinstance(x, classes)
-    return lambda x: any(_is_type(x, n) for n in names)
+    return lambda x: any(is_type(x, n) for n in names)
 
 
 def _all(checks: list[Check]) -> Check:
@@ -119,7 +101,7 @@ def _unique(x: Any) -> bool:
     """``uniqueItems``: no two items JSON-equal (``true`` is not ``1``)."""
     if not isinstance(x, list):
         return True
-    return not any(_equal(a, b) for i, a in enumerate(x) for b in x[i + 1 :])
+    return not any(json_equal(a, b) for i, a in enumerate(x) for b in x[i + 1 :])
 
 
 def _sizes(schema: Mapping[str, Any]) -> list[Check]:
@@ -143,17 +125,6 @@ def _size(kind: type[dict[Any, Any]] | type[list[Any]], bound: int, *, at_least:
         return len(x) >= bound if at_least else len(x) <= bound
 
     return check
-
-
-def _equal(one: Any, two: Any) -> bool:
-    """JSON equality: ``true`` is not ``1``, in nested lists and objects too."""
-    if isinstance(one, bool) or isinstance(two, bool):
-        return type(one) is type(two) and one == two
-    if isinstance(one, list) and isinstance(two, list):
-        return len(one) == len(two) and all(_equal(a, b) for a, b in zip(one, two, strict=True))
-    if isinstance(one, dict) and isinstance(two, dict):
-        return one.keys() == two.keys() and all(_equal(one[k], two[k]) for k in one)
-    return bool(one == two)
 
 
 def compile_schema(schema: Mapping[str, Any]) -> Check:
@@ -201,10 +172,10 @@ class _Compiler:
             checks.append(_type_check(names))
         if "enum" in schema:
             values = list(schema["enum"])
-            checks.append(lambda x: any(_equal(x, v) for v in values))
+            checks.append(lambda x: any(json_equal(x, v) for v in values))
         if "const" in schema:
             const = schema["const"]
-            checks.append(lambda x: _equal(x, const))
+            checks.append(lambda x: json_equal(x, const))
         if "$ref" in schema:
             checks.append(self._ref(schema["$ref"]))
         if "allOf" in schema:
@@ -246,7 +217,7 @@ class _Compiler:
         value = schema["type"]
         names = [value] if isinstance(value, str) else list(value)
         for name in names:
-            _is_type(None, name)  # refuses an unknown type name at compile time
+            is_type(None, name)  # refuses an unknown type name at compile time
         return names
 
     def _object(self, schema: Mapping[str, Any], *, typed: bool) -> Check:
