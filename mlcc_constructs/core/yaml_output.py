@@ -75,14 +75,13 @@ _SCALARS = Scalars(_scalar, _key, _block)
 
 def to_yaml(objects: Sequence[Mapping[str, Any]]) -> str:
     """Multi-document YAML, keys in render order (byte-stable): PyYAML's bytes, laid out by
-    :mod:`~mlcc_constructs.core.yaml_emit` (PyYAML itself for a document outside its shape)."""
-    parts = []
-    for obj in objects:
-        try:
-            parts.append(emit_document(dict(obj), _SCALARS))
-        except Unsupported:
-            parts.append(_pyyaml([dict(obj)]))
-    return "---\n".join(parts)
+    :mod:`~mlcc_constructs.core.yaml_emit` (PyYAML itself for a stream with a document outside
+    its shape: how a document ends, e.g. a ``|+`` block's ``...``, depends on the stream)."""
+    documents = [dict(obj) for obj in objects]
+    try:
+        return "---\n".join(emit_document(document, _SCALARS) for document in documents)
+    except Unsupported:
+        return _pyyaml(documents)
 
 
 def file_name(obj: Mapping[str, Any]) -> str:
