@@ -199,7 +199,8 @@ def test_cli_flags(command: str, pairs: list[tuple[str, str]], lora: bool) -> No
     argv += ["--lora"] if lora else []
     code, out, err = _run(argv)
     if code == 0:
-        assert out
+        # an empty env is an engine that gets no variable: only said with the reason
+        assert out or (command == "env" and "receives no model from the library" in err)
         if command == "render":
             assert all(object_problems(o) == [] for o in yaml.safe_load_all(out))
     else:

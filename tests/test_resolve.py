@@ -104,6 +104,39 @@ def test_model_b_engine_gets_no_tier1_and_keeps_tier2() -> None:
     assert resolution.env == {"OPTION_ROLLING_BATCH": "vllm"}
 
 
+NO_MODEL = (
+    "lmi receives no model from the library: the image reads it from /opt/ml/model (where an "
+    "s3:// model is mounted) or from its own OPTION_* settings, and 'org/name' is neither; "
+    "stage the model in S3, or name it with --set OPTION_<the image's model setting>=..."
+)
+
+
+@pytest.mark.parametrize(
+    ("engine", "model", "target", "warned"),
+    [
+        ("lmi", "org/name", "eks", True),  # nothing mounts a Hub id on eks
+        ("lmi", S3_MODEL, "eks", False),  # mounted at /opt/ml/model
+        ("lmi", "org/name", "hyperpod-eks", False),  # the operator stages it there
+        ("vllm", "org/name", "eks", False),  # a wrapper engine is told the id
+    ],
+)
+def test_an_image_engine_without_a_model_it_can_read_is_warned(
+    engine: str, model: str, target: str, warned: bool
+) -> None:
+    version = {"lmi": "0.33.0", "vllm": "0.11.0"}[engine]
+    resolution = resolve(
+        spec(
+            engine=engine,
+            model=model,
+            engine_version=version,
+            instance_type="ml.g5.xlarge",
+            target=target,
+        )
+    )
+    assert (NO_MODEL in resolution.warnings) is warned
+    assert len(resolution.warnings) == int(warned)
+
+
 def test_unknown_version_fails_open_with_a_warning() -> None:
     resolution = resolve(spec(engine_version=None))
     assert resolution.warnings == (

@@ -251,6 +251,16 @@ class _Resolver:
         model = manifest.capability("model")
         if model is not None:
             requested["model"] = self._model_path(source)
+        elif self.target is not None and not self._mounted(source):
+            # An image engine reads its model from the mount path or its own settings: a model
+            # that is neither would leave a pod serving nothing.
+            self.warnings.append(
+                f"{manifest.engine} receives no model from the library: the image reads it "
+                f"from {self.target.model_mount_path} (where an s3:// model is mounted) or "
+                f"from its own {manifest.env_var_prefix}* settings, and {source.uri!r} is "
+                f"neither; stage the model in S3, or name it with --set "
+                f"{manifest.env_var_prefix}<the image's model setting>=..."
+            )
         tp = self._tensor_parallel(instance)
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
@@ -276,8 +286,12 @@ class _Resolver:
         target = self.target
         if target is None:  # an unknown target is reported by whoever loaded it
             return source.uri
-        mounted = source.kind == "s3" or target.huggingface_model == "mounted"
-        return target.model_mount_path if mounted else source.uri
+        return target.model_mount_path if self._mounted(source) else source.uri
+
+    def _mounted(self, source: ModelSource) -> bool:
+        """Whether the target's pods see the model at its mount path."""
+        target = self.target
+        return target is not None and (source.kind == "s3" or target.huggingface_model == "mounted")
 
     def _tensor_parallel(self, instance: InstanceType) -> int:
         user = self.user.get("tensor_parallel_degree")
