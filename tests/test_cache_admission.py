@@ -23,8 +23,12 @@ IMAGE = (
 )
 
 
+# The seed's example is written for vLLM; SGLang names the same setting --context-length.
+CONTEXT_FLAG = {"VLLM": "--max-model-len", "SGLang": "--context-length"}
+
+
 def seed_safe_spec(runtime: str = "VLLM") -> dict[str, Any]:
-    """The seed's safe example, verbatim."""
+    """The seed's safe example (verbatim for vLLM), with the runtime's own context-length flag."""
     return {
         "runtime": runtime,
         "type": "LMCache",
@@ -47,7 +51,7 @@ def seed_safe_spec(runtime: str = "VLLM") -> dict[str, Any]:
         "integration": {
             "engineOverrides": {
                 "env": [{"name": "LMCACHE_LOG_LEVEL", "value": "DEBUG"}],
-                "args": ["--max-model-len", "32768"],
+                "args": [CONTEXT_FLAG[runtime], "32768"],
             }
         },
     }

@@ -221,7 +221,6 @@ def test_a_flag_from_tier2_and_the_cache_adapter_is_passed_once(
 ) -> None:
     """SGLang's LMCache adapter contributes --enable-metrics; so does SGLANG_ENABLE_METRICS."""
     backend = seed_safe_spec("SGLang")
-    backend["integration"]["engineOverrides"]["args"] = ["--context-length", "32768"]
     spec = DeploymentSpec(
         engine="sglang",
         model=S3_MODEL,
@@ -242,6 +241,23 @@ def test_a_flag_from_tier2_and_the_cache_adapter_is_passed_once(
         "--lmcache-config-file", "/var/run/inference-cache/lmcache/client.yaml",
         "--context-length", "32768",
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(("engine", "runtime"), [("vllm", "VLLM"), ("sglang", "SGLang")])
+@pytest.mark.parametrize("delivery", ["env", "args"])
+def test_the_seed_cache_example_reaches_each_engine_as_arguments_it_accepts(
+    tmp_path: Path, engine: str, runtime: str, delivery: str
+) -> None:
+    spec = DeploymentSpec(
+        engine=engine,
+        model=S3_MODEL,
+        instance_type="ml.g5.12xlarge",
+        name="cached",
+        config_delivery=delivery,
+        cache_backend=CacheBackendSpec.from_dict(seed_safe_spec(runtime)),
+    )
+    argv, _ = engine_process(list(render(spec, context=CONTEXT).objects), tmp_path)
+    parse(engine, argv)  # raises on a flag this engine's parser does not have
 
 
 def test_the_recorded_parser_rejects_what_the_engine_rejects() -> None:
