@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 import yaml
+from engine_process import engine_process
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec
@@ -21,6 +22,7 @@ from mlcc_constructs.core.spec import DeploymentSpec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
+CLIENT_CONFIG = "/var/run/inference-cache/lmcache/client.yaml"
 
 
 def _spec(engine: str, runtime: str, **extra: Any) -> DeploymentSpec:
@@ -185,3 +187,94 @@ def test_overrides_may_not_touch_flags_the_config_sets(
         f"follow the config) (got {tokens[index]!r}; fix: set it through {owner} instead, or drop "
         "the override)"
     )
+
+
+ADAPTER_WIRE = "tune the cache with the CacheBackend's spec.lmCache, or drop cache_backend"
+
+
+@pytest.mark.parametrize(
+    ("engine", "runtime", "key", "value", "flag", "own"),
+    [
+        pytest.param(
+            "vllm", "VLLM", "VLLM_KV_TRANSFER_CONFIG", '{"kv_connector":"Mine"}',
+            "--kv-transfer-config", None, id="vllm-connector",
+        ),
+        pytest.param(
+            "vllm", "VLLM", "VLLM_DISABLE_HYBRID_KV_CACHE_MANAGER", "false",
+            "--disable-hybrid-kv-cache-manager", "true", id="vllm-bare-flag-false",
+        ),
+        pytest.param(
+            "sglang", "SGLang", "SGLANG_ENABLE_METRICS", "false",
+            "--enable-metrics", "true", id="sglang-off-without-off-form",
+        ),
+        pytest.param(
+            "sglang", "SGLang", "SGLANG_LMCACHE_CONFIG_FILE", "/x.yaml",
+            "--lmcache-config-file", "'/var/run/inference-cache/lmcache/client.yaml'",
+            id="sglang-config-file",
+        ),
+        pytest.param(
+            "vllm", "VLLM", "PYTHONHASHSEED", "7", "PYTHONHASHSEED", "'0'", id="vllm-env",
+        ),
+        pytest.param(
+            "sglang", "SGLang", "LMCACHE_USE_EXPERIMENTAL", "False",
+            "LMCACHE_USE_EXPERIMENTAL", "'True'", id="sglang-env",
+        ),
+    ],
+)  # fmt: skip
+def test_deployment_env_may_not_set_what_the_cache_adapter_reserves(
+    engine: str, runtime: str, key: str, value: str, flag: str, own: str | None
+) -> None:
+    """The adapter's wire would replace the value without a word: refused, naming both."""
+    spec = _spec(engine, runtime, env={key: value})
+    with pytest.raises(MlccError) as caught:
+        render(spec, context=CONTEXT)
+    (problem,) = caught.value.problems
+    label = f"{engine}-lmcache-mp ({runtime} + LMCache)"
+    assert problem.pointer == f"/env/{key}"
+    assert problem.value == value
+    assert problem.message == (
+        f"sets {flag}, which the CacheBackend's adapter {label} reserves: its wire would "
+        "replace this value"
+    )
+    assert problem.fix == f"remove {key}: {ADAPTER_WIRE}"
+    if own is not None:
+        assert problem.allowed == f"only the adapter's own value, {own}"
+
+
+@pytest.mark.parametrize("delivery", ["env", "args"])
+@pytest.mark.parametrize(
+    ("engine", "runtime", "key", "value", "setting"),
+    [
+        ("sglang", "SGLang", "SGLANG_ENABLE_METRICS", "true", ["--enable-metrics"]),
+        ("sglang", "SGLang", "SGLANG_ENABLE_METRICS", "True", ["--enable-metrics"]),
+        (
+            "sglang", "SGLang", "SGLANG_LMCACHE_CONFIG_FILE", CLIENT_CONFIG,
+            ["--lmcache-config-file", CLIENT_CONFIG],
+        ),
+        ("vllm", "VLLM", "VLLM_MAX_NUM_SEQS", "64", ["--max-num-seqs", "64"]),  # not reserved
+    ],
+)  # fmt: skip
+def test_deployment_env_equal_to_the_adapters_own_flag_is_passed_once(
+    tmp_path: Path, engine: str, runtime: str, key: str, value: str, setting: list[str],
+    delivery: str,
+) -> None:  # fmt: skip
+    rendered = render(
+        _spec(engine, runtime, env={key: value}, config_delivery=delivery), context=CONTEXT
+    )
+    argv, _ = engine_process(list(rendered.objects), tmp_path)
+    at = argv.index(setting[0])
+    assert argv[at : at + len(setting)] == setting
+    assert argv.count(setting[0]) == 1
+
+
+def test_deployment_env_equal_to_the_adapters_own_variable_is_set_once(tmp_path: Path) -> None:
+    rendered = render(_spec("vllm", "VLLM", env={"PYTHONHASHSEED": "0"}), context=CONTEXT)
+    (deployment,) = _kind(rendered.objects, "Deployment")
+    engine = next(
+        c for c in deployment["spec"]["template"]["spec"]["containers"]
+        if c["name"] == ENGINE_CONTAINER
+    )  # fmt: skip
+    assert [e for e in engine["env"] if e["name"] == "PYTHONHASHSEED"] == [
+        {"name": "PYTHONHASHSEED", "value": "0"}
+    ]
+    assert engine_process(list(rendered.objects), tmp_path)[1]["PYTHONHASHSEED"] == "0"

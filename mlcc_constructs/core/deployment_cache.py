@@ -17,14 +17,17 @@ def admit_for_deployment(
 ) -> tuple[list[Problem], Admission | None]:
     """Every problem of injecting ``backend`` into this deployment, and the admission when
     there is none: admission (once per spec object), argument overrides that would touch a flag
-    the engine config or launch section owns, a target without cache injection, and a runtime
-    the engine does not serve."""
+    the engine config or launch section owns, deployment env that would set what the adapter
+    reserves (its wire would silently replace the value), a target without cache injection,
+    and a runtime the engine does not serve."""
     problems: list[Problem] = []
     admission: Admission | None = None
     try:
         admission = admit(backend, path=POINTER)
     except MlccError as error:
         problems.extend(error.problems)
+    if admission is not None:
+        problems.extend(reserved_conflicts(admission, resolution))
     owned = configured_flags(resolution)
     overrides = backend.overrides
     for field, tokens in (("args", overrides.args), ("suppressArgs", overrides.suppress_args)):
@@ -68,6 +71,63 @@ def admit_for_deployment(
             )
         )
     return problems, (admission if not problems else None)
+
+
+def reserved_conflicts(admission: Admission, resolution: Resolution) -> list[Problem]:
+    """Deployment env keys that set a flag or variable the cache adapter reserves to a value
+    other than the adapter's own: the injected wire would replace it, so the engine would not
+    run with what the user asked for. The same value (``SGLANG_ENABLE_METRICS=true`` beside an
+    adapter passing ``--enable-metrics``) is passed once and is no conflict."""
+    adapter, values = admission.adapter, admission.values
+    manifest = resolution.manifest
+    groups = {group[0]: group for group in adapter.render_args(values)}
+    env = dict(adapter.render_env(values))
+    reserved = [(flag, groups[flag]) for flag in adapter.reserved_args if flag in groups]
+    style = manifest.launch.get("flag_style", "kebab")
+    prefix = manifest.env_var_prefix
+    flag_settings = [
+        (key, value, flag_for(key[len(prefix) :], style))
+        for key, value in resolution.tier1 + resolution.tier2
+        if key not in manifest.engine_env
+    ]
+    wire = "tune the cache with the CacheBackend's spec.lmCache, or drop cache_backend"
+    problems: list[Problem] = []
+    for key, value, flag in flag_settings:
+        group = next((g for f, g in reserved if f == flag), None)
+        if group is None or _same_setting(value, group):
+            continue
+        own = "true" if len(group) == 1 else " ".join(repr(v) for v in group[1:])
+        problems.append(
+            Problem(
+                message=f"sets {flag}, which the CacheBackend's adapter {adapter.label} "
+                "reserves: its wire would replace this value",
+                pointer=json_pointer("env", key),
+                value=value,
+                allowed=f"only the adapter's own value, {own}",
+                fix=f"remove {key}: {wire}",
+            )
+        )
+    for key, value in resolution.plain:
+        if key in adapter.reserved_env and key in env and env[key] != value:
+            problems.append(
+                Problem(
+                    message=f"sets {key}, which the CacheBackend's adapter {adapter.label} "
+                    "reserves: its wire would replace this value",
+                    pointer=json_pointer("env", key),
+                    value=value,
+                    allowed=f"only the adapter's own value, {env[key]!r}",
+                    fix=f"remove {key}: {wire}",
+                )
+            )
+    return problems
+
+
+def _same_setting(value: str, group: tuple[str, ...]) -> bool:
+    """Whether an env value gives the engine exactly ``group``: ``true`` for a bare flag, the
+    one value for a valued flag."""
+    if len(group) == 1:
+        return value.lower() == "true"
+    return len(group) == 2 and value == group[1]
 
 
 def configured_flags(resolution: Resolution) -> dict[str, str]:
