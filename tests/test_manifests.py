@@ -123,6 +123,20 @@ BAD_MANIFESTS = [
         ],
     ),
     (
+        "wrapper engine with a hub_model_env",
+        _with(hub_model_env="HF_MODEL_ID"),
+        [
+            "{F}:/hub_model_env: hub_model_env is for image engines: a wrapper engine is told "
+            "its model through its 'model' capability (got 'HF_MODEL_ID'; fix: remove "
+            "hub_model_env)"
+        ],
+    ),
+    (
+        "hub_model_env that is no variable name",
+        _with(entrypoint="image", capability_map={}, hub_model_env="hf-model"),
+        ["{F}:/hub_model_env: 'hf-model' does not match '^[A-Z_][A-Z0-9_]*$'"],
+    ),
+    (
         "missing field",
         _with(min_version=_DELETE),
         ["{F}:/: 'min_version' is a required property"],

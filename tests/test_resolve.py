@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.manifests import EngineRegistry
 from mlcc_constructs.core.resolve import resolve
 from mlcc_constructs.core.spec import DeploymentSpec
 
 S3_MODEL = "s3://b/m/"
+ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 
 def spec(**overrides: Any) -> DeploymentSpec:
@@ -104,26 +108,52 @@ def test_model_b_engine_gets_no_tier1_and_keeps_tier2() -> None:
     assert resolution.env == {"OPTION_ROLLING_BATCH": "vllm"}
 
 
-NO_MODEL = (
-    "lmi receives no model from the library: the image reads it from /opt/ml/model (where an "
-    "s3:// model is mounted) or from its own OPTION_* settings, and 'org/name' is neither; "
-    "stage the model in S3, or name it with --set OPTION_<the image's model setting>=..."
-)
+def no_model(engine: str, prefix: str) -> str:
+    return (
+        f"{engine} receives no model from the library: the image reads it from /opt/ml/model "
+        f"(where an s3:// model is mounted) or from its own {prefix}* settings, and 'org/name' "
+        f"is neither; stage the model in S3, or name it with --set {prefix}<the image's model "
+        "setting>=..."
+    )
+
+
+@pytest.fixture(scope="module")
+def registry_without_hub_model_env(tmp_path_factory: pytest.TempPathFactory) -> EngineRegistry:
+    """The built-ins plus ``bare-image``: LMI's manifest without ``hub_model_env``."""
+    folder = tmp_path_factory.mktemp("plugins") / "bare-image"
+    folder.mkdir()
+    document = json.loads((ENGINES / "lmi" / "manifest.json").read_text())
+    document.update(engine="bare-image", env_var_prefix="BARE_")
+    del document["hub_model_env"]
+    (folder / "manifest.json").write_text(json.dumps(document))
+    return EngineRegistry.load([folder.parent], use_env=False)
 
 
 @pytest.mark.parametrize(
-    ("engine", "model", "target", "warned"),
+    ("engine", "model", "target", "tier1", "warning"),
     [
-        ("lmi", "org/name", "eks", True),  # nothing mounts a Hub id on eks
-        ("lmi", S3_MODEL, "eks", False),  # mounted at /opt/ml/model
-        ("lmi", "org/name", "hyperpod-eks", False),  # the operator stages it there
-        ("vllm", "org/name", "eks", False),  # a wrapper engine is told the id
+        # a Hub id on eks goes to the variable the image downloads from
+        ("lmi", "org/name", "eks", (("HF_MODEL_ID", "org/name"),), None),
+        ("llama-cpp", "org/name", "eks", (("SM_LLAMA_CPP_HF_REPO", "org/name"),), None),
+        # mounted at /opt/ml/model, where the image looks by itself
+        ("lmi", S3_MODEL, "eks", (), None),
+        ("llama-cpp", S3_MODEL, "eks", (), None),
+        ("lmi", "org/name", "hyperpod-eks", (), None),  # the operator stages it there
+        ("vllm", "org/name", "eks", (("VLLM_MODEL", "org/name"),), None),  # the wrapper's flag
+        # an image engine with no such variable: nothing reaches it, and the user is told
+        ("bare-image", "org/name", "eks", (), no_model("bare-image", "BARE_")),
+        ("bare-image", S3_MODEL, "eks", (), None),
     ],
 )
-def test_an_image_engine_without_a_model_it_can_read_is_warned(
-    engine: str, model: str, target: str, warned: bool
+def test_a_hub_model_reaches_an_image_engine_through_its_hub_model_env(
+    registry_without_hub_model_env: EngineRegistry,
+    engine: str,
+    model: str,
+    target: str,
+    tier1: tuple[tuple[str, str], ...],
+    warning: str | None,
 ) -> None:
-    version = {"lmi": "0.33.0", "vllm": "0.11.0"}[engine]
+    version = {"vllm": "0.11.0", "llama-cpp": "0.1.0"}.get(engine, "0.33.0")
     resolution = resolve(
         spec(
             engine=engine,
@@ -131,10 +161,25 @@ def test_an_image_engine_without_a_model_it_can_read_is_warned(
             engine_version=version,
             instance_type="ml.g5.xlarge",
             target=target,
-        )
+        ),
+        registry=registry_without_hub_model_env,
     )
-    assert (NO_MODEL in resolution.warnings) is warned
-    assert len(resolution.warnings) == int(warned)
+    assert [(k, v) for k, v in resolution.tier1 if "MODEL" in k or "HF_REPO" in k] == list(tier1)
+    assert resolution.warnings == ((warning,) if warning else ())
+
+
+@pytest.mark.parametrize(
+    ("engine", "key"),
+    [("lmi", "HF_MODEL_ID"), ("llama-cpp", "SM_LLAMA_CPP_HF_REPO"), ("vllm", "VLLM_MODEL")],
+)
+def test_the_model_variable_is_tier1_and_not_set_by_hand(engine: str, key: str) -> None:
+    version = {"vllm": "0.11.0", "llama-cpp": "0.1.0"}.get(engine, "0.33.0")
+    with pytest.raises(MlccError) as caught:
+        resolve(spec(engine=engine, engine_version=version, env={key: "org/other"}))
+    assert str(caught.value) == (
+        f"/env/{key}: the model is Tier 1: it is computed from the model source "
+        "(got 'org/other'; fix: set the model with --model (DeploymentSpec.model), not the env)"
+    )
 
 
 def test_unknown_version_fails_open_with_a_warning() -> None:

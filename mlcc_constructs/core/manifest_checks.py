@@ -187,6 +187,17 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
                 "the engine's model flag is named after)",
             )
         )
+    if document["entrypoint"] == "wrapper" and "hub_model_env" in document:
+        problems.append(
+            Problem(
+                message="hub_model_env is for image engines: a wrapper engine is told its model "
+                "through its 'model' capability",
+                where=where,
+                pointer="/hub_model_env",
+                value=document["hub_model_env"],
+                fix="remove hub_model_env",
+            )
+        )
     engine_env = set(document.get("engine_env", ()))
     flagged = [
         (json_pointer("list_values", "flags", suffix), suffix)

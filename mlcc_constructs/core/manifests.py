@@ -103,6 +103,13 @@ class EngineManifest:
         return self.env_var_prefix + capability.suffix
 
     @property
+    def hub_model_env(self) -> str | None:
+        """The variable an image engine takes a Hugging Face model id from (``HF_MODEL_ID``),
+        or ``None`` when it declares none."""
+        value = self.raw.get("hub_model_env")
+        return str(value) if value is not None else None
+
+    @property
     def reserved_keys(self) -> dict[str, str]:
         """Env keys the wrapper sets itself (host/port flags) → the flag they would collide with."""
         flags = (self.launch.get(f) for f in ("port_flag", "host_flag"))

@@ -146,7 +146,7 @@ class _Resolver:
         spec, manifest = self.spec, self.manifest
         by_suffix = {c.suffix: c for c in manifest.capabilities}
         reserved = manifest.reserved_keys
-        model_key = self._key_of("model")
+        model_keys = {self._key_of("model"), manifest.hub_model_env} - {None}
         for key, raw_value in spec.env.items():
             pointer = f"/env/{key}"
             value = str(raw_value)
@@ -196,6 +196,16 @@ class _Resolver:
                     )
                 )
                 continue
+            if key in model_keys:
+                self.problems.append(
+                    Problem(
+                        message="the model is Tier 1: it is computed from the model source",
+                        pointer=pointer,
+                        value=value,
+                        fix="set the model with --model (DeploymentSpec.model), not the env",
+                    )
+                )
+                continue
             if owner is None:
                 self.plain.append((key, value))
                 continue
@@ -208,16 +218,6 @@ class _Resolver:
                         pointer=pointer,
                         value=value,
                         fix="remove it; change launch.port in the engine manifest instead",
-                    )
-                )
-                continue
-            if key == model_key:
-                self.problems.append(
-                    Problem(
-                        message="the model is Tier 1: it is computed from the model source",
-                        pointer=pointer,
-                        value=value,
-                        fix="set the model with --model (DeploymentSpec.model), not the env",
                     )
                 )
                 continue
@@ -248,19 +248,23 @@ class _Resolver:
     ) -> tuple[list[tuple[str, str]], dict[str, str], int]:
         manifest = self.manifest
         requested: dict[str, str] = {}
+        hub_model: list[tuple[str, str]] = []
         model = manifest.capability("model")
         if model is not None:
             requested["model"] = self._model_path(source)
         elif self.target is not None and not self._mounted(source):
-            # An image engine reads its model from the mount path or its own settings: a model
-            # that is neither would leave a pod serving nothing.
-            self.warnings.append(
-                f"{manifest.engine} receives no model from the library: the image reads it "
-                f"from {self.target.model_mount_path} (where an s3:// model is mounted) or "
-                f"from its own {manifest.env_var_prefix}* settings, and {source.uri!r} is "
-                f"neither; stage the model in S3, or name it with --set "
-                f"{manifest.env_var_prefix}<the image's model setting>=..."
-            )
+            # An image engine reads its model from the mount path or its own settings: a Hub
+            # model goes to the variable it downloads from, else it would reach nothing.
+            if manifest.hub_model_env is not None:
+                hub_model = [(manifest.hub_model_env, source.uri)]
+            else:
+                self.warnings.append(
+                    f"{manifest.engine} receives no model from the library: the image reads it "
+                    f"from {self.target.model_mount_path} (where an s3:// model is mounted) or "
+                    f"from its own {manifest.env_var_prefix}* settings, and {source.uri!r} is "
+                    "neither; stage the model in S3, or name it with --set "
+                    f"{manifest.env_var_prefix}<the image's model setting>=..."
+                )
         tp = self._tensor_parallel(instance)
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
@@ -278,7 +282,7 @@ class _Resolver:
         emitted = [
             (manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values
         ]
-        return emitted, values, tp
+        return emitted + hub_model, values, tp
 
     def _model_path(self, source: ModelSource) -> str:
         """What the engine is told to load: the target's mount path for an ``s3://`` model or
