@@ -463,3 +463,60 @@ def test_discover_with_kubectl(
     )
     assert code == 0
     assert plan["pods"] == ["http://127.0.0.1:8000"]  # Running pods only, the engine's port
+
+
+@pytest.mark.parametrize(
+    ("target", "selector"),
+    [("eks", "app.kubernetes.io/name=llama"), ("hyperpod-eks", "app=llama")],
+)
+def test_discover_selects_the_pods_by_the_targets_pod_name_label(
+    s3: Any,
+    endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    target: str,
+    selector: str,
+) -> None:
+    """eks pods carry the Deployment's app.kubernetes.io/name; the HyperPod inference operator
+    labels an IEC's pods app=<IEC name>."""
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(tmp_path / 'calls.log')!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "print(json.dumps({'items': []} if sys.argv[2] == 'pods' else {'spec': {}}))\n"
+    )
+    kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    _run(
+        endpoint, capsys, "plan", "bot", "--from", _raw(s3), "--model", MODEL.uri,
+        "--target", target, "--discover", "--deployment-name", "llama", "--namespace", "serving",
+    )  # fmt: skip
+    calls = (tmp_path / "calls.log").read_text().splitlines()
+    assert calls[0] == f"get pods -n serving -l {selector} -o json"
+
+
+def test_discover_on_a_target_without_pods_is_refused_before_anything_runs(
+    s3: Any,
+    endpoint: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    source = _raw(s3)
+    before = s3.list_objects_v2(Bucket=CORE).get("KeyCount", 0)
+    code, out, err = _run(
+        endpoint, capsys, "add", "bot", "--from", source, "--model", MODEL.uri,
+        "--target", "realtime-inference", "--discover", "--deployment-name", "llama",
+    )  # fmt: skip
+    message = (
+        "--discover: the target has no pods to select (got 'realtime-inference'; "
+        "allowed: eks, hyperpod-eks; fix: pass the pods with --pod-url, or a target whose pods "
+        "run on Kubernetes)"
+    )
+    assert code == 1
+    assert message in out["errors"]
+    assert f"mlcc: error: {message}" in err
+    assert s3.list_objects_v2(Bucket=CORE).get("KeyCount", 0) == before

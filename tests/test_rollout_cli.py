@@ -710,7 +710,8 @@ def test_surge_node_refuses_a_busy_group_before_changing_anything(
         (
             ["--selector", "app"],
             "--selector: not an equality label selector (got 'app'; allowed: "
-            "KEY=VALUE[,KEY=VALUE...]; fix: e.g. app=my-model)",
+            "KEY=VALUE[,KEY=VALUE...]; fix: name each label and its value, e.g. "
+            "app=my-model,tier=gpu)",
         ),
         (["--node-timeout", "0"], "--node-timeout: must be a positive number of seconds (got 0.0)"),
         (

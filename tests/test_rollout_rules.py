@@ -214,7 +214,8 @@ def test_parse_selector_refuses_what_the_rules_cannot_match(text: str) -> None:
         parse_selector(text)
     assert str(caught.value) == (
         f"--selector: not an equality label selector (got {text!r}; allowed: "
-        "KEY=VALUE[,KEY=VALUE...]; fix: e.g. app=my-model)"
+        "KEY=VALUE[,KEY=VALUE...]; fix: name each label and its value, e.g. "
+        "app=my-model,tier=gpu)"
     )
 
 

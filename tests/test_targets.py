@@ -40,3 +40,26 @@ def test_a_target_without_a_renderer_is_refused_for_kubernetes_objects() -> None
         load_target("realtime-inference").renderer_module()
     assert "not a Kubernetes target" in str(caught.value)
     assert "realtime-inference is rendered by the CDK app" in str(caught.value)
+
+
+def test_every_kubernetes_target_names_its_pods_by_a_label() -> None:
+    assert {n: load_target(n).pod_selector("llama") for n in kubernetes_target_names()} == {
+        "eks": "app.kubernetes.io/name=llama",
+        "hyperpod-eks": "app=llama",  # the label the inference operator puts on an IEC's pods
+    }
+
+
+def test_the_eks_pod_name_label_is_on_the_rendered_pods_and_in_the_selector() -> None:
+    from mlcc_constructs.core.context import RenderContext
+    from mlcc_constructs.core.render import render
+    from mlcc_constructs.core.spec import DeploymentSpec
+
+    spec = DeploymentSpec(
+        engine="vllm", model="org/name", instance_type="ml.g5.xlarge", name="llama"
+    )
+    objects = render(spec, context=RenderContext(profile="dev")).objects
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    label = load_target("eks").pod_name_label
+    assert label is not None
+    assert deployment["spec"]["template"]["metadata"]["labels"][label] == "llama"
+    assert deployment["spec"]["selector"]["matchLabels"][label] == "llama"

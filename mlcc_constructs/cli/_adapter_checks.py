@@ -191,7 +191,10 @@ def _pod_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
     if registry is not None:
         inputs.manifest, found = checked("--engine", lambda: registry.get(args.engine))
         problems += found
-    problems += checked("--target", lambda: load_target(args.target))[1]
+    target, found = checked("--target", lambda: load_target(args.target))
+    problems += found
+    if target is not None and args.discover and args.deployment_name and not args.selector:
+        problems += checked("--discover", lambda: target.pod_selector(args.deployment_name))[1]
     problems += dns_problems("--namespace", args.namespace, label=True)
     problems += dns_problems("--deployment-name", args.deployment_name, label=False)
     if args.selector is not None and not args.selector.strip():
@@ -293,13 +296,14 @@ def live_state(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], Liv
 
 
 def _discover(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:
+    from mlcc_constructs.core.targets import load_target
     from mlcc_constructs.ops.kubectl import discover
 
     assert inputs.manifest is not None
     return discover(
         target=args.target,
         namespace=args.namespace,
-        selector=args.selector or f"app.kubernetes.io/name={args.deployment_name}",
+        selector=args.selector or load_target(args.target).pod_selector(args.deployment_name),
         port=inputs.manifest.launch.get("port"),
         iec_name=args.deployment_name,
     )

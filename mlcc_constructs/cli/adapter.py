@@ -169,7 +169,8 @@ def _add_pods(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--deployment-name",
         default=None,
-        help="the serving Deployment/IEC name (default selector app.kubernetes.io/name=NAME)",
+        help="the serving Deployment/IEC name (--discover selects its pods by the target's "
+        "pod name label: app.kubernetes.io/name=NAME on eks, app=NAME on hyperpod-eks)",
     )
     parser.add_argument("--selector", default=None, help="pod label selector for --discover")
     parser.add_argument("--timeout", default="60", help="seconds per pod call (default: 60)")

@@ -74,8 +74,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             "--selector",
             default=None,
             metavar="KEY=VALUE[,...]",
-            help="labels of the serving pods in the namespace (default: app=<name>, the "
-            "inference operator's label)",
+            help="labels of the serving pods in the namespace (default: the target's pod name "
+            "label, app=<name> on hyperpod-eks, set by the inference operator)",
         )
         sub.set_defaults(command_parser=sub)
     check.set_defaults(func=run_check)
@@ -155,6 +155,7 @@ class _Plan:
         from mlcc_constructs.core.cluster_state import parse_selector
         from mlcc_constructs.core.render import render
         from mlcc_constructs.core.rollout import require_rendered_iec
+        from mlcc_constructs.core.targets import load_target
 
         if not _CLUSTER.match(args.cluster):
             raise fail(
@@ -182,8 +183,10 @@ class _Plan:
         self.name = str(self.iec["metadata"]["name"])
         self.namespace = str(self.iec["metadata"]["namespace"])
         self.replicas = int(self.iec["spec"].get("replicas") or 1)
-        self.selector = (
-            parse_selector(args.selector) if args.selector is not None else {"app": self.name}
+        self.selector = parse_selector(
+            args.selector
+            if args.selector is not None
+            else load_target(loaded.spec.target).pod_selector(self.name)
         )
         self.region = context.region
         if shutil.which("kubectl") is None:

@@ -28,8 +28,6 @@ HEALTH_LABEL = "sagemaker.amazonaws.com/node-health-status"
 """HyperPod's node health label; only ``Schedulable`` takes workloads (docs:
 https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-resiliency-node-labels.html)."""
 SCHEDULABLE = "Schedulable"
-POD_LABEL = "app"
-"""The label the inference operator puts on an IEC's pods (value: the IEC's name)."""
 _NODE_NAME = re.compile(r"^hyperpod-(i-[0-9a-f]+)$")
 _PROVIDER_ID = re.compile(r"^aws:///[^/]*/(i-[0-9a-f]+)$")
 _SELECTOR_PART = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_./]*)=([-A-Za-z0-9_.]*)$")
@@ -107,7 +105,7 @@ def parse_selector(text: str, *, where: str = "--selector") -> dict[str, str]:
                 where=where,
                 value=text,
                 allowed="KEY=VALUE[,KEY=VALUE...]",
-                fix=f"e.g. {POD_LABEL}=my-model",
+                fix="name each label and its value, e.g. app=my-model,tier=gpu",
             )
         labels[match[1]] = match[2]
     return labels

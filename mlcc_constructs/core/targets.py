@@ -50,6 +50,9 @@ class TargetDescriptor:
     tls_bucket: bool
     cluster_gpu_nodes: bool = False
     """Pods run on the EKS cluster's Auto Mode nodes (the app's GPU NodePool). Default: false."""
+    pod_name_label: str | None = None
+    """The label whose value is the deployment's name on its serving pods. Default: none (the
+    target has no pods to select)."""
     renderer: str | None = None
     """Module whose ``render(prepared)`` yields the objects. Default: none (not core-rendered)."""
     huggingface_model: HuggingFaceModel = "by-id"
@@ -70,6 +73,18 @@ class TargetDescriptor:
                 + (f" ({self.notes['render']})" if "render" in self.notes else ""),
             )
         return importlib.import_module(self.renderer)
+
+    def pod_selector(self, deployment_name: str) -> str:
+        """The label selector of ``deployment_name``'s serving pods (``app=my-model``)."""
+        if self.pod_name_label is None:
+            raise fail(
+                "the target has no pods to select",
+                pointer="/target",
+                value=self.name,
+                allowed=", ".join(n for n in target_names() if load_target(n).pod_name_label),
+                fix="pass the pods with --pod-url, or a target whose pods run on Kubernetes",
+            )
+        return f"{self.pod_name_label}={deployment_name}"
 
 
 @cache
@@ -111,6 +126,7 @@ def load_target(name: str) -> TargetDescriptor:
         cache_injection=document["cache_injection"],
         tls_bucket=document["tls_bucket"],
         cluster_gpu_nodes=document.get("cluster_gpu_nodes", False),
+        pod_name_label=document.get("pod_name_label"),
         huggingface_model=document.get("huggingface_model", "by-id"),
         notes=MappingProxyType(dict(document.get("notes", {}))),
         adapter_delivery=AdapterDelivery(
