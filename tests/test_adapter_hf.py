@@ -216,6 +216,8 @@ def test_add_from_hugging_face_loads_on_every_pod(
     path = f"/opt/ml/model/.mlcc-adapters/acme/bot/{VERSION}"
     assert report["path"] == path
     assert pod.calls == [("POST", "/v1/load_lora_adapter", {"lora_name": "bot", "lora_path": path})]
+    # planned, then promoted: each adapter file is fetched from the Hub once
+    assert sorted(hub.downloads()) == sorted(f"/org/bot/resolve/{SHA}/{n}" for n in ADAPTER)
 
 
 GATED_FIX = (
@@ -325,3 +327,21 @@ def test_an_unreachable_hub_is_a_clear_error(
     assert err.endswith("(fix: check the network, or HF_ENDPOINT for a mirror)\n")
     assert report["ok"] is False
     assert _core(s3) == {}
+
+
+def test_the_latest_download_is_reused_and_an_older_one_deleted(hub: FakeHub) -> None:
+    from mlcc_constructs.core.hf_source import parse_hf_source
+    from mlcc_constructs.ops.hf_hub import HubSource
+
+    other = {**FILES, "adapter_model.safetensors": b"other-weights"}
+    hub.repos["org/other"] = {"sha": "f" * 40, "files": other}
+    first = HubSource(parse_hf_source("hf://org/bot"))
+    again = HubSource(parse_hf_source(f"hf://org/bot@{SHA}"))  # the same commit
+    assert again.read("adapter_model.safetensors") == b"hub-weights"
+    assert len(hub.downloads()) == len(ADAPTER)  # fetched once
+    folder = Path(first._download.folder.name)
+    assert folder.is_dir()
+    moved = HubSource(parse_hf_source("hf://org/other"))
+    assert moved.read("adapter_model.safetensors") == b"other-weights"
+    assert moved.files["adapter_model.safetensors"] == hashlib.sha256(b"other-weights").hexdigest()
+    assert not folder.exists()  # one adapter on disk at a time

@@ -3,7 +3,8 @@
 :class:`HubSource` asks the Hub for the repository's files at the revision (one API call,
 which resolves the revision to a commit), checks that its top holds a PEFT adapter, and only
 then downloads the adapter's files (:func:`mlcc_constructs.core.hf_source.adapter_file_names`)
-at that commit into a temporary folder. Gated, private, missing repositories and revisions
+at that commit into a temporary folder, once: opening the same commit again (``mlcc adapter
+add`` plans, then promotes) reuses it. Gated, private, missing repositories and revisions
 and an unreachable Hub are :class:`~mlcc_constructs.core.errors.MlccError` before anything is
 downloaded or written.
 
@@ -17,7 +18,10 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core.adapter_record import file_name_problem, peft_files_problems
@@ -38,10 +42,11 @@ def hub_endpoint() -> str:
 
 class HubSource(Source):
     """The adapter files of a Hugging Face repository at one commit, downloaded to a temporary
-    folder (deleted by :meth:`close`). ``uri`` names the resolved commit."""
+    folder (the latest download is kept for the next open of the same commit, and deleted when
+    another is downloaded or the process exits). ``uri`` names the resolved commit."""
 
     def __init__(self, hub: HfSource) -> None:
-        from huggingface_hub import HfApi, hf_hub_download
+        from huggingface_hub import HfApi
 
         endpoint = hub_endpoint()
         self.requested = hub
@@ -56,23 +61,8 @@ class HubSource(Source):
         problems += peft_files_problems(names, where=hub.uri)
         if problems:
             raise MlccError(problems)
-        self._folder = tempfile.TemporaryDirectory(prefix="mlcc-hf-")
-        self._paths: dict[str, Path] = {}
-        try:
-            for name in names:
-                path = hf_hub_download(
-                    hub.repo_id,
-                    name,
-                    revision=self.pinned.revision,
-                    local_dir=self._folder.name,
-                    endpoint=endpoint,
-                    tqdm_class=_quiet_progress(),
-                )
-                self._paths[name] = Path(str(path))
-        except Exception as error:
-            self._folder.cleanup()
-            raise hub_error(error, self.pinned, endpoint) from error
-        self.files = {name: _sha256(path) for name, path in self._paths.items()}
+        self._download = _downloaded(self.pinned, names, endpoint)
+        self.files = dict(self._download.hashes)
 
     def where(self, name: str) -> str:
         """``hf://<org>/<repo>@<commit> <file>``."""
@@ -80,15 +70,67 @@ class HubSource(Source):
 
     def read(self, name: str) -> bytes:
         """The bytes of file ``name``."""
-        return self._paths[name].read_bytes()
+        return self._download.paths[name].read_bytes()
 
     def copy_to(self, s3: S3Client, name: str, dest: S3Location) -> None:
         """Upload file ``name`` to ``dest``."""
-        s3.upload_file(str(self._paths[name]), dest.bucket, dest.key)
+        s3.upload_file(str(self._download.paths[name]), dest.bucket, dest.key)
 
     def close(self) -> None:
-        """Delete the downloaded files."""
-        self._folder.cleanup()
+        """Nothing to release now: the download stays for the next open of the same commit
+        (``mlcc adapter add`` plans, then promotes) and is deleted when another commit is
+        downloaded or the process exits."""
+
+
+@dataclass(frozen=True)
+class _Download:
+    """The adapter files of one commit in a temporary folder, with their SHA-256."""
+
+    key: tuple[str, str, tuple[str, ...]]
+    folder: tempfile.TemporaryDirectory[str]
+    paths: Mapping[str, Path]
+    hashes: Mapping[str, str]
+
+
+_LAST: list[_Download] = []
+"""The latest download only: a command that opens the same commit twice (plan, then promote)
+fetches it once, and a long-lived process keeps at most one adapter on disk."""
+
+
+def _downloaded(pinned: HfSource, names: list[str], endpoint: str) -> _Download:
+    """The files ``names`` of the pinned commit, downloaded now unless the latest download
+    was exactly these."""
+    from huggingface_hub import hf_hub_download
+
+    key = (endpoint, pinned.uri, tuple(sorted(names)))
+    if _LAST and _LAST[0].key == key and all(p.is_file() for p in _LAST[0].paths.values()):
+        return _LAST[0]
+    while _LAST:
+        _LAST.pop().folder.cleanup()
+    folder = tempfile.TemporaryDirectory(prefix="mlcc-hf-")
+    paths: dict[str, Path] = {}
+    try:
+        for name in names:
+            path = hf_hub_download(
+                pinned.repo_id,
+                name,
+                revision=pinned.revision,
+                local_dir=folder.name,
+                endpoint=endpoint,
+                tqdm_class=_quiet_progress(),
+            )
+            paths[name] = Path(str(path))
+    except Exception as error:
+        folder.cleanup()
+        raise hub_error(error, pinned, endpoint) from error
+    download = _Download(
+        key=key,
+        folder=folder,
+        paths=MappingProxyType(paths),
+        hashes=MappingProxyType({name: _sha256(path) for name, path in paths.items()}),
+    )
+    _LAST.append(download)
+    return download
 
 
 def _sha256(path: Path) -> str:
