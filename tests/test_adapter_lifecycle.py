@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,8 +18,11 @@ import yaml
 
 from mlcc_constructs.core import s3_layout as L
 from mlcc_constructs.core.adapter_record import AdapterRecord, hash_bytes
+from mlcc_constructs.core.context import RenderContext
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.model_record import ModelRecord
+from mlcc_constructs.core.render import render
+from mlcc_constructs.core.spec import DeploymentSpec
 from mlcc_constructs.ops.clean import execute_clean, plan_project_clean, project_models
 from mlcc_constructs.ops.promotion import Promotion, promote
 from tests._adapter_env import (
@@ -509,6 +516,67 @@ def test_clean_refuses_when_a_pod_cannot_tell(s3: Any, moto_s3: str, capsys: Any
         broken.close()
     assert (code, report["status"]) == (1, "refused")
     assert report["errors"][0].startswith(f"--force: pod {broken.url} did not list its adapters")
+
+
+def _fake_kubectl(tmp_path: Path, volumes: list[dict[str, Any]]) -> Path:
+    """kubectl with no serving pods, ``volumes`` as the cluster's PersistentVolumes, and no
+    InferenceEndpointConfig CRD (the server's own error); every call is logged."""
+    (tmp_path / "volumes.json").write_text(json.dumps({"items": volumes}))
+    kubectl = tmp_path / "kubectl"
+    kubectl.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(tmp_path / 'calls.log')!r}, 'a').write(' '.join(sys.argv[1:]) + '\\n')\n"
+        "kind = sys.argv[2]\n"
+        "if kind == 'inferenceendpointconfigs':\n"
+        "    sys.stderr.write('error: the server doesn\\'t have a resource type '\n"
+        "                     '\"inferenceendpointconfigs\"\\n')\n"
+        "    sys.exit(1)\n"
+        f"volumes = json.load(open({str(tmp_path / 'volumes.json')!r}))\n"
+        "print(json.dumps(volumes if kind == 'persistentvolumes' else {'items': []}))\n"
+    )
+    kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
+    return kubectl
+
+
+def test_clean_refuses_while_the_cluster_serves_a_fine_tune_as_its_model(
+    s3: Any, moto_s3: str, capsys: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _world(s3)
+    served = L.full_finetune(CORE, "acme", "full-sft")
+    spec = DeploymentSpec(engine="vllm", model=served.uri, instance_type="ml.g5.xlarge", name="sft")
+    objects = render(spec, context=RenderContext(profile="test")).objects
+    (volume,) = [o for o in objects if o["kind"] == "PersistentVolume"]
+    _fake_kubectl(tmp_path, [volume])
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    before = everything(s3)
+    discover = ["--discover", "--deployment-name", "bot-server"]
+    code, report, err = _clean(capsys, moto_s3, "--yes", *discover)
+    message = (
+        f"--force: PersistentVolume default-sft-model mounts {served.uri}: the model it serves "
+        f"is deleted by this clean (full-finetune {served.uri}) (fix: delete or re-point that "
+        "deployment first, or pass --force)"
+    )
+    assert (code, report["status"], report["errors"]) == (1, "refused", [message])
+    assert report["model_mounts"] == [
+        {"object": "PersistentVolume default-sft-model", "uri": served.uri}
+    ]
+    assert err == f"mlcc: error: {message}\n"
+    assert everything(s3) == before
+    assert (tmp_path / "calls.log").read_text().splitlines() == [
+        "get pods -n default -l app.kubernetes.io/name=bot-server -o json",
+        "get persistentvolumes -o json",
+        "get inferenceendpointconfigs --all-namespaces -o json",
+    ]
+    # another project's fine-tune in the cluster is no conflict of acme's clean
+    volume["spec"]["mountOptions"] = [
+        o if not o.startswith("prefix ") else f"prefix {L.full_finetune(CORE, 'acme2', 'x').key}"
+        for o in volume["spec"]["mountOptions"]
+    ]
+    _fake_kubectl(tmp_path, [volume])
+    code, report, _ = _clean(capsys, moto_s3, "--yes", *discover)
+    assert (code, report["status"]) == (0, "deleted")
+    assert [k for k in everything(s3) if _is_acme(k)] == []
 
 
 class _Interrupted(Exception):

@@ -10,8 +10,10 @@
 - ``list``: every adapter of a project (or of every project) under every staged base, its
   versions newest first, and which version each pod has loaded (``--format json|table``).
 - ``clean``: delete the project's adapters under every base and its full fine-tunes, after a
-  confirmation (``--yes``; ``--dry-run`` only lists); refused while a pod serves one of them
-  (``--force``). ``--delete-noncurrent`` also purges a versioned bucket's old versions.
+  confirmation (``--yes``; ``--dry-run`` only lists); refused while a pod serves one of them, or
+  (``--discover``) a PersistentVolume or InferenceEndpointConfig of the cluster mounts one of
+  the fine-tunes as its model (``--force``). ``--delete-noncurrent`` also purges a versioned
+  bucket's old versions.
 
 Pods are given as ``--pod-url http://IP:PORT`` (repeatable), or discovered with ``--discover``:
 ``kubectl get pods -l <selector>`` (Running pods only; URL = pod IP + the engine's port), the
@@ -111,7 +113,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     clean.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     clean.add_argument("--dry-run", action="store_true", help="list what would go; delete nothing")
     clean.add_argument(
-        "--force", action="store_true", help="delete even while a pod serves one of the adapters"
+        "--force",
+        action="store_true",
+        help="delete even while a pod serves one of the adapters, or (with --discover) a "
+        "deployment in the cluster serves one of the fine-tunes as its model",
     )
     clean.add_argument(
         "--delete-noncurrent",
@@ -359,7 +364,11 @@ def run_list(args: argparse.Namespace) -> int:
 
 @reported("adapter")
 def run_clean(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.adapter_clean import conflict_problems, serving_conflicts
+    from mlcc_constructs.core.adapter_clean import (
+        conflict_problems,
+        mounted_problems,
+        serving_conflicts,
+    )
     from mlcc_constructs.core.targets import load_target
     from mlcc_constructs.ops.clean import (
         execute_clean,
@@ -379,11 +388,17 @@ def run_clean(args: argparse.Namespace) -> int:
     answers = _pod_answers(args, inputs)
     loaded = pods_loaded(load_target(args.target).adapter_delivery, answers)
     conflicts = serving_conflicts(args.project, loaded)
+    mounts = []
+    if args.discover:  # the whole cluster: a deployment may serve a fine-tune as its model
+        from mlcc_constructs.ops.kubectl import cluster_model_mounts
+
+        mounts = cluster_model_mounts()
     report: dict[str, Any] = {
         "project": args.project,
         "plan": plan.to_json(),
         "bucket_versioning": facts.to_json(),
         "pods": _pods_json(answers, loaded),
+        "model_mounts": [{"object": m.what, "uri": m.location.uri} for m in mounts],
         "dry_run": args.dry_run,
         "deleted": [],
         "purged": None,
@@ -392,16 +407,20 @@ def run_clean(args: argparse.Namespace) -> int:
     if not plan.units and not (purge and facts.noncurrent_versions + facts.delete_markers):
         print_json({**report, "status": "nothing to delete"})
         return 0
-    problems = conflict_problems(conflicts) + [
-        Problem(
-            message=f"pod {a.pod} did not list its adapters ({a.detail}): cannot check that it "
-            "serves none of this project's",
-            where="--force",
-            fix="check the pod, or pass --force",
-        )
-        for a in answers
-        if not a.ok
-    ]
+    problems = (
+        conflict_problems(conflicts)
+        + mounted_problems(plan, mounts)
+        + [
+            Problem(
+                message=f"pod {a.pod} did not list its adapters ({a.detail}): cannot check that it "
+                "serves none of this project's",
+                where="--force",
+                fix="check the pod, or pass --force",
+            )
+            for a in answers
+            if not a.ok
+        ]
+    )
     if problems and not args.force:
         raise ReportedError(problems, {**report, "status": "refused"})
     if not answers:

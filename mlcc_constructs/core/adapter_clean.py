@@ -185,6 +185,83 @@ def conflict_problems(conflicts: Sequence[LoadedAdapter]) -> list[Problem]:
     ]
 
 
+S3_CSI_DRIVER = "s3.csi.aws.com"
+"""The Mountpoint for Amazon S3 CSI driver's name, as a PersistentVolume names it."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelMount:
+    """An S3 prefix a cluster object mounts as a model (``what``: ``PersistentVolume x``)."""
+
+    what: str
+    location: S3Location
+
+
+def model_mounts(
+    volumes: Mapping[str, Any], endpoint_configs: Mapping[str, Any] | None
+) -> list[ModelMount]:
+    """The S3 prefixes mounted by the cluster's Mountpoint PersistentVolumes (``kubectl get pv``
+    JSON: bucket in ``volumeAttributes.bucketName``, prefix in a ``prefix`` mount option) and
+    read by its InferenceEndpointConfigs (``modelSourceConfig.s3Storage`` and
+    ``modelLocation``; ``None``: the CRD is not installed)."""
+    mounts: list[ModelMount] = []
+    for volume in volumes.get("items", []):
+        csi = volume.get("spec", {}).get("csi") or {}
+        bucket = (csi.get("volumeAttributes") or {}).get("bucketName")
+        if csi.get("driver") != S3_CSI_DRIVER or not bucket:
+            continue
+        prefix = ""
+        for option in volume["spec"].get("mountOptions") or []:
+            name, _, value = str(option).lstrip("-").replace("=", " ", 1).partition(" ")
+            if name == "prefix":
+                prefix = value.strip()
+        mounts.append(
+            ModelMount(
+                what=f"PersistentVolume {volume['metadata']['name']}",
+                location=S3Location(bucket=str(bucket), key=prefix),
+            )
+        )
+    for config in (endpoint_configs or {}).get("items", []):
+        source = config.get("spec", {}).get("modelSourceConfig") or {}
+        bucket = (source.get("s3Storage") or {}).get("bucketName")
+        if source.get("modelSourceType") != "s3" or not bucket:
+            continue
+        key = str(source.get("modelLocation") or "").strip("/")
+        meta = config["metadata"]
+        mounts.append(
+            ModelMount(
+                what=f"InferenceEndpointConfig {meta.get('namespace', 'default')}/{meta['name']}",
+                location=S3Location(bucket=str(bucket), key=f"{key}/" if key else ""),
+            )
+        )
+    return mounts
+
+
+def mounted_problems(plan: CleanPlan, mounts: Iterable[ModelMount]) -> list[Problem]:
+    """One refusal per cluster object whose mounted model lies inside a unit the plan deletes
+    (a full fine-tune a deployment serves). A base model whose adapter folder is cleaned is no
+    conflict: the adapters' own check (pods that still serve them) covers it."""
+    problems = []
+    for mount in mounts:
+        where = mount.location
+        key = where.key if where.key.endswith("/") or not where.key else where.key + "/"
+        for unit in plan.units:
+            unit_location = layout.parse_s3_uri(unit.uri)
+            if unit.kind == "stray" or unit_location.bucket != where.bucket:
+                continue
+            if key.startswith(unit_location.key):
+                problems.append(
+                    Problem(
+                        message=f"{mount.what} mounts {where.uri}: the model it serves is "
+                        f"deleted by this clean ({unit.kind} {unit.uri})",
+                        where="--force",
+                        fix="delete or re-point that deployment first, or pass --force",
+                    )
+                )
+                break
+    return problems
+
+
 def purge_order(versions: Iterable[Mapping[str, Any]]) -> list[tuple[str, str]]:
     """``(key, version id)`` in deletion order for a permanent purge: every object version
     before any delete marker (deleting a marker first could make an older version current

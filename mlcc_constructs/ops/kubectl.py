@@ -3,7 +3,8 @@
 :func:`discover` finds the Running serving pods (URL = pod IP + the engine's port), the env
 of the first one (container env + envFrom ConfigMaps) for the live rank limit, whether it
 mounts the model prefix, and, for a target that renders an ``InferenceEndpointConfig``, the
-live one.
+live one. :func:`cluster_model_mounts` lists the S3 model prefixes the whole cluster mounts
+(for ``mlcc adapter clean``).
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ import json
 import subprocess
 from typing import Any
 
+from mlcc_constructs.core.adapter_clean import ModelMount, model_mounts
 from mlcc_constructs.core.adapter_deployment import LiveState
-from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.errors import MlccError, fail
 from mlcc_constructs.core.targets import load_target
 
 
@@ -82,3 +84,17 @@ def discover(
     if "InferenceEndpointConfig" in descriptor.kinds and iec_name:
         iec = kubectl("get", "inferenceendpointconfig", iec_name, "-n", namespace)
     return urls, LiveState(pod_env=pod_env, iec=iec, s3_mount=s3_mount)
+
+
+def cluster_model_mounts() -> list[ModelMount]:
+    """Every S3 model prefix the current cluster mounts (Mountpoint PersistentVolumes) or
+    serves through an InferenceEndpointConfig (none when that CRD is not installed)."""
+    fix = "check the kube context (the clean reads PersistentVolumes cluster-wide), or --force"
+    volumes = kubectl("get", "persistentvolumes", fix=fix) or {}
+    try:
+        configs = kubectl("get", "inferenceendpointconfigs", "--all-namespaces", fix=fix)
+    except MlccError as error:
+        if "the server doesn't have a resource type" not in str(error):
+            raise
+        configs = None  # no HyperPod inference operator in this cluster
+    return model_mounts(volumes, configs)
