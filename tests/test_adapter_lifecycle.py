@@ -574,8 +574,12 @@ def test_clean_refuses_while_the_cluster_serves_a_fine_tune_as_its_model(
         for o in volume["spec"]["mountOptions"]
     ]
     _fake_kubectl(tmp_path, [volume])
-    code, report, _ = _clean(capsys, moto_s3, "--yes", *discover)
+    code, report, err = _clean(capsys, moto_s3, "--yes", *discover)
     assert (code, report["status"]) == (0, "deleted")
+    assert (
+        "mlcc: warning: --discover found no Running pods in namespace default: not checked that "
+        "no pod serves these adapters"
+    ) in err
     assert [k for k in everything(s3) if _is_acme(k)] == []
 
 

@@ -250,7 +250,7 @@ def run_deliver(args: argparse.Namespace) -> int:
     results = roll_out(
         client, pods, name=args.name, path=applied.path, unload_first=operation == "update"
     )
-    return _report(applied.to_json(), pods, results)
+    return _report(args, applied.to_json(), pods, results)
 
 
 @reported("adapter")
@@ -271,19 +271,18 @@ def run_remove(args: argparse.Namespace) -> int:
     results = roll_out(client, pods, name=args.name, path=None, unload_first=True)
     if any(not r.ok for r in results):
         # keep the files while a pod may still serve them
-        return _report({"lora_name": args.name, "deleted": []}, pods, results)
+        return _report(args, {"lora_name": args.name, "deleted": []}, pods, results)
     deleted = remove_serving_copies(s3, deployment, args.name)
-    return _report({"lora_name": args.name, "deleted": deleted}, pods, results)
+    return _report(args, {"lora_name": args.name, "deleted": deleted}, pods, results)
 
 
-def _report(document: dict[str, Any], pods: list[str], results: list[PodResult]) -> int:
+def _report(
+    args: argparse.Namespace, document: dict[str, Any], pods: list[str], results: list[PodResult]
+) -> int:
     failed = sorted({r.pod for r in results if not r.ok})
     print_json({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
     if not pods:
-        print(
-            "mlcc: warning: no pods given (--pod-url or --discover): nothing loaded or unloaded",
-            file=sys.stderr,
-        )
+        print(f"mlcc: warning: {_no_pods(args)}: nothing loaded or unloaded", file=sys.stderr)
     for pod in failed:
         print(f"mlcc: error: pod {pod} failed", file=sys.stderr)
     return 1 if failed else 0
@@ -299,6 +298,13 @@ def _pod_answers(args: argparse.Namespace, inputs: Inputs) -> list[PodModels]:
     pods, _ = live_state(args, inputs)
     client = pod_client(inputs)
     return [client.models(pod) for pod in pods]
+
+
+def _no_pods(args: argparse.Namespace) -> str:
+    """Why no pod was called: none given, or none Running where --discover looked."""
+    if args.discover:
+        return f"--discover found no Running pods in namespace {args.namespace}"
+    return "no pods given (--pod-url or --discover)"
 
 
 def _pods_json(answers: list[PodModels], loaded: list[LoadedAdapter]) -> list[dict[str, Any]]:
@@ -425,8 +431,7 @@ def run_clean(args: argparse.Namespace) -> int:
         raise ReportedError(problems, {**report, "status": "refused"})
     if not answers:
         print(
-            "mlcc: warning: no pods given (--pod-url or --discover): not checked that no pod "
-            "serves these adapters",
+            f"mlcc: warning: {_no_pods(args)}: not checked that no pod serves these adapters",
             file=sys.stderr,
         )
     _summary(facts, purge=purge)
