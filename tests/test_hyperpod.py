@@ -26,6 +26,7 @@ from _cdk_app import (
 )
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.alb_controller_iam import alb_controller_statements
 from mlcc_constructs.core.buckets import bucket_names
 from mlcc_constructs.core.errors import MlccError
 from mlcc_constructs.core.hyperpod import (
@@ -38,13 +39,11 @@ from mlcc_constructs.core.hyperpod import (
     lifecycle_hash,
 )
 from mlcc_constructs.core.hyperpod_iam import (
-    Arns,
-    alb_controller_statements,
     hyperpod_instance_statements,
     inference_operator_statements,
     keda_statements,
-    wildcard_actions,
 )
+from mlcc_constructs.core.iam_statement import Arns, wildcard_actions
 from mlcc_constructs.core.inference_operator import needs_operator
 from mlcc_constructs.core.s3_layout import hyperpod_lifecycle_prefix
 

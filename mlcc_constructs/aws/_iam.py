@@ -1,4 +1,4 @@
-"""IAM helpers shared by the constructs: roles from :mod:`mlcc_constructs.core.hyperpod_iam`
+"""IAM helpers shared by the constructs: roles from :mod:`mlcc_constructs.core.iam_statement`
 statements, IRSA trust pinned to one service account, and the cdk-nag acknowledgement of each
 wildcard resource with the statement's reason."""
 
@@ -12,7 +12,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from mlcc_constructs.core.hyperpod_iam import Statement
+from mlcc_constructs.core.iam_statement import Statement
 
 AUDIENCE = "sts.amazonaws.com"
 

@@ -41,7 +41,8 @@ from mlcc_constructs.aws._iam import grant, nag_text
 from mlcc_constructs.aws.buckets import concrete_environment
 from mlcc_constructs.core.buckets import bucket_name
 from mlcc_constructs.core.hyperpod import ON_CREATE, InstanceGroup, lifecycle_dir, lifecycle_hash
-from mlcc_constructs.core.hyperpod_iam import Arns, hyperpod_instance_statements
+from mlcc_constructs.core.hyperpod_iam import hyperpod_instance_statements
+from mlcc_constructs.core.iam_statement import Arns
 from mlcc_constructs.core.s3_layout import hyperpod_lifecycle_prefix
 from mlcc_constructs.core.typecheck import check_fields
 

@@ -36,13 +36,10 @@ from constructs import Construct
 from mlcc_constructs.aws._iam import grant, irsa_principal
 from mlcc_constructs.aws.buckets import concrete_environment
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.core.alb_controller_iam import alb_controller_statements
 from mlcc_constructs.core.buckets import bucket_name
-from mlcc_constructs.core.hyperpod_iam import (
-    Arns,
-    alb_controller_statements,
-    inference_operator_statements,
-    keda_statements,
-)
+from mlcc_constructs.core.hyperpod_iam import inference_operator_statements, keda_statements
+from mlcc_constructs.core.iam_statement import Arns
 from mlcc_constructs.core.inference_operator import (
     ADDON_NAME,
     ALB_SERVICE_ACCOUNT,

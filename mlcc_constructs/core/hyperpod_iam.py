@@ -1,9 +1,10 @@
 """The IAM permissions of the HyperPod roles, as data: the instance groups' execution role, the
-inference operator's execution role, and the roles of the ALB controller and KEDA the operator
-add-on runs. No action is a wildcard; a resource is a wildcard only where the action supports
-no resource-level permission or the resource's name is chosen at run time, and ``why`` says so
-(the cdk-nag acknowledgement's reason). ARNs are built from ``partition``, ``region`` and
-``account`` (CloudFormation tokens allowed).
+inference operator's execution role, and the role of KEDA the operator add-on runs (the ALB
+controller's is in :mod:`~mlcc_constructs.core.alb_controller_iam`). No action is a wildcard;
+a resource is a wildcard only where the action supports no resource-level permission or the
+resource's name is chosen at run time, and ``why`` says so (the cdk-nag acknowledgement's
+reason). ARNs are built from ``partition``, ``region`` and ``account`` (CloudFormation tokens
+allowed).
 
 Sources (checked 2026-11-30):
 
@@ -23,73 +24,15 @@ Sources (checked 2026-11-30):
   and v3.0's release notes add ``s3:PutObjectTagging`` and ``acm:AddTagsToCertificate``
   (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-inference-release-notes.html).
   The data-capture KMS statement is left out: the TLS bucket is SSE-S3 (the buckets stack).
-* ALB controller: the policy the setup page installs, ``docs/install/iam_policy.json`` of
-  kubernetes-sigs/aws-load-balancer-controller v2.13.0.
 * KEDA: the policy of "Create the KEDA operator role" on the setup page.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from types import MappingProxyType
-from typing import Any
 
-Conditions = Mapping[str, Mapping[str, Any]]
-_OWN_ACCOUNT: Conditions = MappingProxyType(
-    {"StringEquals": {"aws:ResourceAccount": "${aws:PrincipalAccount}"}}
-)
-
-
-@dataclass(frozen=True, kw_only=True)
-class Statement:
-    """One ``Allow`` statement.
-
-    Fields:
-
-    ``sid``: the statement id.
-    ``actions``: the actions, none a wildcard.
-    ``resources``: the resources.
-    ``conditions``: the condition block (operator → key → value).
-    ``why``: why a resource holds ``*`` (empty when none does).
-    """
-
-    sid: str
-    actions: tuple[str, ...]
-    resources: tuple[str, ...]
-    conditions: Conditions = field(default_factory=lambda: MappingProxyType({}))
-    why: str = ""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Arns:
-    """Builds ARNs of one partition, region and account.
-
-    Fields:
-
-    ``partition``: ``aws`` (or a token).
-    ``region``: the region.
-    ``account``: the account id.
-    """
-
-    partition: str
-    region: str
-    account: str
-
-    def of(self, service: str, resource: str, *, region: bool = True, account: bool = True) -> str:
-        """``arn:<partition>:<service>:<region>:<account>:<resource>``."""
-        return (
-            f"arn:{self.partition}:{service}:{self.region if region else ''}:"
-            f"{self.account if account else ''}:{resource}"
-        )
-
-    def any_region(self, service: str, resource: str) -> str:
-        """``arn:<partition>:<service>:*:*:<resource>`` (resources of other accounts too)."""
-        return f"arn:{self.partition}:{service}:*:*:{resource}"
-
-    def bucket(self, name: str) -> str:
-        """An S3 bucket's ARN."""
-        return f"arn:{self.partition}:s3:::{name}"
+from mlcc_constructs.core.iam_statement import OWN_ACCOUNT, Arns, Statement
 
 
 def hyperpod_instance_statements(
@@ -236,7 +179,7 @@ def inference_operator_statements(
             sid="TlsBucketList",
             actions=("s3:ListBucket",),
             resources=(arns.bucket(tls_bucket),),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
         ),
         Statement(
             sid="TlsObjectsRead",
@@ -248,7 +191,7 @@ def inference_operator_statements(
             sid="TlsObjectsWrite",
             actions=("s3:PutObject", "s3:PutObjectTagging"),
             resources=(tls_objects,),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="the operator writes and tags (CreatedBy=HyperPodInference) the certificates "
             "of each endpoint in the TLS bucket",
         ),
@@ -256,7 +199,7 @@ def inference_operator_statements(
             sid="TlsObjectsDelete",
             actions=("s3:DeleteObject",),
             resources=(tls_objects,),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="the operator deletes an endpoint's certificates with the endpoint",
         ),
         Statement(
@@ -283,7 +226,7 @@ def inference_operator_statements(
                 "ec2:DescribeVpcs",
             ),
             resources=("*",),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="EC2 Describe actions have no resource-level permission",
         ),
         Statement(
@@ -297,7 +240,7 @@ def inference_operator_statements(
                 arns.of("ec2", f"{kind}/*")
                 for kind in ("network-interface", "subnet", "security-group")
             ),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="network interfaces of endpoints the operator creates at run time, in this "
             "account and region",
         ),
@@ -325,21 +268,21 @@ def inference_operator_statements(
             sid="EksListAccessPolicies",
             actions=("eks:ListAssociatedAccessPolicies",),
             resources=(arns.of("eks", f"access-entry/{eks_cluster_name}/*"),),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="access entries of this cluster only (their ids are chosen by EKS)",
         ),
         Statement(
             sid="LoadBalancersDescribe",
             actions=("elasticloadbalancing:DescribeLoadBalancers",),
             resources=("*",),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="DescribeLoadBalancers has no resource-level permission",
         ),
         Statement(
             sid="FsxDescribe",
             actions=("fsx:DescribeFileSystems",),
             resources=("*",),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="DescribeFileSystems lists file systems; it has no resource-level permission",
         ),
         Statement(
@@ -392,7 +335,7 @@ def inference_operator_statements(
             sid="Logs",
             actions=("logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents"),
             resources=(arns.of("logs", "log-group:*"),),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="log groups the operator names per endpoint at run time, in this account and "
             "region",
         ),
@@ -413,7 +356,7 @@ def inference_operator_statements(
                 arns.of("sagemaker", "hub/*"),
                 arns.of("sagemaker", "hub-content/*"),
             ),
-            conditions=_OWN_ACCOUNT,
+            conditions=OWN_ACCOUNT,
             why="SageMaker endpoints, models and the cluster's id are named at run time",
         ),
         Statement(
@@ -488,232 +431,3 @@ def keda_statements(arns: Arns) -> tuple[Statement, ...]:
             "account and region",
         ),
     )
-
-
-_CLUSTER_TAG = "aws:RequestTag/elbv2.k8s.aws/cluster"
-_CLUSTER_RESOURCE_TAG = "aws:ResourceTag/elbv2.k8s.aws/cluster"
-
-
-def alb_controller_statements(arns: Arns) -> tuple[Statement, ...]:
-    """The AWS Load Balancer Controller's role (v2.13.0's documented policy, statement for
-    statement; the controller creates and tags load balancers, target groups and security
-    groups named at run time, and scopes changes by the ``elbv2.k8s.aws/cluster`` tag)."""
-    elb = "elasticloadbalancing"
-    balancers = (
-        arns.any_region(elb, "targetgroup/*/*"),
-        arns.any_region(elb, "loadbalancer/net/*/*"),
-        arns.any_region(elb, "loadbalancer/app/*/*"),
-    )
-    security_groups = (arns.any_region("ec2", "security-group/*"),)
-    tagged = MappingProxyType({"Null": {_CLUSTER_RESOURCE_TAG: "false"}})
-    tagging = MappingProxyType({"Null": {_CLUSTER_TAG: "false"}})
-    retag = MappingProxyType({"Null": {_CLUSTER_TAG: "true", _CLUSTER_RESOURCE_TAG: "false"}})
-    why = "the load balancer controller manages resources it names at run time; changes are "
-    why += "scoped by its elbv2.k8s.aws/cluster tag where the API allows"
-    return (
-        Statement(
-            sid="ElbServiceLinkedRole",
-            actions=("iam:CreateServiceLinkedRole",),
-            resources=("*",),
-            conditions=MappingProxyType(
-                {"StringEquals": {"iam:AWSServiceName": "elasticloadbalancing.amazonaws.com"}}
-            ),
-            why="only the Elastic Load Balancing service-linked role (condition)",
-        ),
-        Statement(
-            sid="Describe",
-            actions=(
-                "ec2:DescribeAccountAttributes",
-                "ec2:DescribeAddresses",
-                "ec2:DescribeAvailabilityZones",
-                "ec2:DescribeCoipPools",
-                "ec2:DescribeInstances",
-                "ec2:DescribeInternetGateways",
-                "ec2:DescribeIpamPools",
-                "ec2:DescribeNetworkInterfaces",
-                "ec2:DescribeRouteTables",
-                "ec2:DescribeSecurityGroups",
-                "ec2:DescribeSubnets",
-                "ec2:DescribeTags",
-                "ec2:DescribeVpcPeeringConnections",
-                "ec2:DescribeVpcs",
-                "ec2:GetCoipPoolUsage",
-                "ec2:GetSecurityGroupsForVpc",
-                f"{elb}:DescribeCapacityReservation",
-                f"{elb}:DescribeListenerAttributes",
-                f"{elb}:DescribeListenerCertificates",
-                f"{elb}:DescribeListeners",
-                f"{elb}:DescribeLoadBalancerAttributes",
-                f"{elb}:DescribeLoadBalancers",
-                f"{elb}:DescribeRules",
-                f"{elb}:DescribeSSLPolicies",
-                f"{elb}:DescribeTags",
-                f"{elb}:DescribeTargetGroupAttributes",
-                f"{elb}:DescribeTargetGroups",
-                f"{elb}:DescribeTargetHealth",
-                f"{elb}:DescribeTrustStores",
-            ),
-            resources=("*",),
-            why="Describe and Get actions have no resource-level permission",
-        ),
-        Statement(
-            sid="CertificatesAndFirewalls",
-            actions=(
-                "acm:DescribeCertificate",
-                "acm:ListCertificates",
-                "cognito-idp:DescribeUserPoolClient",
-                "iam:GetServerCertificate",
-                "iam:ListServerCertificates",
-                "shield:CreateProtection",
-                "shield:DeleteProtection",
-                "shield:DescribeProtection",
-                "shield:GetSubscriptionState",
-                "waf-regional:AssociateWebACL",
-                "waf-regional:DisassociateWebACL",
-                "waf-regional:GetWebACL",
-                "waf-regional:GetWebACLForResource",
-                "wafv2:AssociateWebACL",
-                "wafv2:DisassociateWebACL",
-                "wafv2:GetWebACL",
-                "wafv2:GetWebACLForResource",
-            ),
-            resources=("*",),
-            why="certificates, user pools and web ACLs are named by Ingress annotations at run "
-            "time",
-        ),
-        Statement(
-            sid="SecurityGroupIngress",
-            actions=("ec2:AuthorizeSecurityGroupIngress", "ec2:RevokeSecurityGroupIngress"),
-            resources=("*",),
-            why=why,
-        ),
-        Statement(
-            sid="SecurityGroupCreate",
-            actions=("ec2:CreateSecurityGroup",),
-            resources=("*",),
-            why=why,
-        ),
-        Statement(
-            sid="SecurityGroupTagOnCreate",
-            actions=("ec2:CreateTags",),
-            resources=security_groups,
-            conditions=MappingProxyType(
-                {
-                    "StringEquals": {"ec2:CreateAction": "CreateSecurityGroup"},
-                    "Null": {_CLUSTER_TAG: "false"},
-                }
-            ),
-            why=why,
-        ),
-        Statement(
-            sid="SecurityGroupRetag",
-            actions=("ec2:CreateTags", "ec2:DeleteTags"),
-            resources=security_groups,
-            conditions=retag,
-            why=why,
-        ),
-        Statement(
-            sid="SecurityGroupManage",
-            actions=(
-                "ec2:AuthorizeSecurityGroupIngress",
-                "ec2:DeleteSecurityGroup",
-                "ec2:RevokeSecurityGroupIngress",
-            ),
-            resources=("*",),
-            conditions=tagged,
-            why=why,
-        ),
-        Statement(
-            sid="LoadBalancerCreate",
-            actions=(f"{elb}:CreateLoadBalancer", f"{elb}:CreateTargetGroup"),
-            resources=("*",),
-            conditions=tagging,
-            why=why,
-        ),
-        Statement(
-            sid="ListenersAndRules",
-            actions=(
-                f"{elb}:CreateListener",
-                f"{elb}:CreateRule",
-                f"{elb}:DeleteListener",
-                f"{elb}:DeleteRule",
-            ),
-            resources=("*",),
-            why=why,
-        ),
-        Statement(
-            sid="LoadBalancerRetag",
-            actions=(f"{elb}:AddTags", f"{elb}:RemoveTags"),
-            resources=balancers,
-            conditions=retag,
-            why=why,
-        ),
-        Statement(
-            sid="ListenerTags",
-            actions=(f"{elb}:AddTags", f"{elb}:RemoveTags"),
-            resources=(
-                arns.any_region(elb, "listener/net/*/*/*"),
-                arns.any_region(elb, "listener/app/*/*/*"),
-                arns.any_region(elb, "listener-rule/net/*/*/*"),
-                arns.any_region(elb, "listener-rule/app/*/*/*"),
-            ),
-            why=why,
-        ),
-        Statement(
-            sid="LoadBalancerManage",
-            actions=(
-                f"{elb}:DeleteLoadBalancer",
-                f"{elb}:DeleteTargetGroup",
-                f"{elb}:ModifyCapacityReservation",
-                f"{elb}:ModifyIpPools",
-                f"{elb}:ModifyListenerAttributes",
-                f"{elb}:ModifyLoadBalancerAttributes",
-                f"{elb}:ModifyTargetGroup",
-                f"{elb}:ModifyTargetGroupAttributes",
-                f"{elb}:SetIpAddressType",
-                f"{elb}:SetSecurityGroups",
-                f"{elb}:SetSubnets",
-            ),
-            resources=("*",),
-            conditions=tagged,
-            why=why,
-        ),
-        Statement(
-            sid="LoadBalancerTagOnCreate",
-            actions=(f"{elb}:AddTags",),
-            resources=balancers,
-            conditions=MappingProxyType(
-                {
-                    "StringEquals": {
-                        f"{elb}:CreateAction": ["CreateLoadBalancer", "CreateTargetGroup"]
-                    },
-                    "Null": {_CLUSTER_TAG: "false"},
-                }
-            ),
-            why=why,
-        ),
-        Statement(
-            sid="Targets",
-            actions=(f"{elb}:DeregisterTargets", f"{elb}:RegisterTargets"),
-            resources=(arns.any_region(elb, "targetgroup/*/*"),),
-            why=why,
-        ),
-        Statement(
-            sid="ListenerManage",
-            actions=(
-                f"{elb}:AddListenerCertificates",
-                f"{elb}:ModifyListener",
-                f"{elb}:ModifyRule",
-                f"{elb}:RemoveListenerCertificates",
-                f"{elb}:SetRulePriorities",
-                f"{elb}:SetWebAcl",
-            ),
-            resources=("*",),
-            why=why,
-        ),
-    )
-
-
-def wildcard_actions(statements: Sequence[Statement]) -> list[str]:
-    """Every action holding ``*`` (there must be none)."""
-    return [action for s in statements for action in s.actions if "*" in action]
