@@ -187,6 +187,7 @@ def test_list_every_project_under_every_base(s3: Any, moto_s3: str, capsys: Any)
         "source": {"uri": world["v2"].record.source_uri, "job": None},
         "serving_copy": False,
         "serving_copy_of": None,
+        "packed": None,  # not packed (mlcc adapter pack)
         "objects": 3,
         "bytes": bot["versions"][0]["bytes"],
         "loaded_on": [],

@@ -100,12 +100,19 @@ def test_keys_are_grouped_by_version_home_and_stray() -> None:
         f"{root.key}acme/bot/adapter_config.json": 4,  # an unversioned home
         f"{root.key}acme/bot/notes/x": 5,  # the home's own folder
         f"{root.key}acme/readme": 6,  # in no adapter
+        f"{root.key}acme/bot/{V1}.tar.gz": 7,  # V1's packed archive: goes with V1
+        f"{root.key}acme/bot/vnotaversion.tar.gz": 8,  # not a version's: the home's
     }
     listing = group_adapter_keys(root, MODEL, keys)
     assert [(a.adapter.name, a.adapter.version, a.bytes) for a in listing.adapters] == [
-        ("bot", None, 9),
-        ("bot", V1, 3),
+        ("bot", None, 17),
+        ("bot", V1, 10),
         ("bot", V2, 3),
+    ]
+    assert [a.packed for a in listing.adapters] == [
+        None,
+        L.S3Location(bucket=CORE, key=f"{root.key}acme/bot/{V1}.tar.gz"),
+        None,
     ]
     assert listing.stray == {f"{root.key}acme/readme": 6}
     plan = plan_clean(

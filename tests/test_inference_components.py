@@ -21,6 +21,9 @@ LEGAL = L.adapter_version(
     ),
     "vfedcba987654",
 ).uri
+# what SageMaker reads: each version's packed archive, beside its folder
+BOT_ARCHIVE = f"{BOT.rstrip('/')}.tar.gz"
+LEGAL_ARCHIVE = f"{LEGAL.rstrip('/')}.tar.gz"
 
 
 @pytest.fixture(scope="module")
@@ -92,14 +95,14 @@ def test_one_component_per_adapter_naming_the_base(synth: dict[str, Any]) -> Non
         "InferenceComponentName": "llama-base-bot",
         "Specification": {
             "BaseInferenceComponentName": "llama-base",
-            "Container": {"ArtifactUrl": BOT},
+            "Container": {"ArtifactUrl": BOT_ARCHIVE},
         },
     }
     assert bot["DependsOn"] == ["Base"]
     urls = sorted(
         c["Properties"]["Specification"]["Container"]["ArtifactUrl"] for c in adapters.values()
     )
-    assert urls == sorted([BOT, BOT, LEGAL])
+    assert urls == sorted([BOT_ARCHIVE, BOT_ARCHIVE, LEGAL_ARCHIVE])
     by_name = components[synth["stack"].get_logical_id(synth["by_name"].components["bot"])]
     assert by_name["Properties"]["Specification"]["BaseInferenceComponentName"] == "other-base"
     assert by_name["Properties"]["InferenceComponentName"] == "other-base-bot"
@@ -111,13 +114,13 @@ def test_construct_ids_are_the_lora_names(synth: dict[str, Any]) -> None:
     assert synth["components"].components["bot"].node.path == "Realtime/Adapters/bot"
 
 
-def test_grant_reads_exactly_the_versions(synth: dict[str, Any]) -> None:
+def test_grant_reads_exactly_the_packed_archives(synth: dict[str, Any]) -> None:
     policies = [
         r for r in synth["template"]["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
     ]
     assert len(policies) == 1
     statements = policies[0]["Properties"]["PolicyDocument"]["Statement"]
-    bot_key, legal_key = L.parse_s3_uri(BOT).key, L.parse_s3_uri(LEGAL).key
+    bot_key, legal_key = L.parse_s3_uri(BOT_ARCHIVE).key, L.parse_s3_uri(LEGAL_ARCHIVE).key
 
     def arn(rest: str) -> dict[str, Any]:
         return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, f":s3:::{rest}"]]}
@@ -126,13 +129,7 @@ def test_grant_reads_exactly_the_versions(synth: dict[str, Any]) -> None:
         {
             "Action": "s3:GetObject",
             "Effect": "Allow",
-            "Resource": [arn(f"{CORE}/{bot_key}*"), arn(f"{CORE}/{legal_key}*")],
-        },
-        {
-            "Action": "s3:ListBucket",
-            "Condition": {"StringLike": {"s3:prefix": [f"{bot_key}*", f"{legal_key}*"]}},
-            "Effect": "Allow",
-            "Resource": arn(CORE),
+            "Resource": [arn(f"{CORE}/{bot_key}"), arn(f"{CORE}/{legal_key}")],
         },
     ]
 

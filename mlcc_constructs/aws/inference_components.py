@@ -2,10 +2,14 @@
 
 Target ``realtime-inference`` has no pod to load adapters into: each adapter is its own
 inference component whose ``Specification.BaseInferenceComponentName`` is the component
-serving the base model and whose ``Container.ArtifactUrl`` is the adapter's canonical version
+serving the base model. Props name each adapter by its canonical version
 (``s3://<core>/models/<org>/<base>/<adapter folder>/<project>/<name>/v<hash12>/``, as
-:mod:`mlcc_constructs.core.s3_layout` composes it). Only versions are accepted: a version
-never changes, so a deployed component always points at the bytes it was created with.
+:mod:`mlcc_constructs.core.s3_layout` composes it); the component's ``Container.ArtifactUrl``
+is that version's packed archive, ``.../<name>/v<hash12>.tar.gz``, because SageMaker reads an
+ArtifactUrl only as "a single gzip compressed tar archive (.tar.gz suffix)"
+(https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentContainerSpecification.html).
+``mlcc adapter pack VERSION`` writes it before ``cdk deploy``. Only versions are accepted: a
+version never changes, so a deployed component always points at the bytes it was created with.
 
 Construct ids are a contract: one child per adapter, its id the adapter (lora) name.
 """
@@ -120,7 +124,7 @@ class AdapterInferenceComponents(Construct):
                 specification=sagemaker.CfnInferenceComponent.InferenceComponentSpecificationProperty(
                     base_inference_component_name=base_name,
                     container=sagemaker.CfnInferenceComponent.InferenceComponentContainerSpecificationProperty(
-                        artifact_url=adapter.location.uri
+                        artifact_url=adapter.packed.uri
                     ),
                 ),
             )
@@ -130,23 +134,14 @@ class AdapterInferenceComponents(Construct):
         self.components = MappingProxyType(components)
 
     def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
-        """Let ``grantee`` (the endpoint's execution role) read exactly these adapter versions."""
+        """Let ``grantee`` (the endpoint's execution role) read exactly these adapters' packed
+        archives (``s3:GetObject`` on each object, nothing listed)."""
         partition = cdk.Aws.PARTITION
-        locations = sorted({(a.location.bucket, a.location.key) for a in self.adapters.values()})
-        if not locations:
+        archives = sorted({(a.packed.bucket, a.packed.key) for a in self.adapters.values()})
+        if not archives:
             raise fail("there are no adapters to grant", where="AdapterInferenceComponents")
-        grant = iam.Grant.add_to_principal(
+        return iam.Grant.add_to_principal(
             grantee=grantee,
             actions=["s3:GetObject"],
-            resource_arns=[f"arn:{partition}:s3:::{b}/{k}*" for b, k in locations],
+            resource_arns=[f"arn:{partition}:s3:::{b}/{k}" for b, k in archives],
         )
-        for bucket in sorted({b for b, _ in locations}):
-            iam.Grant.add_to_principal(
-                grantee=grantee,
-                actions=["s3:ListBucket"],
-                resource_arns=[f"arn:{partition}:s3:::{bucket}"],
-                conditions={
-                    "StringLike": {"s3:prefix": [f"{k}*" for b, k in locations if b == bucket]}
-                },
-            )
-        return grant

@@ -1,4 +1,5 @@
-"""``mlcc adapter promote|plan|add|update|remove|list|clean``: LoRA adapters on S3 and in pods.
+"""``mlcc adapter promote|plan|add|update|remove|pack|list|clean``: LoRA adapters on S3 and in
+pods.
 
 - ``promote NAME --from SRC``: copy a source prefix, ``.tar.gz`` or Hugging Face repository
   (``hf://<org>/<repo>[@revision]``) to its canonical version (identical content: nothing
@@ -7,6 +8,8 @@
 - ``add NAME --from SRC``: refusals, rank pre-check, promote/copy, then load on every pod.
 - ``update NAME --from SRC``: the same delivery, then unload + load on every pod.
 - ``remove NAME``: unload from every pod, delete only this deployment's serving copies.
+- ``pack VERSION``: the version as ``<home>/v<hash12>.tar.gz``, the ``ArtifactUrl`` a SageMaker
+  adapter inference component needs (target ``realtime-inference``).
 - ``list``: every adapter of a project (or of every project) under every staged base, its
   versions newest first, and which version each pod has loaded (``--format json|table``).
 - ``clean``: delete the project's adapters under every base and its full fine-tunes, after a
@@ -91,6 +94,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_deployment(remove)
     remove.add_argument("--dry-run", action="store_true", help="report only")
     remove.set_defaults(func=run_remove)
+
+    pack = actions.add_parser(
+        "pack",
+        help="pack a canonical version into <home>/v<hash12>.tar.gz (the ArtifactUrl of a "
+        "SageMaker adapter inference component)",
+    )
+    pack.add_argument(
+        "version", metavar="VERSION", help="the canonical version: s3://.../<name>/v<hash12>/"
+    )
+    pack.add_argument("--region", default=None, help="AWS region (default: boto3's)")
+    pack.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
+    pack.add_argument("--dry-run", action="store_true", help="report what would be packed")
+    pack.set_defaults(func=run_pack)
 
     listing = actions.add_parser("list", help="list adapters, their versions and what pods load")
     listing.add_argument("--project", default=None, help="only this project (default: every one)")
@@ -286,6 +302,21 @@ def _report(
     for pod in failed:
         print(f"mlcc: error: pod {pod} failed", file=sys.stderr)
     return 1 if failed else 0
+
+
+@reported("adapter")
+def run_pack(args: argparse.Namespace) -> int:
+    from mlcc_constructs.cli._inputs import checked, url_problems
+    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.errors import MlccError
+    from mlcc_constructs.ops.adapter_pack import pack_version
+
+    problems = url_problems("--endpoint-url", args.endpoint_url, path=True)
+    problems += checked("VERSION", lambda: layout.parse_adapter_version(args.version))[1]
+    if problems:
+        raise MlccError(problems)
+    print_json(pack_version(s3_client(args), args.version, dry_run=args.dry_run).to_json())
+    return 0
 
 
 # --- list / clean -----------------------------------------------------------------------

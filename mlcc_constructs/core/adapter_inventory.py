@@ -45,6 +45,13 @@ class AdapterKeys:
         """Total size."""
         return sum(self.keys.values())
 
+    @property
+    def packed(self) -> S3Location | None:
+        """The version's packed archive when it is among the keys (``mlcc adapter pack``)."""
+        if self.adapter.version is None or self.adapter.packed.key not in self.keys:
+            return None
+        return self.adapter.packed
+
 
 @dataclass(frozen=True, kw_only=True)
 class AdapterListing:
@@ -70,7 +77,8 @@ def group_adapter_keys(
     """Group ``keys`` (key → size, listed under ``root``: the model's adapter folder or one
     project's folder in it) by the adapter they belong to.
 
-    ``<project>/<name>/v<hash12>/...`` is a version; any other key under
+    ``<project>/<name>/v<hash12>/...`` is a version, and ``<project>/<name>/v<hash12>.tar.gz``
+    its packed archive; any other key under
     ``<project>/<name>/`` belongs to the unversioned home (a pre-versioning adapter, or a
     hand copy); a key above an adapter folder is stray.
     """
@@ -90,6 +98,9 @@ def group_adapter_keys(
             continue
         home = layout.adapter_home(model, parts[0], parts[1])
         version = parts[2] if len(parts) > 3 and _version_of(home, parts[2]) else None
+        packed = parts[2].removesuffix(layout.PACKED)
+        if len(parts) == 3 and packed != parts[2] and _version_of(home, packed):
+            version = packed  # the version's packed archive goes (and is cleaned) with it
         groups.setdefault((parts[0], parts[1], version), {})[key] = size
     adapters = []
     for (project, name, version), found in sorted(
@@ -182,6 +193,7 @@ class VersionEntry:
             "source": {"uri": record.source_uri, "job": record.source_job} if record else None,
             "serving_copy": bool(record and record.serving_copy_of),
             "serving_copy_of": record.serving_copy_of if record else None,
+            "packed": self.keys.packed.uri if self.keys.packed else None,
             "objects": len(self.keys.keys),
             "bytes": self.keys.bytes,
             "loaded_on": list(self.loaded_on),

@@ -40,6 +40,8 @@ ADAPTER_RECORD = "mlcc-adapter.json"
 """The record written into every adapter version (and into serving copies)."""
 MODEL_RECORD = "mlcc-model.json"
 """The record written into every full fine-tune (``models/mlcc-<project>/<name>/``)."""
+PACKED = ".tar.gz"
+"""The suffix of a version's packed archive (:attr:`CanonicalAdapter.packed`)."""
 JOB_KINDS = ("tune", "train", "optimize")
 """Kinds of raw job output under the artifacts bucket."""
 
@@ -122,6 +124,16 @@ class CanonicalAdapter:
     def record(self) -> S3Location:
         """Where this adapter's ``mlcc-adapter.json`` is (or would be)."""
         return record_location(self.location)
+
+    @property
+    def packed(self) -> S3Location:
+        """``<home>/v<hash12>.tar.gz``: this version as one gzip tar archive, beside its folder.
+        A SageMaker adapter inference component reads only such an archive ("ArtifactUrl ...
+        must point to a single gzip compressed tar archive (.tar.gz suffix)":
+        https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentContainerSpecification.html)."""
+        if self.version is None:
+            raise fail("an unversioned adapter home has no packed archive", value=self.home.uri)
+        return S3Location(bucket=self.home.bucket, key=f"{self.home.key}{self.version}{PACKED}")
 
 
 # --- validation -------------------------------------------------------------------------
@@ -320,6 +332,24 @@ def adapter_version(home: S3Location, version: str) -> S3Location:
     if parsed is None or parsed.version is not None:
         raise fail("not an adapter home", pointer="/home", value=home.uri)
     return S3Location(bucket=home.bucket, key=f"{home.key}{version}/")
+
+
+VERSION_URI_FORM = f"s3://<bucket>/<model prefix>/{ADAPTER_DIR}/<project>/<name>/v<hash12>/"
+"""What a canonical adapter version's URI looks like (for error messages)."""
+
+
+def parse_adapter_version(uri: str, *, pointer: str = "/version") -> CanonicalAdapter:
+    """The canonical adapter version at ``uri``; a home or any other URI is refused."""
+    adapter = parse_canonical_adapter(uri)
+    if adapter is None or adapter.version is None:
+        raise fail(
+            "not a canonical adapter version",
+            pointer=pointer,
+            value=uri,
+            allowed=VERSION_URI_FORM,
+            fix="pass the version URI mlcc adapter promote printed",
+        )
+    return adapter
 
 
 def record_location(adapter: S3Location) -> S3Location:
