@@ -90,36 +90,30 @@ def reserved_conflicts(admission: Admission, resolution: Resolution) -> list[Pro
         for key, value in resolution.tier1 + resolution.tier2
         if key not in manifest.engine_env
     ]
-    wire = "tune the cache with the CacheBackend's spec.lmCache, or drop cache_backend"
-    problems: list[Problem] = []
+    # (env key, its value, what it sets, the adapter's own value)
+    conflicts: list[tuple[str, str, str, str]] = []
     for key, value, flag in flag_settings:
         group = next((g for f, g in reserved if f == flag), None)
-        if group is None or _same_setting(value, group):
-            continue
-        own = "true" if len(group) == 1 else " ".join(repr(v) for v in group[1:])
-        problems.append(
-            Problem(
-                message=f"sets {flag}, which the CacheBackend's adapter {adapter.label} "
-                "reserves: its wire would replace this value",
-                pointer=json_pointer("env", key),
-                value=value,
-                allowed=f"only the adapter's own value, {own}",
-                fix=f"remove {key}: {wire}",
-            )
+        if group is not None and not _same_setting(value, group):
+            own = "true" if len(group) == 1 else " ".join(repr(v) for v in group[1:])
+            conflicts.append((key, value, flag, own))
+    conflicts += [
+        (key, value, key, repr(env[key]))
+        for key, value in resolution.plain
+        if key in adapter.reserved_env and key in env and env[key] != value
+    ]
+    return [
+        Problem(
+            message=f"sets {what}, which the CacheBackend's adapter {adapter.label} reserves: "
+            "its wire would replace this value",
+            pointer=json_pointer("env", key),
+            value=value,
+            allowed=f"only the adapter's own value, {own}",
+            fix=f"remove {key}: tune the cache with the CacheBackend's spec.lmCache, or drop "
+            "cache_backend",
         )
-    for key, value in resolution.plain:
-        if key in adapter.reserved_env and key in env and env[key] != value:
-            problems.append(
-                Problem(
-                    message=f"sets {key}, which the CacheBackend's adapter {adapter.label} "
-                    "reserves: its wire would replace this value",
-                    pointer=json_pointer("env", key),
-                    value=value,
-                    allowed=f"only the adapter's own value, {env[key]!r}",
-                    fix=f"remove {key}: {wire}",
-                )
-            )
-    return problems
+        for key, value, what, own in conflicts
+    ]
 
 
 def _same_setting(value: str, group: tuple[str, ...]) -> bool:
