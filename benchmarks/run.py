@@ -41,7 +41,7 @@ PYTHON = sys.executable
 WORKERS = str(REPO / "benchmarks" / "_workers.py")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # Measured as installed code runs: with .pyc files (the warm-up run writes them into the
-# git-ignored __pycache__ folders), so PYTHONDONTWRITEBYTECODE from `make` is dropped here.
+# git-ignored __pycache__ folders), so a PYTHONDONTWRITEBYTECODE from the environment is dropped.
 ENV = {
     **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
     "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",

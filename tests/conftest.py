@@ -100,9 +100,10 @@ def shared_dir() -> Path:
     return SHARED
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def moto_s3() -> Iterator[str]:
-    """A real S3 API on loopback (moto's ThreadedMotoServer), one per test module."""
+    """A real S3 API on loopback (moto's ThreadedMotoServer), one for the whole run (stopping
+    one takes half a second); a test that needs it empty resets it (``POST /moto-api/reset``)."""
     from moto.server import ThreadedMotoServer
 
     with socket.socket() as sock:

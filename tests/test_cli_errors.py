@@ -4,6 +4,7 @@ a genuine bug still raises."""
 from __future__ import annotations
 
 import json
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,7 @@ def test_client_error(
 ) -> None:
     fresh_aws.setenv("AWS_ACCESS_KEY_ID", "testing")
     fresh_aws.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    urllib.request.urlopen(urllib.request.Request(f"{moto_s3}/moto-api/reset", method="POST"))
     argv = [*PLAN, "--endpoint-url", moto_s3, "--from", SOURCE]
     line = (
         "S3: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
