@@ -21,6 +21,7 @@ from mlcc_constructs.ops.diff_guard import (
     node_error_line,
     offending_changes,
     template_diff,
+    template_diffs,
 )
 
 pytestmark = pytest.mark.skipif(
@@ -38,6 +39,18 @@ def _fixed() -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def fix_diff() -> TemplateDiff:
     return template_diff(BEFORE_FIX, AFTER_FIX)
+
+
+def test_several_pairs_in_one_run_are_each_pairs_own_diff(fix_diff: TemplateDiff) -> None:
+    """A stack history is diffed in one node process: each answer is still its pair's own."""
+    forward, same, backward = template_diffs(
+        [(BEFORE_FIX, AFTER_FIX), (AFTER_FIX, AFTER_FIX), (AFTER_FIX, BEFORE_FIX)]
+    )
+    assert forward == fix_diff
+    assert (same.resources, same.sections) == ((), ())
+    assert [c.logical_id for c in backward.resources] == [c.logical_id for c in fix_diff.resources]
+    assert backward != forward
+    assert template_diffs([]) == []
 
 
 def test_exactly_two_resources_modified(fix_diff: TemplateDiff) -> None:

@@ -27,7 +27,7 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,14 @@ class Expectation(dict[str, ExpectedChange]):
 
 def template_diff(before: Template, after: Template) -> TemplateDiff:
     """Diff ``before`` → ``after`` (paths or template dicts) with the CDK diff engine."""
+    return template_diffs([(before, after)])[0]
+
+
+def template_diffs(pairs: Sequence[tuple[Template, Template]]) -> list[TemplateDiff]:
+    """Diff each ``(before, after)`` pair with the CDK diff engine, all in one node process
+    (the engine takes about 0.4 s to load): a stack history is checked in one call."""
+    if not pairs:
+        return []
     node = shutil.which("node")
     if node is None:
         raise fail(
@@ -105,11 +113,18 @@ def template_diff(before: Template, after: Template) -> TemplateDiff:
             where="diff guard",
             fix="install Node.js >= 20 and run `npm ci` (package.json pins the diff engine)",
         )
-    templates = _load_templates(before, after)
+    problems: list[Problem] = []
+    documents: list[dict[str, Any]] = []
+    for before, after in pairs:
+        try:
+            documents.extend(_load_templates(before, after))
+        except MlccError as error:
+            problems.extend(error.problems)
+    raise_if_any(problems)
     with tempfile.TemporaryDirectory(prefix="mlcc-diff-") as tmp:
         paths = []
-        for name, document in zip(("a", "b"), templates, strict=True):
-            path = Path(tmp) / f"{name}.json"
+        for index, document in enumerate(documents):
+            path = Path(tmp) / f"{index}.json"
             path.write_text(json.dumps(document), encoding="utf-8")
             paths.append(path)
         result = subprocess.run(
@@ -127,7 +142,10 @@ def template_diff(before: Template, after: Template) -> TemplateDiff:
             if "Cannot find module" in line
             else "this is a bug in the diff guard; report it with node's full stderr",
         )
-    raw = json.loads(result.stdout)
+    return [_change_set(raw) for raw in json.loads(result.stdout)]
+
+
+def _change_set(raw: Mapping[str, Any]) -> TemplateDiff:
     return TemplateDiff(
         resources=tuple(
             ResourceChange(

@@ -7,6 +7,7 @@ declares. Each check reports ``cdk diff``-style lines for what is offending (non
 
 from __future__ import annotations
 
+import itertools
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +17,11 @@ from mlcc_constructs.core.errors import MlccError, Problem, fail, raise_if_any
 from mlcc_constructs.core.stack_history import StackHistory, parse_history, pending_file_name
 from mlcc_constructs.ops.diff_guard import (
     Template,
+    TemplateDiff,
     load_expectation,
     load_template,
     offending_changes,
-    template_diff,
+    template_diffs,
 )
 
 
@@ -81,47 +83,49 @@ def check_history(directory: Path | str, current: Template | None = None) -> lis
             problems.extend(error.problems)
     raise_if_any(problems)
 
-    results = []
-    previous: dict[str, Any] | None = None
-    for step in history.committed:
-        template = templates[step.name]
-        if previous is not None:
-            diff = template_diff(previous, template)
-            offending = offending_changes(diff, declarations[step.name])
-            results.append(
-                StepResult(
-                    label=step.name,
-                    changes=_headlines(diff),
-                    offending=tuple(offending),
-                    note=f"{len(diff.resources)} resource change(s) as declared",
-                )
-            )
-        previous = template
+    # Every diff the check needs, in one run of the diff engine: each step against the one
+    # before, then the current synth against the last step when it differs or is pending.
+    committed = [templates[step.name] for step in history.committed]
+    pairs = list(itertools.pairwise(committed))
+    last = committed[-1]
+    check_current = current_template is not None and (
+        history.pending is not None or _canonical(current_template) != _canonical(last)
+    )
+    if check_current:
+        assert current_template is not None
+        pairs.append((last, current_template))
+    diffs = template_diffs(pairs)
+    results = [
+        StepResult(
+            label=step.name,
+            changes=_headlines(diff),
+            offending=tuple(offending_changes(diff, declarations[step.name])),
+            note=f"{len(diff.resources)} resource change(s) as declared",
+        )
+        for step, diff in zip(history.committed[1:], diffs, strict=False)
+    ]
     if current_template is not None:
-        assert previous is not None
-        results.append(_check_current(history, previous, current_template, declarations))
+        current_diff = diffs[-1] if check_current else None
+        results.append(_current_result(history, current_diff, declarations))
     return results
 
 
-def _check_current(
-    history: StackHistory,
-    last: dict[str, Any],
-    current: dict[str, Any],
-    declarations: dict[str, Any],
+def _current_result(
+    history: StackHistory, diff: TemplateDiff | None, declarations: dict[str, Any]
 ) -> StepResult:
+    """The current synth against the last committed step (``diff``: ``None`` when equal)."""
     pending = history.pending
     last_name = history.committed[-1].name
     if pending is not None:
-        diff = template_diff(last, current)
+        assert diff is not None
         return StepResult(
             label=f"current (pending {pending.name})",
             changes=_headlines(diff),
             offending=tuple(offending_changes(diff, declarations[pending.name])),
             note=f"{len(diff.resources)} resource change(s) from {last_name} as declared",
         )
-    if _canonical(current) == _canonical(last):
+    if diff is None:
         return StepResult(label="current", changes=(), offending=(), note=f"equals {last_name}")
-    diff = template_diff(last, current)
     offending = offending_changes(diff, {}) or [
         "[~] template",
         "    ! differs outside what the diff engine reports (metadata, rules, parameters...)",
