@@ -39,8 +39,9 @@ lint: bootstrap
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
 
+# -n auto: one pytest worker per core (pytest-xdist); the CDK synths run in node beside them.
 test: bootstrap lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 bench: bootstrap
 	$(BIN)/python benchmarks/run.py
