@@ -91,8 +91,22 @@ class Inputs:
     models: list[S3Location] = field(default_factory=list)
 
 
-def check(args: argparse.Namespace) -> Inputs:
-    """Every value of the command line, all problems at once, before any side effect."""
+def add_bucket_options(parser: argparse.ArgumentParser) -> None:
+    """``--account --region --profile`` (the bucket names) and ``--endpoint-url``."""
+    parser.add_argument("--account", required=True, help="AWS account id (bucket names)")
+    parser.add_argument("--region", required=True, help="AWS region (bucket names)")
+    parser.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
+    if not any(a.dest == "endpoint_url" for a in parser._actions):
+        parser.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
+
+
+def check(
+    args: argparse.Namespace,
+    *,
+    source_problems: Callable[[argparse.Namespace], list[Problem]] | None = None,
+) -> Inputs:
+    """Every value of the command line, all problems at once, before any side effect.
+    ``source_problems`` checks ``--from`` (default: an adapter source)."""
     from mlcc_constructs.core import s3_layout as layout
 
     problems: list[Problem] = []
@@ -113,7 +127,7 @@ def check(args: argparse.Namespace) -> Inputs:
         problems += at_flag("--technique", filter(None, [layout.component_problem(args.technique)]))
     problems += text_problems("--source-job", getattr(args, "source_job", None), what="job name")
     if getattr(args, "source", None) is not None:
-        problems += _source_problems(args)
+        problems += (source_problems or _source_problems)(args)
     for uri in getattr(args, "models", []):
         model, found = checked("--model", functools.partial(_model, uri))
         problems += found

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from mlcc_constructs.cli._adapter_checks import (
     Inputs,
     ReportedError,
+    add_bucket_options,
     check,
     deployment_of,
     live_state,
@@ -67,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     promote = actions.add_parser("promote", help="promote a source to its canonical version")
     _add_adapter(promote)
-    _add_buckets(promote)
+    add_bucket_options(promote)
     promote.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM)
     promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
     promote.add_argument("--source-job", default=None, help="the job that produced it")
@@ -81,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     ):
         sub = actions.add_parser(action, help=text)
         _add_adapter(sub)
-        _add_buckets(sub)
+        add_bucket_options(sub)
         _add_deployment(sub)
         sub.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM)
         if action != "plan":
@@ -111,7 +112,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     listing = actions.add_parser("list", help="list adapters, their versions and what pods load")
     listing.add_argument("--project", default=None, help="only this project (default: every one)")
     listing.add_argument("--base-model", default=None, help="only this base (Hugging Face id)")
-    _add_buckets(listing)
+    add_bucket_options(listing)
     _add_models(listing)
     _add_pods(listing)
     listing.add_argument(
@@ -123,7 +124,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "clean", help="delete a project's adapters (every base) and full fine-tunes"
     )
     clean.add_argument("--project", required=True, help="the project to delete")
-    _add_buckets(clean)
+    add_bucket_options(clean)
     _add_models(clean)
     _add_pods(clean)
     clean.add_argument("--yes", action="store_true", help="do not ask for confirmation")
@@ -156,14 +157,6 @@ def _add_adapter(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--base-revision", default=None, help="base model revision, if known")
     parser.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
-
-
-def _add_buckets(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--account", required=True, help="AWS account id (bucket names)")
-    parser.add_argument("--region", required=True, help="AWS region (bucket names)")
-    parser.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
-    if not any(a.dest == "endpoint_url" for a in parser._actions):
-        parser.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
 
 
 def _add_models(parser: argparse.ArgumentParser) -> None:

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import argparse
 
-from mlcc_constructs.cli._adapter_checks import print_json, reported, s3_client
-from mlcc_constructs.cli._common import ReportingParser
-from mlcc_constructs.cli._inputs import (
-    at_flag,
-    checked,
-    text_problems,
-    url_problems,
+from mlcc_constructs.cli._adapter_checks import (
+    add_bucket_options,
+    check,
+    print_json,
+    reported,
+    s3_client,
 )
-from mlcc_constructs.core.errors import MlccError, Problem
+from mlcc_constructs.cli._common import ReportingParser
+from mlcc_constructs.cli._inputs import checked
+from mlcc_constructs.core.errors import Problem
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -45,41 +46,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote.add_argument("--base-revision", default=None, help="base model revision, if known")
     promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
     promote.add_argument("--source-job", default=None, help="the job that produced it")
-    promote.add_argument("--account", required=True, help="AWS account id (bucket names)")
-    promote.add_argument("--region", required=True, help="AWS region (bucket names)")
-    promote.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
-    promote.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
+    add_bucket_options(promote)
     promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
     promote.set_defaults(func=run_promote)
 
 
-def _check(args: argparse.Namespace) -> str:
-    """Every value, all problems at once; returns the core bucket name."""
-    from mlcc_constructs.cli._adapter_checks import replace_flag
-    from mlcc_constructs.core import s3_layout as layout
-    from mlcc_constructs.core.buckets import bucket_name, environment_problems
-
-    problems: list[Problem] = []
-    problems += at_flag("NAME", filter(None, [layout.component_problem(args.name)]))
-    problems += at_flag("--project", filter(None, [layout.component_problem(args.project)]))
-    found = environment_problems(account=args.account, region=args.region, profile=args.profile)
-    problems += [replace_flag(p) for p in found]
-    problems += url_problems("--endpoint-url", args.endpoint_url, path=True)
-    if args.base_model is not None:
-        problems += checked("--base-model", lambda: layout.base_model(args.base_model))[1]
-    problems += text_problems("--base-revision", args.base_revision, what="revision")
-    if args.technique is not None:
-        problems += at_flag("--technique", filter(None, [layout.component_problem(args.technique)]))
-    problems += text_problems("--source-job", args.source_job, what="job name")
-    problems += _source_problems(args.source)
-    if problems:
-        raise MlccError(problems)
-    return bucket_name("core", account=args.account, region=args.region, profile=args.profile)
-
-
-def _source_problems(source: str) -> list[Problem]:
+def _source_problems(args: argparse.Namespace) -> list[Problem]:
+    """A full fine-tune comes from S3 (a prefix or ``.tar.gz``)."""
     from mlcc_constructs.core import s3_layout as layout
 
+    source = args.source
     if not source.startswith("s3://"):
         return [
             Problem(
@@ -97,11 +73,11 @@ def _source_problems(source: str) -> list[Problem]:
 def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.model_promotion import promote_model
 
-    core_bucket = _check(args)
+    inputs = check(args, source_problems=_source_problems)
     promotion = promote_model(
         s3_client(args),
         source_uri=args.source,
-        core_bucket=core_bucket,
+        core_bucket=inputs.core_bucket,
         project=args.project,
         name=args.name,
         base_model=args.base_model,
