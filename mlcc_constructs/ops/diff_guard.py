@@ -234,6 +234,22 @@ def load_inputs(
     return documents[0], documents[1], expectation
 
 
+def _names(
+    entry: Mapping[str, Any], key: str, what: str, where: str, pointer: str
+) -> tuple[list[str], list[Problem]]:
+    """``entry[key]`` (default ``[]``) when it is a list of strings, else ``[]`` and why."""
+    value = entry.get(key, [])
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return value, []
+    problem = Problem(
+        message=f"'{key}' must be a list of {what}",
+        where=where,
+        pointer=f"{pointer}/{key}",
+        value=value,
+    )
+    return [], [problem]
+
+
 def load_expectation(path: Path | str) -> Expectation:
     """Read and check an expectation file; every problem is reported at once."""
     where = str(path)
@@ -274,17 +290,10 @@ def load_expectation(path: Path | str) -> Expectation:
                     allowed="type, change, properties, replacement, other",
                 )
             )
-        other = entry.get("other", [])
-        if not (isinstance(other, list) and all(isinstance(o, str) for o in other)):
-            problems.append(
-                Problem(
-                    message="'other' must be a list of template keys (DependsOn, Metadata...)",
-                    where=where,
-                    pointer=pointer + "/other",
-                    value=other,
-                )
-            )
-            other = []
+        other, found = _names(
+            entry, "other", "template keys (DependsOn, Metadata...)", where, pointer
+        )
+        problems += found
         if not isinstance(entry.get("type"), str) or "::" not in entry.get("type", ""):
             problems.append(
                 Problem(
@@ -305,17 +314,8 @@ def load_expectation(path: Path | str) -> Expectation:
                     allowed=", ".join(_CHANGES),
                 )
             )
-        properties = entry.get("properties", [])
-        if not (isinstance(properties, list) and all(isinstance(p, str) for p in properties)):
-            problems.append(
-                Problem(
-                    message="'properties' must be a list of property names",
-                    where=where,
-                    pointer=pointer + "/properties",
-                    value=properties,
-                )
-            )
-            properties = []
+        properties, found = _names(entry, "properties", "property names", where, pointer)
+        problems += found
         if not isinstance(entry.get("replacement", False), bool):
             problems.append(
                 Problem(
