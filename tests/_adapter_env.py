@@ -121,7 +121,7 @@ class FakePod:
                 pod.calls.append(("POST", self.path, json.loads(body)))
                 self.send_response(pod.status)
                 self.end_headers()
-                self.wfile.write(b"Success")
+                self.wfile.write(b"Success" if pod.status == 200 else b"boom")
 
             def log_message(self, *args: Any) -> None:
                 return None

@@ -16,6 +16,8 @@ from syrupy.assertion import SnapshotAssertion
 from syrupy.extensions.single_file import SingleFileSnapshotExtension, WriteMode
 from syrupy.location import PyTestLocation
 
+from tests._adapter_env import FakePod
+
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 
 REPO = Path(__file__).resolve().parent.parent
@@ -113,3 +115,12 @@ def moto_s3() -> Iterator[str]:
     server.start()
     yield f"http://127.0.0.1:{port}"
     server.stop()
+
+
+@pytest.fixture
+def pods() -> Iterator[list[FakePod]]:
+    """Two stand-in serving pods (their LoRA API and model list), closed after the test."""
+    started = [FakePod(), FakePod()]
+    yield started
+    for pod in started:
+        pod.close()

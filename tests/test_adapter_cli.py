@@ -8,10 +8,7 @@ import os
 import socket
 import stat
 import sys
-import threading
 import urllib.request
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +18,7 @@ from mlcc_constructs.cli import main
 from mlcc_constructs.core import s3_layout as L
 from mlcc_constructs.core.adapter_record import hash_bytes
 from mlcc_constructs.core.buckets import bucket_names
+from tests._adapter_env import FakePod
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "test"}
 BUCKETS = bucket_names(**ENV)
@@ -61,45 +59,6 @@ def s3(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     for bucket in (CORE, ARTIFACTS):
         client.create_bucket(Bucket=bucket)
     return client
-
-
-class FakePod:
-    """A serving pod's LoRA API: records each call, answers ``status`` (200 by default)."""
-
-    def __init__(self, status: int = 200) -> None:
-        self.calls: list[tuple[str, dict[str, str]]] = []
-        self.status = status
-        pod = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["Content-Length"]))
-                pod.calls.append((self.path, json.loads(body)))
-                self.send_response(pod.status)
-                self.end_headers()
-                self.wfile.write(b"Success" if pod.status == 200 else b"boom")
-
-            def log_message(self, *args: Any) -> None:
-                return None
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def pods() -> Iterator[list[FakePod]]:
-    started = [FakePod(), FakePod()]
-    yield started
-    for pod in started:
-        pod.close()
 
 
 def _raw(s3: Any, job: str = "job-1", files: dict[str, bytes] = FILES) -> str:
@@ -163,7 +122,9 @@ def test_add_loads_on_every_pod(
     assert report["path"] == POD_PATH
     assert report["failed_pods"] == []
     for pod in pods:
-        assert pod.calls == [("/v1/load_lora_adapter", {"lora_name": "bot", "lora_path": POD_PATH})]
+        assert pod.calls == [
+            ("POST", "/v1/load_lora_adapter", {"lora_name": "bot", "lora_path": POD_PATH})
+        ]
     assert [r["ok"] for r in report["pods"]] == [True, True]
 
 
@@ -219,8 +180,8 @@ def test_update_unloads_then_loads_the_new_version(
     new_path = f"/opt/ml/model/.mlcc-adapters/acme/bot/{new_version}"
     for pod in pods:
         assert pod.calls == [
-            ("/v1/unload_lora_adapter", {"lora_name": "bot"}),
-            ("/v1/load_lora_adapter", {"lora_name": "bot", "lora_path": new_path}),
+            ("POST", "/v1/unload_lora_adapter", {"lora_name": "bot"}),
+            ("POST", "/v1/load_lora_adapter", {"lora_name": "bot", "lora_path": new_path}),
         ]
     # the previous version is intact for pods not yet swapped
     old = s3.list_objects_v2(Bucket=CORE, Prefix=f"{MODEL.key}.mlcc-adapters/acme/bot/{VERSION}/")
@@ -314,7 +275,7 @@ def test_remove_unloads_and_deletes_only_serving_copies(
     assert code == 0
     assert report["deleted"] == [f"{restaged.uri}.mlcc-adapters/acme/bot/{VERSION}/"]
     for pod in pods:
-        assert pod.calls == [("/v1/unload_lora_adapter", {"lora_name": "bot"})]
+        assert pod.calls == [("POST", "/v1/unload_lora_adapter", {"lora_name": "bot"})]
     assert "Contents" not in s3.list_objects_v2(Bucket=CORE, Prefix=restaged.key)
     kept = s3.list_objects_v2(Bucket=CORE, Prefix=L.parse_s3_uri(canonical).key)
     assert len(kept["Contents"]) == 3
@@ -351,7 +312,9 @@ def test_sglang_uses_its_manifest_adapter_api(
         *_pod_args(pods[0]),
     )
     assert code == 0
-    assert pods[0].calls == [("/load_lora_adapter", {"lora_name": "bot", "lora_path": POD_PATH})]
+    assert pods[0].calls == [
+        ("POST", "/load_lora_adapter", {"lora_name": "bot", "lora_path": POD_PATH})
+    ]
 
 
 def test_sglang_rank_limit_defaults_to_the_resolved_companion_default(

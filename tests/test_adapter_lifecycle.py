@@ -9,7 +9,6 @@ import json
 import os
 import stat
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -57,14 +56,6 @@ FULL_MODEL = {
 @pytest.fixture
 def s3(moto_s3: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     return s3_client(moto_s3, monkeypatch)
-
-
-@pytest.fixture
-def pods() -> Iterator[list[FakePod]]:
-    started = [FakePod(), FakePod()]
-    yield started
-    for pod in started:
-        pod.close()
 
 
 def _promote(
