@@ -82,18 +82,15 @@ def reserved_conflicts(admission: Admission, resolution: Resolution) -> list[Pro
     manifest = resolution.manifest
     groups = {group[0]: group for group in adapter.render_args(values)}
     env = dict(adapter.render_env(values))
-    reserved = [(flag, groups[flag]) for flag in adapter.reserved_args if flag in groups]
+    reserved = {flag: groups[flag] for flag in adapter.reserved_args if flag in groups}
     style = manifest.launch.get("flag_style", "kebab")
     prefix = manifest.env_var_prefix
-    flag_settings = [
-        (key, value, flag_for(key[len(prefix) :], style))
-        for key, value in resolution.tier1 + resolution.tier2
-        if key not in manifest.engine_env
-    ]
+    resolved = resolution.env
     # (env key, its value, what it sets, the adapter's own value)
     conflicts: list[tuple[str, str, str, str]] = []
-    for key, value, flag in flag_settings:
-        group = next((g for f, g in reserved if f == flag), None)
+    for key in resolution.flag_keys:
+        value, flag = resolved[key], flag_for(key[len(prefix) :], style)
+        group = reserved.get(flag)
         if group is not None and not _same_setting(value, group):
             own = "true" if len(group) == 1 else " ".join(repr(v) for v in group[1:])
             conflicts.append((key, value, flag, own))
