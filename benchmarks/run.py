@@ -269,9 +269,9 @@ def peer(runs: int, sizes: Sequence[int]) -> dict[str, Any]:
 
     from benchmarks import helm_peer
     from benchmarks.specs import NAMESPACE, deployment_entries
-    from mlcc_constructs.core.context import RenderContext
-    from mlcc_constructs.core.render import render
-    from mlcc_constructs.core.spec_file import spec_from_mapping
+    from mlcc_constructs.core.serving.render import render
+    from mlcc_constructs.core.serving.spec.context import RenderContext
+    from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 
     work = Path(tempfile.mkdtemp(prefix="mlcc-peer-"))
     helm = helm_peer.extract_helm(work)

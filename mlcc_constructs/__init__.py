@@ -13,14 +13,14 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
-    "DeploymentSpec": "mlcc_constructs.core.spec",
-    "SecretRef": "mlcc_constructs.core.spec",
-    "RenderContext": "mlcc_constructs.core.context",
-    "PreparedDeployment": "mlcc_constructs.core.prepare",
-    "prepare": "mlcc_constructs.core.prepare",
-    "render": "mlcc_constructs.core.render",
-    "EngineRegistry": "mlcc_constructs.core.manifests",
-    "AdapterRank": "mlcc_constructs.core.lora_rank",
+    "DeploymentSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "SecretRef": "mlcc_constructs.core.serving.spec.deployment",
+    "RenderContext": "mlcc_constructs.core.serving.spec.context",
+    "PreparedDeployment": "mlcc_constructs.core.serving.prepare.deployment",
+    "prepare": "mlcc_constructs.core.serving.prepare.deployment",
+    "render": "mlcc_constructs.core.serving.render",
+    "EngineRegistry": "mlcc_constructs.core.engines.manifests",
+    "AdapterRank": "mlcc_constructs.core.adapters.lora_rank",
     "CacheBackendSpec": "mlcc_constructs.core.cache",
     "EngineConfigMap": "mlcc_constructs.k8s.config_map",
     "EngineConfigMapProps": "mlcc_constructs.k8s.config_map",
@@ -42,7 +42,7 @@ _LAZY: dict[str, str] = {
     "KubernetesObjects": "mlcc_constructs.aws.kubernetes_objects",
     "KubernetesObjectsProps": "mlcc_constructs.aws.kubernetes_objects",
     "MlccChecks": "mlcc_constructs.aws.nag",
-    "InstanceGroup": "mlcc_constructs.core.hyperpod",
+    "InstanceGroup": "mlcc_constructs.core.platform.hyperpod",
     "HyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
     "HyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",
     "ImportedHyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
@@ -51,8 +51,8 @@ _LAZY: dict[str, str] = {
     "HyperPodInferenceOperatorProps": "mlcc_constructs.aws.inference_operator",
     "Namespaces": "mlcc_constructs.k8s.namespaces",
     "NamespacesProps": "mlcc_constructs.k8s.namespaces",
-    "plan_serving": "mlcc_constructs.core.serving_plan",
-    "manifest_logical_id": "mlcc_constructs.core.manifest_ids",
+    "plan_serving": "mlcc_constructs.core.serving.plan",
+    "manifest_logical_id": "mlcc_constructs.core.serving.manifest_ids",
 }
 
 

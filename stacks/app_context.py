@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import aws_cdk as cdk
 
-from mlcc_constructs.core.buckets import check_environment
-from mlcc_constructs.core.cluster_access import admin_role_arns, endpoint_cidrs
-from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
+from mlcc_constructs.core.platform.buckets import check_environment
+from mlcc_constructs.core.platform.cluster_access import admin_role_arns, endpoint_cidrs
+from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")
 # Optional lists (cdk.json list, or comma-separated with -c); empty when unset.

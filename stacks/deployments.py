@@ -8,8 +8,12 @@ import weakref
 
 import aws_cdk as cdk
 
-from mlcc_constructs.core.deployment_list import CONTEXT_KEY, AppDeployment, prepare_deployments
-from mlcc_constructs.core.inference_operator import needs_operator
+from mlcc_constructs.core.platform.inference_operator import needs_operator
+from mlcc_constructs.core.serving.spec.app_deployments import (
+    CONTEXT_KEY,
+    AppDeployment,
+    prepare_deployments,
+)
 
 _CACHE: weakref.WeakKeyDictionary[cdk.App, tuple[AppDeployment, ...]] = weakref.WeakKeyDictionary()
 

@@ -14,9 +14,9 @@ from constructs import Construct
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps, S3CsiParentIds
-from mlcc_constructs.core.cluster_access import ADMIN_POLICY, admin_access_id
-from mlcc_constructs.core.gpu_capacity import gpu_node_pool, s3_csi_addon_configuration
-from mlcc_constructs.core.versions import pinned
+from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
+from mlcc_constructs.core.platform.gpu_capacity import gpu_node_pool, s3_csi_addon_configuration
+from mlcc_constructs.core.platform.versions import pinned
 from stacks.app_context import AppEnvironment
 
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.

@@ -4,7 +4,7 @@ that order after ``mlcc-<profile>-eks-cluster`` and before the serving stacks wh
 need the operator.
 
 Context: ``hyperpod_instance_groups`` (create) or ``hyperpod_cluster_name`` (import); see
-:mod:`mlcc_constructs.core.hyperpod`.
+:mod:`mlcc_constructs.core.platform.hyperpod`.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from mlcc_constructs.aws.inference_operator import (
     HyperPodInferenceOperator,
     HyperPodInferenceOperatorProps,
 )
-from mlcc_constructs.core.hyperpod import (
+from mlcc_constructs.core.platform.hyperpod import (
     GROUPS_KEY,
     IMPORT_KEY,
     HyperPodSettings,

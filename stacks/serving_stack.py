@@ -1,6 +1,6 @@
 """Serving stacks: ``mlcc-<profile>-serving`` (the namespaces) and one
 ``mlcc-<profile>-serving-<target>-<namespace>-<name>`` stack per deployment, each object
-applied by the cluster's kubectl provider as its own resource (core/serving_plan.py says why
+applied by the cluster's kubectl provider as its own resource (core/serving/plan.py says why
 the split is per deployment)."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.inference_operator import ADDON_NAME, needs_operator
-from mlcc_constructs.core.serving_plan import SERVING, ServingPlan, ServingUnit
+from mlcc_constructs.core.platform.inference_operator import ADDON_NAME, needs_operator
+from mlcc_constructs.core.serving.plan import SERVING, ServingPlan, ServingUnit
+from mlcc_constructs.core.support.errors import fail
 from stacks.app_context import AppEnvironment
 
 

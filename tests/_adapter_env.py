@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_record import hash_bytes
-from mlcc_constructs.core.buckets import bucket_names
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.record import hash_bytes
+from mlcc_constructs.core.platform.buckets import bucket_names
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "test"}
 BUCKETS = bucket_names(**ENV)
@@ -37,7 +38,7 @@ def adapter_files(r: int = 16, weights: bytes = b"w1", base: str = LLAMA) -> dic
 
 
 def version_of(files: dict[str, bytes]) -> str:
-    return L.version_id(hash_bytes(files))
+    return path_names.version_id(hash_bytes(files))
 
 
 def s3_client(endpoint: str, monkeypatch: pytest.MonkeyPatch, *, versioned: bool = False) -> Any:

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.core.container import MOUNTED_WRAPPER_COMMAND, WRAPPER_MOUNT
+from mlcc_constructs.core.serving.prepare.container import MOUNTED_WRAPPER_COMMAND, WRAPPER_MOUNT
 from mlcc_constructs.core.wrapper import MANIFEST_ENV
 
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_record import hash_bytes
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters.record import hash_bytes
 from tests._adapter_env import (
     BUCKET_ARGS,
     MODEL,
@@ -491,7 +491,7 @@ def test_the_checks_let_every_good_source_form_through(
     s3, source, before = world
     for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.setenv(key, "testing")
-    version = L.version_id(hash_bytes(adapter_files()))
+    version = path_names.version_id(hash_bytes(adapter_files()))
     good = {
         "prefix/": source,
         "prefix": source.rstrip("/"),

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_record import hash_bytes
-from mlcc_constructs.core.buckets import bucket_names
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.record import hash_bytes
+from mlcc_constructs.core.platform.buckets import bucket_names
 from tests._adapter_env import FakePod
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "test"}
@@ -32,7 +33,7 @@ CONFIG = {
     "base_model_name_or_path": LLAMA,
 }
 FILES = {"adapter_config.json": json.dumps(CONFIG).encode(), "adapter_model.safetensors": b"w1"}
-VERSION = L.version_id(hash_bytes(FILES))
+VERSION = path_names.version_id(hash_bytes(FILES))
 POD_PATH = f"/opt/ml/model/.mlcc-adapters/acme/bot/{VERSION}"
 
 
@@ -164,7 +165,7 @@ def test_update_unloads_then_loads_the_new_version(
 ) -> None:
     _run(endpoint, capsys, "add", "bot", "--from", _raw(s3), "--model", MODEL.uri)
     changed = {**FILES, "adapter_model.safetensors": b"w2"}
-    new_version = L.version_id(hash_bytes(changed))
+    new_version = path_names.version_id(hash_bytes(changed))
     code, _report, _ = _run(
         endpoint,
         capsys,

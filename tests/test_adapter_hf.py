@@ -16,8 +16,9 @@ from urllib.parse import unquote
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_record import hash_bytes
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.record import hash_bytes
 from tests._adapter_env import (
     BUCKET_ARGS,
     CORE,
@@ -39,7 +40,7 @@ REPO_FILES = {
     "checkpoint-500/adapter_model.safetensors": b"an older checkpoint",
 }
 ADAPTER = {n: b for n, b in REPO_FILES.items() if "/" not in n and n != ".gitattributes"}
-VERSION = L.version_id(hash_bytes(ADAPTER))
+VERSION = path_names.version_id(hash_bytes(ADAPTER))
 
 
 class FakeHub:
@@ -330,7 +331,7 @@ def test_an_unreachable_hub_is_a_clear_error(
 
 
 def test_the_latest_download_is_reused_and_an_older_one_deleted(hub: FakeHub) -> None:
-    from mlcc_constructs.core.hf_source import parse_hf_source
+    from mlcc_constructs.core.adapters.hf_source import parse_hf_source
     from mlcc_constructs.ops.hf_hub import HubSource
 
     other = {**FILES, "adapter_model.safetensors": b"other-weights"}

@@ -15,13 +15,14 @@ from typing import Any
 import pytest
 import yaml
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_record import AdapterRecord, hash_bytes
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.model_record import ModelRecord
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.model_record import ModelRecord
+from mlcc_constructs.core.adapters.record import AdapterRecord, hash_bytes
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.clean import execute_clean, plan_project_clean, project_models
 from mlcc_constructs.ops.promotion import Promotion, promote
 from tests._adapter_env import (
@@ -83,12 +84,12 @@ def _stored(
     peft = json.loads(files["adapter_config.json"])
     digest = hash_bytes(files)
     home = L.canonical_adapter_home(CORE, L.base_model(base), project, name)
-    adapter = L.parse_canonical_adapter(L.adapter_version(home, L.version_id(digest)).uri)
+    adapter = L.parse_canonical_adapter(L.adapter_version(home, path_names.version_id(digest)).uri)
     assert adapter is not None
     record = AdapterRecord(
         project=project,
         name=name,
-        version=L.version_id(digest),
+        version=path_names.version_id(digest),
         content_hash=digest,
         source_uri=f"s3://{ARTIFACTS}/{project}/tune/{name}-{when[:10]}/",
         technique="sft",

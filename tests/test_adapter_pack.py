@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
+from mlcc_constructs.core.adapters import s3_layout as L
 from mlcc_constructs.ops.promotion import promote
 from tests._adapter_env import (
     BUCKET_ARGS,

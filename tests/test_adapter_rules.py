@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_clean import plan_clean, purge_order
-from mlcc_constructs.core.adapter_inventory import group_adapter_keys, loaded_adapters
-from mlcc_constructs.core.adapter_record import content_hash
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.hf_source import HfSource, adapter_file_names, parse_hf_source
-from mlcc_constructs.core.model_record import model_base, model_files_problems
-from mlcc_constructs.core.targets import load_target
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.clean import plan_clean, purge_order
+from mlcc_constructs.core.adapters.hf_source import HfSource, adapter_file_names, parse_hf_source
+from mlcc_constructs.core.adapters.inventory import group_adapter_keys, loaded_adapters
+from mlcc_constructs.core.adapters.model_record import model_base, model_files_problems
+from mlcc_constructs.core.adapters.record import content_hash
+from mlcc_constructs.core.platform.targets import load_target
+from mlcc_constructs.core.support.errors import MlccError
 
 CORE = "mlcc-models-123456789012-us-east-1"
 MODEL = L.base_model_location(CORE, L.base_model("meta-llama/Llama-3.1-8B-Instruct"))

@@ -11,12 +11,13 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_deployment import Deployment, LiveState, live_rank_limit
-from mlcc_constructs.core.adapter_record import hash_bytes
-from mlcc_constructs.core.buckets import bucket_names
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.manifests import builtin_engines
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.deployment import Deployment, LiveState, live_rank_limit
+from mlcc_constructs.core.adapters.record import hash_bytes
+from mlcc_constructs.core.engines.manifests import builtin_engines
+from mlcc_constructs.core.platform.buckets import bucket_names
+from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery, remove_serving_copies
 from mlcc_constructs.ops.promotion import (
     Promotion,
@@ -159,7 +160,7 @@ def test_promote_twice_is_one_version(s3: Any) -> None:
         "adapter_model.safetensors",
         "tokenizer/tokenizer.json",
     )
-    version = L.version_id(hash_bytes(FILES))
+    version = path_names.version_id(hash_bytes(FILES))
     assert first.adapter.version == version
     home = L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "bot")
     assert first.adapter.location == L.adapter_version(home, version)
@@ -216,7 +217,7 @@ def test_tar_gz_source_is_the_same_version_as_its_files(s3: Any) -> None:
     s3.put_object(Bucket=ARTIFACTS, Key=key, Body=buffer.getvalue())
     from_tar = _promote(s3, f"s3://{ARTIFACTS}/{key}")
     assert from_tar.status == "created"
-    assert from_tar.adapter.version == L.version_id(hash_bytes(FILES))
+    assert from_tar.adapter.version == path_names.version_id(hash_bytes(FILES))
     assert _objects(s3, from_tar.adapter.location)["adapter_model.safetensors"] == b"weights-one"
     assert _promote(s3, _raw(s3, "job-1")).status == "unchanged"
 
@@ -235,7 +236,7 @@ def test_interrupted_version_is_completed_never_overwritten(s3: Any) -> None:
     source = _raw(s3, "job-1")
     version = L.adapter_version(
         L.canonical_adapter_home(CORE, L.base_model(LLAMA), "acme", "bot"),
-        L.version_id(hash_bytes(FILES)),
+        path_names.version_id(hash_bytes(FILES)),
     )
     _upload(s3, version, {"adapter_config.json": FILES["adapter_config.json"]})
     resumed = _promote(s3, source)
@@ -596,7 +597,7 @@ def test_remove_deletes_only_serving_copies(s3: Any) -> None:
 
 
 def test_recorded_adapters_feed_the_rank_fit(s3: Any) -> None:
-    from mlcc_constructs.core.lora_rank import fit_max_rank
+    from mlcc_constructs.core.adapters.lora_rank import fit_max_rank
 
     _promote(s3, _raw(s3, "job-1"))
     big = {**FILES, "adapter_config.json": json.dumps({**CONFIG, "r": 48}).encode()}

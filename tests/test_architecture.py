@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from mlcc_constructs.core.manifests import builtin_engines
+from mlcc_constructs.core.engines.manifests import builtin_engines
 
 PACKAGE = Path(__file__).resolve().parent.parent / "mlcc_constructs"
 JSII_MODULES = ("jsii", "aws_cdk", "cdk8s", "cdk8s_plus_28", "constructs", "cdk_nag")
@@ -186,7 +186,7 @@ def test_importing_ops_loads_no_jsii_module() -> None:
 
 
 def test_the_resolver_never_names_an_engine_even_in_prose() -> None:
-    source = (PACKAGE / "core" / "resolve.py").read_text()
+    source = (PACKAGE / "core" / "serving" / "resolve" / "tiers.py").read_text()
     names = {m.engine for m in builtin_engines()} | {"trtllm", "llama", "djl", "SGLang"}
     found = sorted(n for n in names if n.lower() in source.lower())
     assert found == []

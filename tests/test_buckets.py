@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from _cdk_app import BUCKETS_STACK, template
 
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 
 def _buckets() -> dict[str, dict[str, Any]]:
@@ -100,7 +100,7 @@ def test_bucket_lookup_by_key() -> None:
 
 
 def test_profiles_never_share_a_bucket_name() -> None:
-    from mlcc_constructs.core.buckets import bucket_names
+    from mlcc_constructs.core.platform.buckets import bucket_names
 
     env = {"account": "123456789012", "region": "us-east-1"}
     names = {p: set(bucket_names(**env, profile=p).values()) for p in ("dev", "prod", "dev-2")}
@@ -126,7 +126,7 @@ def test_dev_and_prod_apps_synthesise_no_shared_bucket_name() -> None:
 
 
 def test_a_pattern_without_every_placeholder_is_refused() -> None:
-    from mlcc_constructs.core.buckets import pattern_problems
+    from mlcc_constructs.core.platform.buckets import pattern_problems
 
     problems = pattern_problems(
         {
@@ -149,7 +149,7 @@ def test_a_pattern_without_every_placeholder_is_refused() -> None:
 def test_the_shipped_descriptor_matches_its_schema() -> None:
     """The runtime reads stacks/buckets.json without jsonschema (start-up); this checks it."""
     from mlcc_constructs.core._resources import shipped_path
-    from mlcc_constructs.core.documents import read_json, validate_document
+    from mlcc_constructs.core.support.documents import read_json, validate_document
 
     path = shipped_path("stacks/buckets.json")
     validate_document(read_json(path), shipped_path("stacks/buckets.schema.json"), where=str(path))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mlcc_constructs.core.manifests import (
+from mlcc_constructs.core.engines.manifests import (
     builtin_engines,
     builtin_manifest_files,
     load_manifest,

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import cache_adapters
+from mlcc_constructs.core.cache import adapters as cache_adapters
 from mlcc_constructs.core.cache import (
-    CacheBackendSpec,
     format_quantity,
     parse_cache_backend,
     parse_quantity,
+    parse_spec,
 )
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 IMAGE = (
     "docker.io/lmcache/standalone@sha256:"
@@ -65,7 +65,7 @@ def with_overrides(runtime: str = "VLLM", **overrides: Any) -> dict[str, Any]:
 
 def problems_of(spec: dict[str, Any]) -> list[str]:
     with pytest.raises(MlccError) as caught:
-        CacheBackendSpec.from_dict(spec)
+        parse_spec(spec)
     return [str(p) for p in caught.value.problems]
 
 
@@ -83,7 +83,7 @@ OV = "/spec/integration/engineOverrides"
 
 
 def test_seed_safe_example_is_admitted() -> None:
-    spec = CacheBackendSpec.from_dict(seed_safe_spec())
+    spec = parse_spec(seed_safe_spec())
     assert spec.adapter is not None and spec.adapter.name == "vllm-lmcache-mp"
     assert spec.overrides.args == ("--max-model-len", "32768")
     assert spec.effective_chunk_size_tokens == 128
@@ -91,7 +91,7 @@ def test_seed_safe_example_is_admitted() -> None:
 
 
 def test_seed_safe_example_is_admitted_for_sglang_too() -> None:
-    assert CacheBackendSpec.from_dict(seed_safe_spec("SGLang")).adapter is not None
+    assert parse_spec(seed_safe_spec("SGLang")).adapter is not None
 
 
 REJECTED = [
@@ -177,7 +177,7 @@ def test_reserved_overrides_are_rejected(
 
 def test_reserved_sets_are_per_adapter() -> None:
     # vLLM's reserved tokens are ordinary overrides for SGLang, and the other way round.
-    CacheBackendSpec.from_dict(
+    parse_spec(
         with_overrides(
             "SGLang",
             env=[{"name": "PYTHONHASHSEED", "value": "1"}],
@@ -185,9 +185,7 @@ def test_reserved_sets_are_per_adapter() -> None:
             suppressArgs=["--disable-hybrid-kv-cache-manager"],
         )
     )
-    CacheBackendSpec.from_dict(
-        with_overrides("VLLM", args=["--enable-metrics"], suppressArgs=["--enable-lmcache"])
-    )
+    parse_spec(with_overrides("VLLM", args=["--enable-metrics"], suppressArgs=["--enable-lmcache"]))
 
 
 def test_every_problem_of_a_spec_is_reported_at_once() -> None:
@@ -284,7 +282,7 @@ def _merged(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 def test_bad_input_names_field_value_and_fix(patch: dict[str, Any], expected: str | None) -> None:
     spec = _merged(seed_safe_spec(), patch)
     if expected is None:
-        CacheBackendSpec.from_dict(spec)
+        parse_spec(spec)
         return
     assert expected in problems_of(spec)
 

@@ -20,10 +20,11 @@ from mlcc_constructs.core.cache import (
     Integration,
     admit,
     inject_cache_backend,
+    parse_spec,
     render_cache_config_maps,
 )
 from mlcc_constructs.core.cache import admission as admission_module
-from mlcc_constructs.core.errors import MlccError, Problem
+from mlcc_constructs.core.support.errors import MlccError, Problem
 
 
 @pytest.fixture
@@ -58,15 +59,15 @@ def test_the_rules_run_once_for_repeated_admits(rule_calls: list[CacheBackendSpe
     assert first.values["chunk_size"] == "128"
 
 
-def test_from_dict_admits_once_for_everything_after_it(
+def test_parse_spec_admits_once_for_everything_after_it(
     rule_calls: list[CacheBackendSpec],
 ) -> None:
-    spec = CacheBackendSpec.from_dict(seed_safe_spec("SGLang"))
+    spec = parse_spec(seed_safe_spec("SGLang"))
     admit(spec)
     inject_cache_backend(sglang_deployment(), spec, engine_container="sglang")
     inject_cache_backend(sglang_deployment(), spec, engine_container="sglang")
     render_cache_config_maps(spec, workload_name="llm")
-    assert rule_calls == []  # from_dict ran them before the counter was needed
+    assert rule_calls == []  # parse_spec ran them before the counter was needed
 
 
 def test_injection_admits_a_spec_once(rule_calls: list[CacheBackendSpec]) -> None:
@@ -133,3 +134,13 @@ def test_skip_inject_does_not_admit(rule_calls: list[CacheBackendSpec]) -> None:
     }
     assert inject_cache_backend(before, unadmitted(), engine_container="vllm") == before
     assert rule_calls == []
+
+
+def test_from_dict_reads_and_leaves_admission_to_its_first_use(
+    rule_calls: list[CacheBackendSpec],
+) -> None:
+    spec = CacheBackendSpec.from_dict(seed_safe_spec())
+    assert rule_calls == []
+    inject_cache_backend(vllm_deployment(), spec, engine_container="vllm")
+    admit(spec)
+    assert rule_calls == [spec]

@@ -13,7 +13,7 @@ from syrupy.assertion import SnapshotAssertion
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec, EngineOverrides, EnvOverride, Integration
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 CRD = "crds/inferencecache.io_cachebackends.yaml"
 SAMPLE = "examples/example-cachebackend-vllm-podlocal.yaml"

@@ -11,9 +11,9 @@ import pytest
 import yaml
 from test_cache_admission import problems_of, seed_safe_spec
 
-from mlcc_constructs.core.cache import CacheBackendSpec, RedisSpec, SecretKeySelector
+from mlcc_constructs.core.cache import CacheBackendSpec, RedisSpec, SecretKeySelector, parse_spec
 from mlcc_constructs.core.cache.fields import crd_paths
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 
 def _crd_paths(node: dict[str, Any], prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
@@ -170,7 +170,7 @@ def test_a_spec_file_names_problems_under_its_own_pointer() -> None:
     raw["lmCache"]["chunkSizeTokens"] = "128"
     raw["integration"]["engineOverrides"]["env"] = [{"name": "PYTHONHASHSEED", "value": "1"}]
     with pytest.raises(MlccError) as caught:
-        CacheBackendSpec.from_dict(raw, where="spec.yaml", path="/cache_backend")
+        parse_spec(raw, where="spec.yaml", path="/cache_backend")
     assert [f"{p.where}:{p.pointer}" for p in caught.value.problems] == [
         "spec.yaml:/cache_backend/lmCache/chunkSizeTokens",
         "spec.yaml:/cache_backend/integration/engineOverrides/env/0",

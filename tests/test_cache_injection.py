@@ -16,7 +16,7 @@ from mlcc_constructs.core.cache import (
     inject_cache_backend,
     render_cache_config_maps,
 )
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 KV_CONFIG = (
     '{"kv_connector":"LMCacheMPConnector",'
@@ -159,7 +159,7 @@ def test_overrides_replace_and_suppress_non_reserved_adapter_tokens(
 ) -> None:
     # The built-in adapters contribute only reserved tokens, so the replace/suppress
     # primitives are exercised on a data-driven adapter with non-reserved ones.
-    from mlcc_constructs.core import cache_adapters
+    from mlcc_constructs.core.cache import adapters as cache_adapters
 
     adapters, server = cache_adapters._load()
     base = adapters[0]
@@ -351,8 +351,8 @@ def test_snapshot_sglang(yaml_snapshot: SnapshotAssertion) -> None:
 
 
 def _rendered_deployment(engine_name: str) -> dict[str, Any]:
-    render = pytest.importorskip("mlcc_constructs.core.render")
-    from mlcc_constructs.core.spec import DeploymentSpec
+    render = pytest.importorskip("mlcc_constructs.core.serving.render")
+    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
     rendered = render.render(
         DeploymentSpec(
@@ -370,8 +370,8 @@ def _rendered_deployment(engine_name: str) -> dict[str, Any]:
 def test_snapshot_real_rendered_deployment(
     engine_name: str, yaml_snapshot: SnapshotAssertion
 ) -> None:
-    from mlcc_constructs.core.container import ENGINE_CONTAINER
-    from mlcc_constructs.core.k8s_validation import core_object_problems
+    from mlcc_constructs.core.serving.kinds.validation import core_object_problems
+    from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 
     spec = CacheBackendSpec.from_dict(
         sglang_spec() if engine_name == "sglang" else seed_safe_spec()

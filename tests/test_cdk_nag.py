@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from _cdk_app import synthesised, team
 
-from mlcc_constructs.core.eks_rules import missing_log_types, public_endpoint_problem
+from mlcc_constructs.core.platform.eks_rules import missing_log_types, public_endpoint_problem
 
 ALL_LOGS = {
     "ClusterLogging": {

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.adapter_clean import (
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters.clean import (
     CleanPlan,
     CleanUnit,
     ModelMount,
     model_mounts,
     mounted_problems,
 )
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
 CORE = "mlcc-models-dev-123456789012-us-east-1"
 FINETUNE = L.full_finetune(CORE, "acme", "full-sft")

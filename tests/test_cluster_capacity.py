@@ -1,5 +1,6 @@
 """The eks-cluster stack's GPU capacity, cluster access and versions: the pure rules
-(core/gpu_capacity.py, core/cluster_access.py, core/versions.py) and what the stack emits."""
+(core/platform/gpu_capacity.py, core/platform/cluster_access.py, core/platform/versions.py) and
+what the stack emits."""
 
 from __future__ import annotations
 
@@ -9,17 +10,21 @@ from typing import Any
 import pytest
 from _cdk_app import EKS_STACK, REPO, build, template
 
-from mlcc_constructs.core.cluster_access import admin_access_id, admin_role_arns, endpoint_cidrs
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.gpu_capacity import (
+from mlcc_constructs.core.platform.cluster_access import (
+    admin_access_id,
+    admin_role_arns,
+    endpoint_cidrs,
+)
+from mlcc_constructs.core.platform.gpu_capacity import (
     gpu_node_pool,
     gpu_toleration,
     instance_families,
     s3_csi_addon_configuration,
 )
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.core.versions import check_kubectl_layer, pinned
+from mlcc_constructs.core.platform.versions import check_kubectl_layer, pinned
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 WHERE = "CDK context (cdk.json or -c)"
 

@@ -13,7 +13,7 @@ import pytest
 from _cdk_app import AFTER_FIX, BEFORE_FIX, EXPECTED_DIFF, REPO
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.diff_guard import (
     TemplateDiff,
     diff_guard,

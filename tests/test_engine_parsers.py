@@ -21,11 +21,11 @@ from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs import cli
 from mlcc_constructs.core.cache import CacheBackendSpec
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.manifests import EngineManifest, builtin_engines
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.core.versions import pinned
+from mlcc_constructs.core.engines.manifests import EngineManifest, builtin_engines
+from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.wrapper import list_form
 
 FACTS_DIR = Path(__file__).resolve().parent / "engine_parsers"

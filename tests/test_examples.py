@@ -10,8 +10,8 @@ import yaml
 from mlcc_constructs import cli
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.cache import load_cache_backends
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec_file import load_spec_file
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.files import load_spec_file
 
 EXAMPLES = shipped_path("examples")
 

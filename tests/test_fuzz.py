@@ -20,8 +20,8 @@ from test_cache_admission import seed_safe_spec
 from test_manifests import VALID as VALID_MANIFEST
 
 from mlcc_constructs import cli
-from mlcc_constructs.core.k8s_validation import object_problems
-from mlcc_constructs.core.spec_file import schema
+from mlcc_constructs.core.serving.kinds.validation import object_problems
+from mlcc_constructs.core.serving.spec.files import schema
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 VALID_SPEC: dict[str, Any] = {

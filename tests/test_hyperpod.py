@@ -26,10 +26,10 @@ from _cdk_app import (
 )
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.alb_controller_iam import alb_controller_statements
-from mlcc_constructs.core.buckets import bucket_names
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.hyperpod import (
+from mlcc_constructs.core.adapters.s3_layout import hyperpod_lifecycle_prefix
+from mlcc_constructs.core.platform.alb_controller_iam import alb_controller_statements
+from mlcc_constructs.core.platform.buckets import bucket_names
+from mlcc_constructs.core.platform.hyperpod import (
     DEFAULT_EBS_VOLUME_GIB,
     ON_CREATE,
     InstanceGroup,
@@ -38,14 +38,14 @@ from mlcc_constructs.core.hyperpod import (
     lifecycle_dir,
     lifecycle_hash,
 )
-from mlcc_constructs.core.hyperpod_iam import (
+from mlcc_constructs.core.platform.hyperpod_iam import (
     hyperpod_instance_statements,
     inference_operator_statements,
     keda_statements,
 )
-from mlcc_constructs.core.iam_statement import Arns, wildcard_actions
-from mlcc_constructs.core.inference_operator import needs_operator
-from mlcc_constructs.core.s3_layout import hyperpod_lifecycle_prefix
+from mlcc_constructs.core.platform.iam_statement import Arns, wildcard_actions
+from mlcc_constructs.core.platform.inference_operator import needs_operator
+from mlcc_constructs.core.support.errors import MlccError
 
 NAMES = bucket_names(account="123456789012", region="us-east-1", profile="dev")
 VERSIONS = json.loads(data_path("versions.json").read_text(encoding="utf-8"))

@@ -13,11 +13,11 @@ import pytest
 import yaml
 from conftest import LLAMA_CPP_TEST_IMAGE
 
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.k8s_validation import IEC_V1_RULES, iec_problems, strict
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.renderers.hyperpod_eks import endpoint_name
-from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.kinds.validation import IEC_V1_RULES, iec_problems, strict
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.renderers.hyperpod_eks import endpoint_name
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 
 CRD = "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"

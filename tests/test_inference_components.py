@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.buckets import bucket_names
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.platform.buckets import bucket_names
+from mlcc_constructs.core.support.errors import MlccError
 
 CORE = bucket_names(account="123456789012", region="us-east-1", profile="dev")["core"]
 HOME = L.canonical_adapter_home(

@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.prepare import prepare
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(profile="dev")

@@ -11,10 +11,10 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.k8s_validation import core_object_problems, kubernetes_version
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.kinds.validation import core_object_problems, kubernetes_version
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")

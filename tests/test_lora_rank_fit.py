@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.lora_rank import AdapterRank, fit_max_rank, snap_up
+from mlcc_constructs.core.adapters.lora_rank import AdapterRank, fit_max_rank, snap_up
+from mlcc_constructs.core.support.errors import MlccError
 
 VLLM_ALLOWED = (1, 8, 16, 32, 64, 128, 256, 320, 512)
 

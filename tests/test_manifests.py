@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.manifests import EngineRegistry, builtin_engines, load_manifest
+from mlcc_constructs.core.engines.manifests import EngineRegistry, builtin_engines, load_manifest
+from mlcc_constructs.core.support.errors import MlccError
 
 BUILTINS = {m.engine: m for m in builtin_engines()}
 

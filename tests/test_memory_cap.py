@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.lora import (
+from mlcc_constructs.core.adapters.lora import (
     check_memory_cap,
     lora_buffer_bytes,
     lora_elements_per_rank,
     model_geometry,
 )
+from mlcc_constructs.core.support.errors import MlccError
 
 # The fields of meta-llama/Llama-3.1-8B-Instruct's config.json that the cap reads.
 LLAMA_31_8B = {

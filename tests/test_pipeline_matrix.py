@@ -13,12 +13,12 @@ from conftest import LLAMA_CPP_TEST_IMAGE
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.manifests import builtin_engines
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.core.targets import kubernetes_target_names
+from mlcc_constructs.core.engines.manifests import builtin_engines
+from mlcc_constructs.core.platform.targets import kubernetes_target_names
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 SOURCES = {

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.resolve import resolve
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.serving.resolve.tiers import resolve
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
 PLUGIN = {
     "engine": "hyperserve",

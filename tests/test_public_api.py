@@ -11,8 +11,8 @@ import typing
 import pytest
 
 import mlcc_constructs
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 PUBLIC_DATACLASSES = sorted(
     name

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import yaml
 
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

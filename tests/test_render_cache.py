@@ -14,11 +14,11 @@ from engine_process import engine_process
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.core.cache import CacheBackendSpec
-from mlcc_constructs.core.container import ENGINE_CONTAINER
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")

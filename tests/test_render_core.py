@@ -13,17 +13,21 @@ import yaml
 from conftest import LLAMA_CPP_TEST_IMAGE
 
 from mlcc_constructs import cli
-from mlcc_constructs.core.catalog import lookup
-from mlcc_constructs.core.container import ENGINE_CONTAINER, config_hash, pod_resources
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.k8s_validation import core_object_problems, name_problems
-from mlcc_constructs.core.manifests import EngineRegistry, builtin_engines
-from mlcc_constructs.core.prepare import infer_environment
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.renderers.eks import CONFIG_HASH_ANNOTATION
-from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
-from mlcc_constructs.core.yaml_output import to_yaml
+from mlcc_constructs.core.engines.manifests import EngineRegistry, builtin_engines
+from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.serving.kinds.validation import core_object_problems, name_problems
+from mlcc_constructs.core.serving.prepare.container import (
+    ENGINE_CONTAINER,
+    config_hash,
+    pod_resources,
+)
+from mlcc_constructs.core.serving.prepare.deployment import infer_environment
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.renderers.eks import CONFIG_HASH_ANNOTATION
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.support.errors import MlccError
+from mlcc_constructs.core.support.yaml_output import to_yaml
 
 BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -150,7 +154,7 @@ def test_sglang_lora_always_carries_its_companions(target: str) -> None:
 
 
 def test_renderer_never_branches_on_an_engine_name() -> None:
-    source = (Path(__file__).parent.parent / "mlcc_constructs/core/render.py").read_text()
+    source = (Path(__file__).parent.parent / "mlcc_constructs/core/serving/render.py").read_text()
     for engine in ENGINES:
         assert f'"{engine}"' not in source and f"'{engine}'" not in source
 
@@ -268,7 +272,7 @@ def test_the_inlined_wrapper_runs_the_hyperpod_worker(engine: str) -> None:
 
 def resolve_argv(args: list[str], *, target: str) -> list[str]:
     """What `mlcc argv` computes for the same inputs (the model is mounted on hyperpod-eks)."""
-    from mlcc_constructs.core.resolve import resolve
+    from mlcc_constructs.core.serving.resolve.tiers import resolve
 
     options = dict(zip(args[::2], args[1::2], strict=True))
     spec = DeploymentSpec(
@@ -559,7 +563,7 @@ def test_yaml_is_byte_stable() -> None:
 def test_validation_uses_a_bundled_kubernetes_1_29_plus_schema() -> None:
     import kubernetes_validate
 
-    from mlcc_constructs.core.k8s_validation import kubernetes_version
+    from mlcc_constructs.core.serving.kinds.validation import kubernetes_version
 
     major, minor = (int(p) for p in kubernetes_version().split("."))
     assert (major, minor) >= (1, 29)

@@ -6,12 +6,12 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.lora_rank import AdapterRank
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.core.spec_file import spec_from_mapping
+from mlcc_constructs.core.adapters.lora_rank import AdapterRank
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.files import spec_from_mapping
+from mlcc_constructs.core.support.errors import MlccError
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")

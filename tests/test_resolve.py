@@ -8,10 +8,10 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.resolve import resolve
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.serving.resolve.tiers import resolve
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 S3_MODEL = "s3://b/m/"
 ENGINES = Path(__file__).resolve().parents[1] / "engines"

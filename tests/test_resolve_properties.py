@@ -5,11 +5,11 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.manifests import EngineRegistry, builtin_engines
-from mlcc_constructs.core.resolution import SENTINELS
-from mlcc_constructs.core.resolve import resolve
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.engines.manifests import EngineRegistry, builtin_engines
+from mlcc_constructs.core.engines.values import SENTINELS
+from mlcc_constructs.core.serving.resolve.tiers import resolve
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 REGISTRY = EngineRegistry.load(use_env=False)
 ENGINES = {m.engine: m for m in builtin_engines()}

@@ -22,10 +22,10 @@ from botocore.stub import Stubber
 
 from mlcc_constructs import cli
 from mlcc_constructs.cli import rollout as rollout_cli
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.core.yaml_output import to_yaml
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.yaml_output import to_yaml
 from mlcc_constructs.ops.rollout import Clock
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"

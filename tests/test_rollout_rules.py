@@ -1,4 +1,4 @@
-"""The pure rollout rules (core/rollout.py): is there a rollout, can its surge pod schedule,
+"""The pure rollout rules (core/rollout/rules.py): is there a rollout, can its surge pod schedule,
 which node goes after a surge. Table-driven, with exact texts."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.cluster_state import (
+from mlcc_constructs.core.rollout.cluster_state import (
     ClusterView,
     InstanceGroup,
     cluster_view,
@@ -17,10 +17,7 @@ from mlcc_constructs.core.cluster_state import (
     parse_selector,
     pod_gpus,
 )
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.rollout import (
+from mlcc_constructs.core.rollout.rules import (
     LAST_APPLIED,
     check_rollout,
     new_node,
@@ -32,7 +29,10 @@ from mlcc_constructs.core.rollout import (
     surge_problems,
     template_changes,
 )
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")

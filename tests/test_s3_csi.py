@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from _cdk_app import team
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.versions import pinned
+from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.support.errors import MlccError
 
 
 def _role_policy(template: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from mlcc_constructs.core import s3_layout as L
-from mlcc_constructs.core.buckets import bucket_names
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.targets import AdapterDelivery, load_target
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.platform.buckets import bucket_names
+from mlcc_constructs.core.platform.targets import AdapterDelivery, load_target
+from mlcc_constructs.core.support.errors import MlccError
 
 REPO = Path(__file__).resolve().parent.parent
 BUCKETS = bucket_names(account="123456789012", region="us-east-1", profile="dev")
@@ -41,7 +42,7 @@ def test_every_path() -> None:
     assert L.job_output(ARTIFACTS, "acme", "optimize").uri == (
         "s3://mlcc-artifacts-dev-123456789012-us-east-1/acme/optimize/"
     )
-    assert L.version_id("0123456789ab" + "c" * 52) == "v0123456789ab"
+    assert path_names.version_id("0123456789ab" + "c" * 52) == "v0123456789ab"
     assert L.base_of_model_location(L.base_model_location(CORE, LLAMA)) == LLAMA
     assert L.base_of_model_location(L.full_finetune(CORE, "acme", "x")) is None
 
@@ -184,7 +185,7 @@ def test_no_other_file_composes_layout_paths() -> None:
     offenders = []
     for root in ("mlcc_constructs", "stacks"):
         for path in sorted((REPO / root).rglob("*.py")):
-            if path == REPO / "mlcc_constructs" / "core" / "s3_layout.py":
+            if path == REPO / "mlcc_constructs" / "core" / "adapters" / "s3_layout.py":
                 continue
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if _FRAGMENTS.search(line):
@@ -196,9 +197,11 @@ def test_no_other_file_composes_layout_paths() -> None:
             for n, line in enumerate(app.read_text(encoding="utf-8").splitlines(), 1)
             if _FRAGMENTS.search(line)
         ]
-    assert offenders == [], "compose these paths with mlcc_constructs.core.s3_layout"
+    assert offenders == [], "compose these paths with mlcc_constructs.core.adapters.s3_layout"
 
 
 def test_the_drift_check_sees_the_layout_module() -> None:
-    text = (REPO / "mlcc_constructs" / "core" / "s3_layout.py").read_text(encoding="utf-8")
+    text = (REPO / "mlcc_constructs" / "core" / "adapters" / "s3_layout.py").read_text(
+        encoding="utf-8"
+    )
     assert _FRAGMENTS.search(text)

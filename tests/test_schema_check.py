@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlcc_constructs.core.schema_check import iter_errors
-from mlcc_constructs.core.spec_file import schema
+from mlcc_constructs.core.serving.spec.files import schema
+from mlcc_constructs.core.support.schema_check import iter_errors
 
 SCALARS = st.one_of(
     st.none(),

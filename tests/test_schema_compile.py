@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mlcc_constructs.core import k8s_validation as kv
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.schema_compile import compile_schema
-from mlcc_constructs.core.spec import DeploymentSpec
+from mlcc_constructs.core.serving.kinds import validation as kv
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.schema_compile import compile_schema
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")

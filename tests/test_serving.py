@@ -16,15 +16,15 @@ import pytest
 import yaml
 from _cdk_app import REPO, cdk_context, synthesised
 
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.k8s_validation import core_object_problems
-from mlcc_constructs.core.manifest_ids import manifest_logical_id, unique_ids
-from mlcc_constructs.core.serving_plan import (
+from mlcc_constructs.core.serving.kinds.validation import core_object_problems
+from mlcc_constructs.core.serving.manifest_ids import manifest_logical_id, unique_ids
+from mlcc_constructs.core.serving.plan import (
     SUFFIX_MAX,
     namespace_object,
     plan_serving,
     serving_stack_suffix,
 )
+from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.diff_guard import ExpectedChange, offending_changes, template_diff
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -120,8 +120,8 @@ def test_namespace_object_is_a_valid_namespace() -> None:
 
 
 def test_two_deployments_with_one_stack_are_refused() -> None:
-    from mlcc_constructs.core.prepare import prepare
-    from mlcc_constructs.core.spec import DeploymentSpec
+    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
     spec = DeploymentSpec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="a")
     prepared = prepare(spec)

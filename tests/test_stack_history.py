@@ -14,8 +14,8 @@ import pytest
 from _cdk_app import EKS_HISTORY, REPO, synthesised
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.stack_history import parse_history
+from mlcc_constructs.core.platform.stack_history import parse_history
+from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.stack_history import StepResult, check_history
 
 SNAPSHOTS = REPO / "snapshots"

@@ -22,8 +22,8 @@ from _cdk_app import (
 )
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.buckets import bucket_names
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.platform.buckets import bucket_names
+from mlcc_constructs.core.support.errors import MlccError
 
 ENV = {"account": "123456789012", "region": "us-east-1", "profile": "dev"}
 NAMES = bucket_names(**ENV)

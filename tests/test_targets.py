@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 
 from mlcc_constructs.core._resources import shipped_path
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.targets import kubernetes_target_names, load_target, target_names
+from mlcc_constructs.core.platform.targets import kubernetes_target_names, load_target, target_names
+from mlcc_constructs.core.support.errors import MlccError
 
 
 def test_the_shipped_targets() -> None:
@@ -50,9 +50,9 @@ def test_every_kubernetes_target_names_its_pods_by_a_label() -> None:
 
 
 def test_the_eks_pod_name_label_is_on_the_rendered_pods_and_in_the_selector() -> None:
-    from mlcc_constructs.core.context import RenderContext
-    from mlcc_constructs.core.render import render
-    from mlcc_constructs.core.spec import DeploymentSpec
+    from mlcc_constructs.core.serving.render import render
+    from mlcc_constructs.core.serving.spec.context import RenderContext
+    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
     spec = DeploymentSpec(
         engine="vllm", model="org/name", instance_type="ml.g5.xlarge", name="llama"

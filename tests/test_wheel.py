@@ -37,7 +37,7 @@ def test_installed_wheel_renders_from_its_own_files(tmp_path: Path) -> None:
     code = (
         "import json, mlcc_constructs.core._resources as r; "
         "from mlcc_constructs import render, RenderContext; "
-        "from mlcc_constructs.core.spec import DeploymentSpec; "
+        "from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec; "
         "spec = DeploymentSpec(engine='sglang', model='org/name', instance_type='g5.12xlarge', "
         "name='x', target='hyperpod-eks', lora=True); "
         "ctx = RenderContext(account='123456789012', region='us-east-1', profile='dev'); "

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from mlcc_constructs.core.manifests import builtin_engines
+from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.wrapper import (
     WrapperError,
     build_argv,

@@ -11,11 +11,11 @@ from conftest import LLAMA_CPP_TEST_IMAGE
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.manifests import builtin_engines
-from mlcc_constructs.core.render import render
-from mlcc_constructs.core.spec import DeploymentSpec, SecretRef
-from mlcc_constructs.core.yaml_output import _pyyaml, to_yaml
+from mlcc_constructs.core.engines.manifests import builtin_engines
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.support.yaml_output import _pyyaml, to_yaml
 
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 

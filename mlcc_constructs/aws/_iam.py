@@ -1,4 +1,5 @@
-"""IAM helpers shared by the constructs: roles from :mod:`mlcc_constructs.core.iam_statement`
+"""IAM helpers shared by the constructs: roles from
+:mod:`mlcc_constructs.core.platform.iam_statement`
 statements, IRSA trust pinned to one service account, and the cdk-nag acknowledgement of each
 wildcard resource with the statement's reason."""
 
@@ -12,7 +13,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from mlcc_constructs.core.iam_statement import Statement
+from mlcc_constructs.core.platform.iam_statement import Statement
 
 AUDIENCE = "sts.amazonaws.com"
 

@@ -18,9 +18,9 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from mlcc_constructs.core.buckets import bucket_names, bucket_patterns
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.platform.buckets import bucket_names, bucket_patterns
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.typecheck import check_fields
 
 
 @dataclass(frozen=True, kw_only=True)

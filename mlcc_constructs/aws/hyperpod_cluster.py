@@ -5,10 +5,12 @@
 
 * ``Role``: the instance groups' execution role (``sagemaker.amazonaws.com``), with the
   permissions HyperPod documents for EKS-orchestrated clusters
-  (:func:`mlcc_constructs.core.hyperpod_iam.hyperpod_instance_statements`): no wildcard action.
+  (:func:`mlcc_constructs.core.platform.hyperpod_iam.hyperpod_instance_statements`): no wildcard
+  action.
 * ``LifecycleScripts``: the lifecycle scripts (``mlcc_constructs/data/hyperpod-lifecycle``),
   a CDK asset copied into the artifacts bucket of ``stacks/buckets.json`` under a
-  content-addressed prefix (:func:`mlcc_constructs.core.s3_layout.hyperpod_lifecycle_prefix`).
+  content-addressed prefix
+  (:func:`mlcc_constructs.core.adapters.s3_layout.hyperpod_lifecycle_prefix`).
 * ``VpcCniAddon``, ``KubeProxyAddon``, ``CoreDnsAddon``: the networking add-ons HyperPod nodes
   need on an EKS Auto Mode cluster. Auto Mode nodes bring their own networking and DNS, so the
   cluster has none of these; HyperPod nodes are ordinary EC2 nodes and "SageMaker HyperPod
@@ -39,12 +41,17 @@ from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, nag_text
 from mlcc_constructs.aws.buckets import concrete_environment
-from mlcc_constructs.core.buckets import bucket_name
-from mlcc_constructs.core.hyperpod import ON_CREATE, InstanceGroup, lifecycle_dir, lifecycle_hash
-from mlcc_constructs.core.hyperpod_iam import hyperpod_instance_statements
-from mlcc_constructs.core.iam_statement import Arns
-from mlcc_constructs.core.s3_layout import hyperpod_lifecycle_prefix
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.adapters.s3_layout import hyperpod_lifecycle_prefix
+from mlcc_constructs.core.platform.buckets import bucket_name
+from mlcc_constructs.core.platform.hyperpod import (
+    ON_CREATE,
+    InstanceGroup,
+    lifecycle_dir,
+    lifecycle_hash,
+)
+from mlcc_constructs.core.platform.hyperpod_iam import hyperpod_instance_statements
+from mlcc_constructs.core.platform.iam_statement import Arns
+from mlcc_constructs.core.support.typecheck import check_fields
 
 NODE_RECOVERY = "Automatic"
 # Add-on name -> child id. Versions: EKS's default for the cluster's Kubernetes version.
@@ -74,7 +81,7 @@ class HyperPodClusterProps:
     ``cluster``: the orchestrating EKS cluster (its name; the networking add-ons go on it).
     ``eks_cluster_arn``: that cluster's ARN (``Orchestrator.Eks.ClusterArn``).
     ``cluster_name``: the HyperPod cluster's name.
-    ``groups``: the instance groups (:class:`mlcc_constructs.core.hyperpod.InstanceGroup`).
+    ``groups``: the instance groups (:class:`mlcc_constructs.core.platform.hyperpod.InstanceGroup`).
     ``subnet_ids``: the private subnets of the EKS cluster's VPC the nodes run in.
     ``security_group_ids``: the nodes' security groups (the EKS cluster security group lets
     them reach the control plane and the cluster's other nodes).

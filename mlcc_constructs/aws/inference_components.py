@@ -4,7 +4,8 @@ Target ``realtime-inference`` has no pod to load adapters into: each adapter is 
 inference component whose ``Specification.BaseInferenceComponentName`` is the component
 serving the base model. Props name each adapter by its canonical version
 (``s3://<core>/models/<org>/<base>/<adapter folder>/<project>/<name>/v<hash12>/``, as
-:mod:`mlcc_constructs.core.s3_layout` composes it); the component's ``Container.ArtifactUrl``
+:mod:`mlcc_constructs.core.adapters.s3_layout` composes it); the component's
+``Container.ArtifactUrl``
 is that version's packed archive, ``.../<name>/v<hash12>.tar.gz``, because SageMaker reads an
 ArtifactUrl only as "a single gzip compressed tar archive (.tar.gz suffix)"
 (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_InferenceComponentContainerSpecification.html).
@@ -26,9 +27,9 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
-from mlcc_constructs.core import s3_layout
-from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.adapters import s3_layout
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer
+from mlcc_constructs.core.support.typecheck import check_fields
 
 # SageMaker InferenceComponentName
 _COMPONENT_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")

@@ -6,7 +6,7 @@ Children:
 * ``ExecutionRole`` (named ``SageMakerHyperPodInference-...``): trusted by the operator's
   service account ``hyperpod-inference-system:hyperpod-inference-controller-manager`` (IRSA,
   ``sub`` and ``aud`` pinned) and by ``sagemaker.amazonaws.com``, as the setup page documents;
-  permissions of :func:`mlcc_constructs.core.hyperpod_iam.inference_operator_statements`
+  permissions of :func:`mlcc_constructs.core.platform.hyperpod_iam.inference_operator_statements`
   (the TLS bucket is the real one of ``stacks/buckets.json``).
 * ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
   each trusted by exactly its service account.
@@ -19,7 +19,7 @@ Children:
   of the above. Its CRDs (``InferenceEndpointConfig``...) exist once it is.
 
 Pages: https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-setup.html
-and :mod:`mlcc_constructs.core.inference_operator`.
+and :mod:`mlcc_constructs.core.platform.inference_operator`.
 """
 
 from __future__ import annotations
@@ -36,11 +36,14 @@ from constructs import Construct
 from mlcc_constructs.aws._iam import grant, irsa_principal
 from mlcc_constructs.aws.buckets import concrete_environment
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
-from mlcc_constructs.core.alb_controller_iam import alb_controller_statements
-from mlcc_constructs.core.buckets import bucket_name
-from mlcc_constructs.core.hyperpod_iam import inference_operator_statements, keda_statements
-from mlcc_constructs.core.iam_statement import Arns
-from mlcc_constructs.core.inference_operator import (
+from mlcc_constructs.core.platform.alb_controller_iam import alb_controller_statements
+from mlcc_constructs.core.platform.buckets import bucket_name
+from mlcc_constructs.core.platform.hyperpod_iam import (
+    inference_operator_statements,
+    keda_statements,
+)
+from mlcc_constructs.core.platform.iam_statement import Arns
+from mlcc_constructs.core.platform.inference_operator import (
     ADDON_NAME,
     ALB_SERVICE_ACCOUNT,
     CONTROLLER_SERVICE_ACCOUNT,
@@ -50,9 +53,9 @@ from mlcc_constructs.core.inference_operator import (
     addon_configuration,
     service_account_subject,
 )
-from mlcc_constructs.core.serving_plan import MANAGED_BY
-from mlcc_constructs.core.typecheck import check_fields
-from mlcc_constructs.core.versions import pinned
+from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.plan import MANAGED_BY
+from mlcc_constructs.core.support.typecheck import check_fields
 
 DEPENDENCY_IDS: Mapping[str, str] = {
     "aws-fsx-csi-driver": "FsxCsiDriverAddon",

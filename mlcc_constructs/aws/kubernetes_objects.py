@@ -1,7 +1,7 @@
 """``KubernetesObjects``: Kubernetes objects applied by CloudFormation, one resource per object.
 
 Each object becomes its own ``aws_eks_v2.KubernetesManifest`` applied by the cluster's kubectl
-provider, whose logical id is :func:`mlcc_constructs.core.manifest_ids.manifest_logical_id`
+provider, whose logical id is :func:`mlcc_constructs.core.serving.manifest_ids.manifest_logical_id`
 of the object (kind, namespace, name): changing one object modifies exactly its resource.
 Objects are applied exactly as given: ``prune`` is off (no ``aws.cdk.eks/prune-*`` label is
 added), so what the cluster gets equals what ``mlcc render`` and ``dist/`` show. ``overwrite``
@@ -20,8 +20,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from mlcc_constructs.core.manifest_ids import unique_ids
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.serving.manifest_ids import unique_ids
+from mlcc_constructs.core.support.typecheck import check_fields
 
 
 @dataclass(frozen=True, kw_only=True)

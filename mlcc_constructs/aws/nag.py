@@ -1,6 +1,6 @@
 """``MlccChecks``: the project's cdk-nag pack (cdk-nag 3.x), run beside AwsSolutions.
 
-It applies :mod:`mlcc_constructs.core.eks_rules` to every ``AWS::EKS::Cluster`` resource,
+It applies :mod:`mlcc_constructs.core.platform.eks_rules` to every ``AWS::EKS::Cluster`` resource,
 so ``aws_eks_v2`` clusters (which the AwsSolutions EKS rules do not see) are checked too::
 
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), MlccChecks(app))
@@ -19,7 +19,11 @@ import jsii
 from cdk_nag import IApplyRule, NagMessageLevel, NagPack, NagRuleCompliance
 from constructs import IConstruct
 
-from mlcc_constructs.core.eks_rules import CLUSTER_TYPE, missing_log_types, public_endpoint_problem
+from mlcc_constructs.core.platform.eks_rules import (
+    CLUSTER_TYPE,
+    missing_log_types,
+    public_endpoint_problem,
+)
 
 PACK = "Mlcc"
 PUBLIC_ENDPOINT = "EKSPublicEndpoint"

@@ -31,10 +31,10 @@ from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text
 from mlcc_constructs.aws.buckets import concrete_environment
-from mlcc_constructs.core.buckets import bucket_name
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.typecheck import check_fields
-from mlcc_constructs.core.versions import pinned
+from mlcc_constructs.core.platform.buckets import bucket_name
+from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.typecheck import check_fields
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"
 SERVICE_ACCOUNT = "system:serviceaccount:kube-system:s3-csi-driver-sa"
@@ -86,7 +86,7 @@ class S3CsiDriverProps:
     ``configuration_values``: the add-on's configuration (its schema: ``aws eks
     describe-addon-configuration --addon-name aws-mountpoint-s3-csi-driver``); default
     ``None`` (the add-on's defaults). The app passes
-    :func:`mlcc_constructs.core.gpu_capacity.s3_csi_addon_configuration`.
+    :func:`mlcc_constructs.core.platform.gpu_capacity.s3_csi_addon_configuration`.
     ``parent_ids``: default ``None``: the role and the add-on are this construct's
     children ``Role`` and ``Addon``.
     """

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 # Order is the order of `mlcc --help`.
 COMMAND_MODULES: tuple[str, ...] = (

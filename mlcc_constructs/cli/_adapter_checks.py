@@ -24,12 +24,12 @@ from mlcc_constructs.cli._inputs import (
     timeout_problems,
     url_problems,
 )
-from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 if TYPE_CHECKING:
-    from mlcc_constructs.core.adapter_deployment import Deployment, LiveState
-    from mlcc_constructs.core.manifests import EngineManifest
-    from mlcc_constructs.core.s3_layout import S3Location
+    from mlcc_constructs.core.adapters.deployment import Deployment, LiveState
+    from mlcc_constructs.core.adapters.s3_layout import S3Location
+    from mlcc_constructs.core.engines.manifests import EngineManifest
 
 
 def print_json(document: Any) -> None:
@@ -107,15 +107,16 @@ def check(
 ) -> Inputs:
     """Every value of the command line, all problems at once, before any side effect.
     ``source_problems`` checks ``--from`` (default: an adapter source)."""
-    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.adapters import path_names
+    from mlcc_constructs.core.adapters import s3_layout as layout
 
     problems: list[Problem] = []
     inputs = Inputs()
     name = getattr(args, "name", None)
     if name is not None:
-        problems += at_flag("NAME", filter(None, [layout.component_problem(name)]))
+        problems += at_flag("NAME", filter(None, [path_names.component_problem(name)]))
     if args.project is not None:
-        problems += at_flag("--project", filter(None, [layout.component_problem(args.project)]))
+        problems += at_flag("--project", filter(None, [path_names.component_problem(args.project)]))
     problems += _bucket_problems(args, inputs)
     problems += url_problems("--endpoint-url", args.endpoint_url, path=True)
     if getattr(args, "base_model", None) is not None:
@@ -124,7 +125,9 @@ def check(
         "--base-revision", getattr(args, "base_revision", None), what="revision"
     )
     if getattr(args, "technique", None) is not None:
-        problems += at_flag("--technique", filter(None, [layout.component_problem(args.technique)]))
+        problems += at_flag(
+            "--technique", filter(None, [path_names.component_problem(args.technique)])
+        )
     problems += text_problems("--source-job", getattr(args, "source_job", None), what="job name")
     if getattr(args, "source", None) is not None:
         problems += (source_problems or _source_problems)(args)
@@ -145,14 +148,14 @@ def check(
 
 
 def _model(uri: str) -> S3Location:
-    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.adapters import s3_layout as layout
 
     location = layout.parse_s3_uri(uri, pointer="")
     return layout.model_location(location.bucket, location.key)
 
 
 def _bucket_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
-    from mlcc_constructs.core.buckets import bucket_name, environment_problems
+    from mlcc_constructs.core.platform.buckets import bucket_name, environment_problems
 
     if getattr(args, "account", None) is None:  # remove: the region is boto3's only
         found = environment_problems(region=args.region) if args.region is not None else []
@@ -172,9 +175,9 @@ def replace_flag(problem: Problem) -> Problem:
 
 
 def _source_problems(args: argparse.Namespace) -> list[Problem]:
-    from mlcc_constructs.core import s3_layout as layout
-    from mlcc_constructs.core.adapter_plan import canonical_source
-    from mlcc_constructs.core.hf_source import is_hf_source
+    from mlcc_constructs.core.adapters import s3_layout as layout
+    from mlcc_constructs.core.adapters.hf_source import is_hf_source
+    from mlcc_constructs.core.adapters.plan import canonical_source
 
     source = args.source
     if is_hf_source(source) or not source.startswith("s3://"):
@@ -193,7 +196,7 @@ def _source_problems(args: argparse.Namespace) -> list[Problem]:
 
 def _pod_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
     from mlcc_constructs.cli._common import registry_from
-    from mlcc_constructs.core.targets import load_target
+    from mlcc_constructs.core.platform.targets import load_target
 
     problems: list[Problem] = []
     for url in args.pod_url:
@@ -243,7 +246,7 @@ def _live_input_problems(args: argparse.Namespace, inputs: Inputs) -> list[Probl
 
 
 def _deployment_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
-    from mlcc_constructs.core.adapter_deployment import LiveState, deployment_refusals
+    from mlcc_constructs.core.adapters.deployment import LiveState, deployment_refusals
 
     assert inputs.manifest is not None
     model, problems = checked("--model", lambda: _model(args.model))
@@ -280,7 +283,7 @@ def s3_client(args: argparse.Namespace) -> Any:
 
 
 def deployment_of(args: argparse.Namespace, manifest: EngineManifest) -> Deployment:
-    from mlcc_constructs.core.adapter_deployment import Deployment
+    from mlcc_constructs.core.adapters.deployment import Deployment
 
     return Deployment.for_engine(
         manifest,
@@ -294,7 +297,7 @@ def deployment_of(args: argparse.Namespace, manifest: EngineManifest) -> Deploym
 
 def live_state(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:
     """Pod URLs and the live state: discovered, then ``--pod-env``/``--iec`` on top."""
-    from mlcc_constructs.core.adapter_deployment import LiveState
+    from mlcc_constructs.core.adapters.deployment import LiveState
 
     urls: list[str] = []
     live = LiveState()
@@ -310,7 +313,7 @@ def live_state(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], Liv
 
 
 def _discover(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:
-    from mlcc_constructs.core.targets import load_target
+    from mlcc_constructs.core.platform.targets import load_target
     from mlcc_constructs.ops.kubectl import discover
 
     assert inputs.manifest is not None
@@ -324,7 +327,7 @@ def _discover(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], Live
 
 
 def pod_client(inputs: Inputs) -> Any:
-    from mlcc_constructs.core.adapter_deployment import MODEL_LIST_PATH
+    from mlcc_constructs.core.adapters.deployment import MODEL_LIST_PATH
     from mlcc_constructs.ops.pods import PodClient
 
     assert inputs.manifest is not None

@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from mlcc_constructs.core.errors import MlccError, Problem, fail
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 if TYPE_CHECKING:
-    from mlcc_constructs.core.errors import MlccError
-    from mlcc_constructs.core.spec_file import SpecFile
+    from mlcc_constructs.core.serving.spec.files import SpecFile
+    from mlcc_constructs.core.support.errors import MlccError
 
 # Deployment spec field -> the argparse attribute of its flag (``--tp``, ``--role-arn``...).
 SPEC_FLAGS: dict[str, str] = {
@@ -67,7 +67,7 @@ def add_registry_options(parser: argparse.ArgumentParser) -> None:
 
 
 def registry_from(args: argparse.Namespace) -> Any:
-    from mlcc_constructs.core.manifests import EngineRegistry
+    from mlcc_constructs.core.engines.manifests import EngineRegistry
 
     return EngineRegistry.load(args.plugin_dir, allow_override=args.override_builtin)
 
@@ -162,7 +162,7 @@ def spec_from_args(args: argparse.Namespace) -> SpecFile:
 def specs_from_args(args: argparse.Namespace) -> list[SpecFile]:
     """Every deployment of the command line (see :func:`spec_results`); all problems of all
     deployments raised at once."""
-    from mlcc_constructs.core.errors import MlccError
+    from mlcc_constructs.core.support.errors import MlccError
 
     results = spec_results(args)
     problems = [p for r in results if isinstance(r, MlccError) for p in r.problems]
@@ -174,8 +174,12 @@ def specs_from_args(args: argparse.Namespace) -> list[SpecFile]:
 def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
     """Each deployment of the ``-f`` file (one mapping, a list or several YAML documents) with
     the flags layered over it, or the error that refused it."""
-    from mlcc_constructs.core.errors import MlccError
-    from mlcc_constructs.core.spec_file import load_spec_documents, merge_layers, spec_from_layers
+    from mlcc_constructs.core.serving.spec.files import (
+        load_spec_documents,
+        merge_layers,
+        spec_from_layers,
+    )
+    from mlcc_constructs.core.support.errors import MlccError
 
     documents: list[tuple[str, dict[str, Any]]] = [("command line", {})]
     if getattr(args, "file", None):

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from mlcc_constructs.core.errors import MlccError, Problem
+from mlcc_constructs.core.support.errors import MlccError, Problem
 
 T = TypeVar("T")
 

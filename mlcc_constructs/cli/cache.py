@@ -14,7 +14,7 @@ import json
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    from mlcc_constructs.core.cache_adapters import runtimes
+    from mlcc_constructs.core.cache.adapters import runtimes
 
     parser = subparsers.add_parser(
         "cache", help="CacheBackend (LMCache): reserved engine args/env, admission check"
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_reserved(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.cache_adapters import reserved_table
+    from mlcc_constructs.core.cache.adapters import reserved_table
 
     rows = reserved_table(args.runtime)
     if args.format == "json":

@@ -47,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.errors import fail
+    from mlcc_constructs.core.support.errors import fail
 
     if args.chain is not None:
         if args.before or args.after or args.expect:

@@ -2,7 +2,7 @@
 
 ``promote NAME --from SRC --project P``: copy a source prefix or ``.tar.gz`` (a Hugging Face
 format model: ``config.json`` and weights at its top) to its layout home (the project's
-fine-tune folder, :func:`mlcc_constructs.core.s3_layout.full_finetune`) with its record
+fine-tune folder, :func:`mlcc_constructs.core.adapters.s3_layout.full_finetune`) with its record
 (source, base model, technique, content hash, creator, time), written last. Identical content
 is ``unchanged`` (nothing copied); other content under a taken name is refused. A deployment
 serves it with the URI this command prints as ``model``.
@@ -24,7 +24,7 @@ from mlcc_constructs.cli._adapter_checks import (
 )
 from mlcc_constructs.cli._common import ReportingParser
 from mlcc_constructs.cli._inputs import checked
-from mlcc_constructs.core.errors import Problem
+from mlcc_constructs.core.support.errors import Problem
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _source_problems(args: argparse.Namespace) -> list[Problem]:
     """A full fine-tune comes from S3 (a prefix or ``.tar.gz``)."""
-    from mlcc_constructs.core import s3_layout as layout
+    from mlcc_constructs.core.adapters import s3_layout as layout
 
     source = args.source
     if not source.startswith("s3://"):

@@ -14,8 +14,8 @@ from mlcc_constructs.cli._common import (
     spec_from_args,
     spec_results,
 )
-from mlcc_constructs.core.errors import MlccError, fail
-from mlcc_constructs.core.targets import kubernetes_target_names
+from mlcc_constructs.core.platform.targets import kubernetes_target_names
+from mlcc_constructs.core.support.errors import MlccError, fail
 
 _CONTEXT = ("account", "region", "profile")
 
@@ -97,7 +97,7 @@ def _cdk_context() -> dict[str, str]:
 def render_context(loaded: Any, fallback: dict[str, str] | None = None) -> Any:
     """The render context of a loaded spec: its account, region and profile, else
     ``./cdk.json``'s context (``fallback``: that context, when already read)."""
-    from mlcc_constructs.core.context import RenderContext
+    from mlcc_constructs.core.serving.spec.context import RenderContext
 
     fallback = _cdk_context() if fallback is None else fallback
     return RenderContext(**{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT})
@@ -111,8 +111,8 @@ def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.render import Rendered, render
-    from mlcc_constructs.core.yaml_output import file_name, to_yaml
+    from mlcc_constructs.core.serving.render import Rendered, render
+    from mlcc_constructs.core.support.yaml_output import file_name, to_yaml
 
     registry = registry_from(args)
     fallback = _cdk_context()
@@ -150,7 +150,7 @@ def run_render(args: argparse.Namespace) -> int:
 def _files_per_deployment(rendered: list[Any]) -> dict[str, str]:
     """One multi-document file per deployment of a spec list, named like ``make synth``'s
     ``dist/`` files (``<name>-<target>.k8s.yaml``)."""
-    from mlcc_constructs.core.yaml_output import to_yaml
+    from mlcc_constructs.core.support.yaml_output import to_yaml
 
     files: dict[str, str] = {}
     for deployment in rendered:

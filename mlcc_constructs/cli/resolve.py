@@ -40,8 +40,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
 def _resolve(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The resolution ``mlcc render`` would compute (pinned engine version, LoRA rank fit,
     target), and the rank-fit warnings."""
-    from mlcc_constructs.core.deployment_config import resolve_deployment_for_its_target
-    from mlcc_constructs.core.errors import MlccError
+    from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment_for_its_target
+    from mlcc_constructs.core.support.errors import MlccError
 
     loaded = spec_from_args(args)
     try:

@@ -19,7 +19,7 @@ import shutil
 import sys
 from typing import Any
 
-from mlcc_constructs.core.errors import MlccError, fail
+from mlcc_constructs.core.support.errors import MlccError, fail
 
 # DescribeCluster's ClusterName: a name or an ARN
 # (https://docs.aws.amazon.com/sagemaker/latest/APIReference/API_DescribeCluster.html).
@@ -152,10 +152,10 @@ class _Plan:
     def __init__(self, args: argparse.Namespace) -> None:
         from mlcc_constructs.cli._common import registry_from
         from mlcc_constructs.cli.render import build_spec
-        from mlcc_constructs.core.cluster_state import parse_selector
-        from mlcc_constructs.core.render import render
-        from mlcc_constructs.core.rollout import require_rendered_iec
-        from mlcc_constructs.core.targets import load_target
+        from mlcc_constructs.core.platform.targets import load_target
+        from mlcc_constructs.core.rollout.cluster_state import parse_selector
+        from mlcc_constructs.core.rollout.rules import require_rendered_iec
+        from mlcc_constructs.core.serving.render import render
 
         if not _CLUSTER.match(args.cluster):
             raise fail(
@@ -193,8 +193,8 @@ class _Plan:
             raise fail("kubectl is not on PATH", fix="install kubectl and select the cluster")
 
     def check(self, args: argparse.Namespace) -> Any:
-        from mlcc_constructs.core.cluster_state import instance_groups
-        from mlcc_constructs.core.rollout import check_rollout
+        from mlcc_constructs.core.rollout.cluster_state import instance_groups
+        from mlcc_constructs.core.rollout.rules import check_rollout
         from mlcc_constructs.ops.rollout import describe_cluster, read_live_iec, read_view
 
         self.sm = _sagemaker(self.region)
@@ -236,7 +236,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.rollout import stop_problem
+    from mlcc_constructs.core.rollout.rules import stop_problem
 
     plan = _Plan(args)
     result = plan.check(args)
@@ -253,8 +253,8 @@ def run_apply(args: argparse.Namespace) -> int:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.rollout import stop_problem
-    from mlcc_constructs.core.yaml_output import to_yaml
+    from mlcc_constructs.core.rollout.rules import stop_problem
+    from mlcc_constructs.core.support.yaml_output import to_yaml
     from mlcc_constructs.ops.rollout import Surge, SurgeTimes, command_apply, kubectl_apply
 
     for option in ("node_timeout", "pod_timeout"):

@@ -14,8 +14,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.errors import MlccError
-    from mlcc_constructs.core.manifests import EngineRegistry, load_manifest
+    from mlcc_constructs.core.engines.manifests import EngineRegistry, load_manifest
+    from mlcc_constructs.core.support.errors import MlccError
 
     failed = False
     folders = []

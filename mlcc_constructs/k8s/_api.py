@@ -34,8 +34,8 @@ import cdk8s
 import constructs
 import jsii
 
-from mlcc_constructs.core.errors import Problem
-from mlcc_constructs.core.k8s_validation import object_problems
+from mlcc_constructs.core.serving.kinds.validation import object_problems
+from mlcc_constructs.core.support.errors import Problem
 
 _HEADER = ("apiVersion", "kind", "metadata")
 _MERGED_METADATA = ("labels", "annotations")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from mlcc_constructs.core.errors import MlccError, Problem
-from mlcc_constructs.core.prepare import PreparedDeployment
-from mlcc_constructs.core.targets import load_target, target_names
+from mlcc_constructs.core.platform.targets import load_target, target_names
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.support.errors import MlccError, Problem
 
 
 def require_kind(deployment: PreparedDeployment, kind: str, *, construct: str) -> None:

@@ -22,7 +22,7 @@ from mlcc_constructs.core.cache import (
     admit,
     parse_cache_backend,
 )
-from mlcc_constructs.core.errors import MlccError
+from mlcc_constructs.core.support.errors import MlccError
 
 
 @dataclass(frozen=True, kw_only=True)

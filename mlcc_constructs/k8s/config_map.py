@@ -7,9 +7,9 @@ from dataclasses import dataclass
 import cdk8s
 import constructs
 
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.prepare import PreparedDeployment
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import entry, require_kind
 
@@ -22,7 +22,8 @@ class EngineConfigMapProps:
 
     Fields:
 
-    ``deployment``: The prepared deployment (``mlcc_constructs.core.prepare.prepare``); its target
+    ``deployment``: The prepared deployment
+    (``mlcc_constructs.core.serving.prepare.deployment.prepare``); its target
         must render a ConfigMap and its ``config_delivery`` must be ``env``.
     """
 

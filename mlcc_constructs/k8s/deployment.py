@@ -9,10 +9,10 @@ from dataclasses import dataclass
 import cdk8s
 import constructs
 
-from mlcc_constructs.core.container import ENGINE_CONTAINER
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.prepare import PreparedDeployment
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import require_kind
 from mlcc_constructs.k8s.config_map import ENTRY_ID as CONFIG_MAP_ENTRY
@@ -41,7 +41,7 @@ class EngineDeploymentProps:
 
 
 class EngineDeployment(constructs.Construct):
-    """Every object of the deployment (``core/renderers/eks.py``), the ConfigMap possibly
+    """Every object of the deployment (``core/serving/renderers/eks.py``), the ConfigMap possibly
     owned elsewhere. The Deployment is the child ``Resource``; the others keep their rendered
     ids (``ServiceAccount``, ``ConfigMap``, ``WrapperConfigMap``, ``ModelVolume``,
     ``ModelClaim``, ``CacheConfigMap``, ``Service``).

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import cdk8s
 import constructs
 
-from mlcc_constructs.core.prepare import PreparedDeployment
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import entry, require_kind
 

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 import cdk8s
 import constructs
 
-from mlcc_constructs.core.context import RenderContext
-from mlcc_constructs.core.manifests import EngineRegistry
-from mlcc_constructs.core.prepare import PreparedDeployment, prepare
-from mlcc_constructs.core.spec import DeploymentSpec
-from mlcc_constructs.core.typecheck import check_fields
+from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 
 

@@ -17,9 +17,9 @@ import tempfile
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.ops.promotion import read_adapter_record
 from mlcc_constructs.ops.s3 import S3Client, is_missing, list_objects
 

@@ -2,7 +2,7 @@
 file, or a Hugging Face repository (:mod:`mlcc_constructs.ops.hf_hub`).
 
 :func:`open_source` lists (or unpacks) a source and hashes every file; the file-name and PEFT
-rules it applies are :mod:`mlcc_constructs.core.adapter_record`'s. Close a source when done.
+rules it applies are :mod:`mlcc_constructs.core.adapters.record`'s. Close a source when done.
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ import tempfile
 from collections.abc import Collection
 from typing import IO
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_record import (
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.hf_source import is_hf_source, parse_hf_source
+from mlcc_constructs.core.adapters.record import (
     PEFT_CONFIG,
     PeftInfo,
     archive_root,
@@ -22,9 +23,8 @@ from mlcc_constructs.core.adapter_record import (
     parse_peft_config,
     peft_files_problems,
 )
-from mlcc_constructs.core.errors import MlccError, Problem, fail
-from mlcc_constructs.core.hf_source import is_hf_source, parse_hf_source
-from mlcc_constructs.core.s3_layout import S3Location
+from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.ops.s3 import (
     CHUNK,
     S3Client,
@@ -33,30 +33,7 @@ from mlcc_constructs.ops.s3 import (
     list_objects,
     stream_sha256,
 )
-
-
-class Source:
-    """Files of a promotion source: a prefix or a ``.tar.gz`` on S3."""
-
-    uri: str
-    files: dict[str, str]
-    """relative name → sha256 hex"""
-
-    def where(self, name: str) -> str:
-        """The location of file ``name``, for errors about it."""
-        return f"{self.uri} {name}"
-
-    def read(self, name: str) -> bytes:
-        """The bytes of file ``name``."""
-        raise NotImplementedError
-
-    def copy_to(self, s3: S3Client, name: str, dest: S3Location) -> None:
-        """Write file ``name`` to ``dest``."""
-        raise NotImplementedError
-
-    def close(self) -> None:
-        """Release what the source holds open."""
-        return None
+from mlcc_constructs.ops.source import Source
 
 
 class PrefixSource(Source):

@@ -2,7 +2,7 @@
 
 :func:`plan_project_clean` lists exactly the project's prefixes (its adapter folder under
 every staged base, under any extra model prefix given, and its full fine-tune folder) and
-asks :mod:`mlcc_constructs.core.adapter_clean` for the plan; nothing outside those prefixes is
+asks :mod:`mlcc_constructs.core.adapters.clean` for the plan; nothing outside those prefixes is
 listed, so nothing outside them can be deleted. :func:`execute_clean` deletes unit by unit,
 each unit's record first (see the core module for why), and :func:`purge_noncurrent`
 deletes the noncurrent versions and delete markers a versioned bucket keeps.
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_clean import CleanPlan, plan_clean, purge_order
-from mlcc_constructs.core.s3_layout import S3Location
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.clean import CleanPlan, plan_clean, purge_order
+from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.ops.inventory import adapter_listing, canonical_models, list_keys
 from mlcc_constructs.ops.s3 import (
     S3Client,

@@ -1,7 +1,7 @@
 """Deliver an adapter to a deployment on S3: plan, perform, remove serving copies.
 
 - :func:`plan_delivery` reads what the plan needs (the source's record or PEFT config) and
-  asks :mod:`mlcc_constructs.core.adapter_plan` to decide; it writes nothing.
+  asks :mod:`mlcc_constructs.core.adapters.plan` to decide; it writes nothing.
 - :func:`apply_delivery` performs a plan's S3 steps: promote, then copy to the serving prefix.
 - :func:`remove_serving_copies` deletes only the versions whose record has ``serving_copy_of``.
 
@@ -13,14 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_deployment import (
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.deployment import (
     Deployment,
     LiveState,
     check_delivery,
     serving_model,
 )
-from mlcc_constructs.core.adapter_plan import (
+from mlcc_constructs.core.adapters.plan import (
     DeliveryPlan,
     Operation,
     SourceFacts,
@@ -32,9 +32,9 @@ from mlcc_constructs.core.adapter_plan import (
     serving_copy_location,
     version_keys,
 )
-from mlcc_constructs.core.adapter_record import AdapterRecord, adapter_files
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.core.adapters.record import AdapterRecord, adapter_files
+from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.ops.adapter_sources import PrefixSource, check_peft_files, open_source
 from mlcc_constructs.ops.promotion import (
     canonical_record,

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.core.errors import MlccError, Problem, fail, json_pointer, raise_if_any
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer, raise_if_any
 
 SCRIPT = Path(__file__).resolve().parent / "_cfn_diff.js"
 _CHANGES = ("added", "removed", "modified")

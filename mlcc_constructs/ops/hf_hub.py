@@ -2,11 +2,12 @@
 
 :class:`HubSource` asks the Hub for the repository's files at the revision (one API call,
 which resolves the revision to a commit), checks that its top holds a PEFT adapter, and only
-then downloads the adapter's files (:func:`mlcc_constructs.core.hf_source.adapter_file_names`)
+then downloads the adapter's files
+(:func:`mlcc_constructs.core.adapters.hf_source.adapter_file_names`)
 at that commit into a temporary folder, once: opening the same commit again (``mlcc adapter
 add`` plans, then promotes) reuses it. Gated, private, missing repositories and revisions
-and an unreachable Hub are :class:`~mlcc_constructs.core.errors.MlccError` before anything is
-downloaded or written.
+and an unreachable Hub are :class:`~mlcc_constructs.core.support.errors.MlccError` before anything
+is downloaded or written.
 
 ``huggingface_hub`` does the talking: it reads ``HF_TOKEN`` for the token; ``HF_ENDPOINT`` (a
 mirror, or a test's loopback fake) is read here when the source is opened, so a value set
@@ -24,12 +25,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from mlcc_constructs.core.adapter_record import file_name_problem, peft_files_problems
-from mlcc_constructs.core.errors import MlccError, fail
-from mlcc_constructs.core.hf_source import HfSource, adapter_file_names
-from mlcc_constructs.core.s3_layout import S3Location
-from mlcc_constructs.ops.adapter_sources import Source
+from mlcc_constructs.core.adapters.hf_source import HfSource, adapter_file_names
+from mlcc_constructs.core.adapters.record import file_name_problem, peft_files_problems
+from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.support.errors import MlccError, fail
 from mlcc_constructs.ops.s3 import CHUNK, S3Client
+from mlcc_constructs.ops.source import Source
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 """The Hub ``huggingface_hub`` talks to when ``HF_ENDPOINT`` is not set."""

@@ -2,7 +2,7 @@
 
 The bases are found by listing ``models/`` one level at a time (common prefixes, so base
 weights are never listed); each base's adapter folder (or one project's) is listed in full.
-The grouping and ordering rules are :mod:`mlcc_constructs.core.adapter_inventory`'s.
+The grouping and ordering rules are :mod:`mlcc_constructs.core.adapters.inventory`'s.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_inventory import (
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.inventory import (
     AdapterEntry,
     AdapterListing,
     LoadedAdapter,
@@ -19,15 +19,15 @@ from mlcc_constructs.core.adapter_inventory import (
     inventory,
     loaded_adapters,
 )
-from mlcc_constructs.core.adapter_record import (
+from mlcc_constructs.core.adapters.record import (
     PEFT_CONFIG,
     AdapterRecord,
     PeftInfo,
     parse_peft_config,
 )
-from mlcc_constructs.core.errors import MlccError
-from mlcc_constructs.core.s3_layout import S3Location
-from mlcc_constructs.core.targets import AdapterDelivery
+from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.platform.targets import AdapterDelivery
+from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.pods import PodClient, PodModels
 from mlcc_constructs.ops.promotion import read_adapter_record
 from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, list_prefixes

@@ -13,10 +13,10 @@ import json
 import subprocess
 from typing import Any
 
-from mlcc_constructs.core.adapter_clean import ModelMount, model_mounts
-from mlcc_constructs.core.adapter_deployment import LiveState
-from mlcc_constructs.core.errors import MlccError, fail
-from mlcc_constructs.core.targets import load_target
+from mlcc_constructs.core.adapters.clean import ModelMount, model_mounts
+from mlcc_constructs.core.adapters.deployment import LiveState
+from mlcc_constructs.core.platform.targets import load_target
+from mlcc_constructs.core.support.errors import MlccError, fail
 
 
 def kubectl(

@@ -1,8 +1,8 @@
 """Publishing a full fine-tune to its layout home (``mlcc model promote``).
 
 :func:`promote_model` copies a source prefix or ``.tar.gz`` to its layout home
-(:func:`mlcc_constructs.core.s3_layout.full_finetune`) and writes its record last (the
-record's rules are :mod:`mlcc_constructs.core.model_record`'s). Identical content finds its
+(:func:`mlcc_constructs.core.adapters.s3_layout.full_finetune`) and writes its record last (the
+record's rules are :mod:`mlcc_constructs.core.adapters.model_record`'s). Identical content finds its
 record already there (``unchanged``, nothing copied); other content under a taken name is
 refused; a home left without a record by an interrupted promotion is completed, never
 overwritten.
@@ -14,11 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_record import content_hash
-from mlcc_constructs.core.errors import MlccError, Problem, fail
-from mlcc_constructs.core.hf_source import is_hf_source
-from mlcc_constructs.core.model_record import (
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.hf_source import is_hf_source
+from mlcc_constructs.core.adapters.model_record import (
     MODEL_CONFIG,
     ModelRecord,
     content_metadata,
@@ -26,7 +24,9 @@ from mlcc_constructs.core.model_record import (
     model_files_problems,
     parse_model_record_json,
 )
-from mlcc_constructs.core.s3_layout import S3Location
+from mlcc_constructs.core.adapters.record import content_hash
+from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.ops.adapter_sources import open_source
 from mlcc_constructs.ops.promotion import now_utc, who, write_version
 from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, put_json

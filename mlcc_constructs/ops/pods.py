@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.support.errors import fail
 
 PodAction = Literal["load", "unload"]
 

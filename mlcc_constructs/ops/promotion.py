@@ -7,8 +7,8 @@
   synthesises one for an unversioned home without it, :func:`recorded_adapters` lists every
   record under a model prefix (for the rank fit).
 
-Every S3 path comes from :mod:`mlcc_constructs.core.s3_layout`; the record's rules are
-:mod:`mlcc_constructs.core.adapter_record`'s. Who and when a record is written is decided
+Every S3 path comes from :mod:`mlcc_constructs.core.adapters.s3_layout`; the record's rules are
+:mod:`mlcc_constructs.core.adapters.record`'s. Who and when a record is written is decided
 here (the user's login, the clock), never in the core.
 """
 
@@ -20,8 +20,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from mlcc_constructs.core import s3_layout as layout
-from mlcc_constructs.core.adapter_record import (
+from mlcc_constructs.core.adapters import path_names
+from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.record import (
     AdapterRecord,
     adapter_files,
     content_hash,
@@ -30,15 +31,11 @@ from mlcc_constructs.core.adapter_record import (
     resolve_base,
     synthesised_record,
 )
-from mlcc_constructs.core.errors import MlccError, Problem, fail
-from mlcc_constructs.core.s3_layout import CanonicalAdapter, S3Location
-from mlcc_constructs.ops.adapter_sources import (
-    PrefixSource,
-    Source,
-    check_peft_files,
-    open_source,
-)
+from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
+from mlcc_constructs.ops.adapter_sources import PrefixSource, check_peft_files, open_source
 from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, put_json, stream_sha256
+from mlcc_constructs.ops.source import Source
 
 PromotionStatus = Literal["created", "unchanged", "canonical", "dry-run"]
 
@@ -151,7 +148,7 @@ def promote(
     promotion is completed, never overwritten: a file there with other bytes is refused.
     ``dry_run`` reads and hashes but writes nothing (``dry-run``).
     """
-    layout.check_components(project=project, name=name)
+    path_names.check_components(project=project, name=name)
     existing = layout.parse_canonical_adapter(source_uri)
     if existing is not None:
         return Promotion(
@@ -163,7 +160,7 @@ def promote(
         base_id = resolve_base(base_model, peft, None)
         base = layout.base_model(base_id)
         digest = content_hash(source.files)
-        version = layout.version_id(digest)
+        version = path_names.version_id(digest)
         home = layout.canonical_adapter_home(core_bucket, base, project, name)
         adapter = layout.parse_canonical_adapter(layout.adapter_version(home, version).uri)
         assert adapter is not None

@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from mlcc_constructs.core.errors import fail
+from mlcc_constructs.core.support.errors import fail
 
 MARKER = ".mlcc-render.json"
 """Lists the files ``mlcc render --out`` wrote into the folder."""

@@ -1,5 +1,5 @@
 """Rollouts on a HyperPod instance group: read the live state, and ``--surge-node`` (seed
-lora-delivery §4). The rules are ``core/rollout.py``; this module only talks to SageMaker (a
+lora-delivery §4). The rules are ``core/rollout/rules.py``; this module only talks to SageMaker (a
 boto3 client passed in) and to ``kubectl``, and waits on an injected clock.
 
 The surge, step by step:
@@ -42,15 +42,15 @@ from dataclasses import dataclass, replace
 from types import FrameType
 from typing import Any
 
-from mlcc_constructs.core.cluster_state import ClusterView, cluster_view, instance_groups
-from mlcc_constructs.core.errors import MlccError, Problem, fail
-from mlcc_constructs.core.rollout import (
+from mlcc_constructs.core.rollout.cluster_state import ClusterView, cluster_view, instance_groups
+from mlcc_constructs.core.rollout.rules import (
     new_node,
     node_to_remove,
     rollout_done,
     serving_summary,
     surge_problems,
 )
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.ops.kubectl import kubectl
 
 SageMakerClient = Any

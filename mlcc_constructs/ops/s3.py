@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mlcc_constructs.core.adapter_record import dig
-from mlcc_constructs.core.errors import fail
-from mlcc_constructs.core.s3_layout import S3Location
+from mlcc_constructs.core.adapters.record import dig
+from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.support.errors import fail
 
 S3Client = Any
 """A boto3 S3 client (``boto3.client("s3", ...)``)."""

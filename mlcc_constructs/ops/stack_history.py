@@ -1,4 +1,5 @@
-"""Check a stack's history (:mod:`mlcc_constructs.core.stack_history`) with the CDK diff engine.
+"""Check a stack's history (:mod:`mlcc_constructs.core.platform.stack_history`) with the CDK diff
+engine.
 
 Every step's diff from the step before it must be exactly its declaration, and the current
 synth must equal the last committed template, or differ from it exactly as the pending step
@@ -13,8 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mlcc_constructs.core.errors import MlccError, Problem, fail, raise_if_any
-from mlcc_constructs.core.stack_history import StackHistory, parse_history, pending_file_name
+from mlcc_constructs.core.platform.stack_history import (
+    StackHistory,
+    parse_history,
+    pending_file_name,
+)
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, raise_if_any
 from mlcc_constructs.ops.diff_guard import (
     Template,
     TemplateDiff,

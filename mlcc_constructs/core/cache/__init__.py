@@ -18,7 +18,7 @@ cachebox-project/inference-cache) for the PodLocal LMCache topology. One module 
   override primitives, the native sidecar, ``/dev/shm``), and
   :func:`render_cache_config_maps`.
 
-Adapters are data (:mod:`mlcc_constructs.core.cache_adapters`); the rules never branch on a
+Adapters are data (:mod:`mlcc_constructs.core.cache.adapters`); the rules never branch on a
 runtime name.
 """
 
@@ -41,8 +41,11 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
         inject_cache_backend,
         render_cache_config_maps,
     )
-    from mlcc_constructs.core.cache.parse import load_cache_backends, parse_cache_backend
-    from mlcc_constructs.core.cache.quantity import format_quantity, parse_quantity
+    from mlcc_constructs.core.cache.parse import (
+        load_cache_backends,
+        parse_cache_backend,
+        parse_spec,
+    )
     from mlcc_constructs.core.cache.spec import (
         API_VERSION,
         KIND,
@@ -58,6 +61,7 @@ if TYPE_CHECKING:  # the names, for type checkers; at run time they load on firs
         RemoteStorage,
         SecretKeySelector,
     )
+    from mlcc_constructs.core.support.quantity import format_quantity, parse_quantity
 
 # Public name -> the module defining it. Loaded on first use (PEP 562): a DeploymentSpec needs
 # only the spec's dataclasses, and the pure ``mlcc`` commands start faster without the rest.
@@ -73,8 +77,9 @@ _LAZY: dict[str, str] = {
     "render_cache_config_maps": "mlcc_constructs.core.cache.inject",
     "load_cache_backends": "mlcc_constructs.core.cache.parse",
     "parse_cache_backend": "mlcc_constructs.core.cache.parse",
-    "format_quantity": "mlcc_constructs.core.cache.quantity",
-    "parse_quantity": "mlcc_constructs.core.cache.quantity",
+    "parse_spec": "mlcc_constructs.core.cache.parse",
+    "format_quantity": "mlcc_constructs.core.support.quantity",
+    "parse_quantity": "mlcc_constructs.core.support.quantity",
     "API_VERSION": "mlcc_constructs.core.cache.spec",
     "KIND": "mlcc_constructs.core.cache.spec",
     "CacheBackendDocument": "mlcc_constructs.core.cache.spec",
@@ -126,5 +131,6 @@ __all__ = (
     "load_cache_backends",
     "parse_cache_backend",
     "parse_quantity",
+    "parse_spec",
     "render_cache_config_maps",
 )

@@ -2,7 +2,7 @@
 
 Above all, ``spec.integration.engineOverrides`` may not replace or suppress a token the
 selected runtime adapter reserves. Every problem of a spec is reported at once. Adapters
-are data (:mod:`mlcc_constructs.core.cache_adapters`); the rules never branch on a runtime
+are data (:mod:`mlcc_constructs.core.cache.adapters`); the rules never branch on a runtime
 name.
 
 :func:`admit` returns an :class:`Admission` (the spec, its adapter, the values the adapter's
@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from mlcc_constructs.core.cache.adapters import RuntimeAdapter, mp_server, supported_pairs
 from mlcc_constructs.core.cache.fields import rule_problems
-from mlcc_constructs.core.cache.quantity import format_quantity, gib_text, parse_quantity
 from mlcc_constructs.core.cache.spec import (
     CacheBackendSpec,
     EngineOverrides,
@@ -24,8 +24,8 @@ from mlcc_constructs.core.cache.spec import (
     PodLocalServer,
     RemoteStorage,
 )
-from mlcc_constructs.core.cache_adapters import RuntimeAdapter, mp_server, supported_pairs
-from mlcc_constructs.core.errors import Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.support.errors import Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.support.quantity import format_quantity, gib_text, parse_quantity
 
 _OPT_OUT = 'annotate a pod template inferencecache.io/skip-inject: "true" to opt it out'
 # Not a dataclass field, so equality, repr and dataclasses.replace() never see it.

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar, Union, get_args, get_origin, get_type_hints
 
 from mlcc_constructs.core.cache.reader import Reader
-from mlcc_constructs.core.errors import Problem, json_pointer
+from mlcc_constructs.core.support.errors import Problem, json_pointer
 
 T = TypeVar("T")
 

@@ -13,12 +13,12 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from mlcc_constructs.core.cache.adapters import mp_server, substitute
 from mlcc_constructs.core.cache.admission import Admission, as_admission, leading_token
 from mlcc_constructs.core.cache.pod import check_free, pod_template, shm, sidecar
-from mlcc_constructs.core.cache.quantity import parse_quantity
 from mlcc_constructs.core.cache.spec import CacheBackendSpec
-from mlcc_constructs.core.cache_adapters import mp_server, substitute
-from mlcc_constructs.core.errors import MlccError, Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.support.quantity import parse_quantity
 from mlcc_constructs.core.wrapper import flag_groups, upsert_group
 
 SKIP_INJECT_ANNOTATION = "inferencecache.io/skip-inject"

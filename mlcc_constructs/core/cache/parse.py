@@ -18,8 +18,8 @@ from mlcc_constructs.core.cache.spec import (
     CacheBackendDocument,
     CacheBackendSpec,
 )
-from mlcc_constructs.core.documents import parse_yaml, read_text
-from mlcc_constructs.core.errors import MlccError, Problem, raise_if_any
+from mlcc_constructs.core.support.documents import parse_yaml, read_text
+from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 
 def _merge(parse: list[Problem], admission: list[Problem]) -> list[Problem]:
@@ -46,7 +46,8 @@ def _parse_and_admit(
 
 def parse_spec(data: object, *, where: str = "", path: str = "/spec") -> CacheBackendSpec:
     """Parse and admit a ``spec`` mapping whose JSON pointer is ``path``
-    (:meth:`CacheBackendSpec.from_dict`); raises :class:`MlccError` with every problem."""
+    (:meth:`CacheBackendSpec.from_dict`, then admission); raises :class:`MlccError` with every
+    problem."""
     return _parse_and_admit(data, where=where, path=path, problems=[])
 
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from mlcc_constructs.core.cache.adapters import mp_server, substitute
 from mlcc_constructs.core.cache.admission import Admission, split_endpoint
-from mlcc_constructs.core.cache.quantity import format_quantity, parse_quantity
-from mlcc_constructs.core.cache_adapters import mp_server, substitute
-from mlcc_constructs.core.errors import MlccError, Problem
+from mlcc_constructs.core.support.errors import MlccError, Problem
+from mlcc_constructs.core.support.quantity import format_quantity, parse_quantity
 
 
 def pod_template(obj: dict[str, Any]) -> dict[str, Any]:

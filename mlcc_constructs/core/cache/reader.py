@@ -2,7 +2,7 @@
 
 The building blocks of :func:`~mlcc_constructs.core.cache.fields.read_crd`: a string from an
 enum, a bounded integer, a Kubernetes quantity, a container's resources... A read that fails
-records a :class:`~mlcc_constructs.core.errors.Problem` (the value, what is allowed, the
+records a :class:`~mlcc_constructs.core.support.errors.Problem` (the value, what is allowed, the
 fix) and returns ``None``, so one pass reports every problem of a document.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from mlcc_constructs.core.cache.quantity import parse_quantity
-from mlcc_constructs.core.errors import Problem, closest, json_pointer
+from mlcc_constructs.core.support.errors import Problem, closest, json_pointer
+from mlcc_constructs.core.support.quantity import parse_quantity
 
 T = TypeVar("T")
 

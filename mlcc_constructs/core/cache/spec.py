@@ -14,15 +14,16 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any, ClassVar
 
-from mlcc_constructs.core.cache.fields import CrdModel, CrdObject, PatternRule, crd
-from mlcc_constructs.core.cache.quantity import parse_quantity
-from mlcc_constructs.core.cache_adapters import (
+from mlcc_constructs.core.cache.adapters import (
     RuntimeAdapter,
     adapter_for,
     cache_types,
     mp_server,
     runtimes,
 )
+from mlcc_constructs.core.cache.fields import CrdModel, CrdObject, PatternRule, crd, read_crd
+from mlcc_constructs.core.support.errors import Problem, raise_if_any
+from mlcc_constructs.core.support.quantity import parse_quantity
 
 API_VERSION = "inferencecache.io/v1alpha1"
 KIND = "CacheBackend"
@@ -330,14 +331,21 @@ class CacheBackendSpec(CrdModel):
 
     @classmethod
     def from_dict(cls, data: object, *, where: str = "", path: str = "/spec") -> CacheBackendSpec:
-        """Parse and admit a ``spec`` mapping; raises :class:`MlccError` with every problem.
+        """Read a ``spec`` mapping into the typed spec; raises :class:`MlccError` with every
+        problem of its shape and values.
 
         ``path`` is the JSON pointer of ``data`` in its document (problems are named under
-        it): ``/spec`` in a CacheBackend, ``/cache_backend`` in a deployment spec file.
+        it): ``/spec`` in a CacheBackend, ``/cache_backend`` in a deployment spec file. The
+        admission rules run where the spec is used (:func:`~mlcc_constructs.core.cache.admit`,
+        once per spec object: :func:`~mlcc_constructs.core.serving.prepare.deployment.prepare`,
+        the ``CacheBackend`` construct); :func:`~mlcc_constructs.core.cache.parse_spec` reads
+        and admits in one step.
         """
-        from mlcc_constructs.core.cache.parse import parse_spec
-
-        return parse_spec(data, where=where, path=path)
+        problems: list[Problem] = []
+        spec = read_crd(cls, data, pointer=path, where=where, problems=problems)
+        raise_if_any(problems)
+        assert spec is not None
+        return spec
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,0 +1,353 @@
+"""Engine manifests and the engine registry (ADR-010).
+
+A manifest declares an engine's env prefix, how it is launched and its capability map. The
+JSON schema (``engines/manifest.schema.json``) governs the shape and
+``core/engines/manifest_checks.py``
+the rules a schema cannot express; this module loads built-in engines plus plugin folders.
+Capability names are open: nothing here knows any engine by name.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache, cached_property
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any, Literal
+
+from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.engines.manifest_checks import manifest_problems
+from mlcc_constructs.core.support.documents import parse_json, read_text
+from mlcc_constructs.core.support.errors import MlccError, Problem, closest, fail
+from mlcc_constructs.core.wrapper import PATH_ENV, flag_for, off_flag
+
+ENGINE_PATH_ENV = PATH_ENV
+"""Plugin folders, separated by ``os.pathsep``, added to the built-in engines."""
+
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
+
+ValueType = Literal["valued", "boolean"]
+
+
+def parse_version(text: str) -> tuple[int, int, int] | None:
+    """``"0.6.3"``, ``"v0.8.4"``, ``"0.6.3.post1"`` → ``(0, 6, 3)``; unparseable → ``None``."""
+    match = _VERSION.match(text.strip())
+    if not match:
+        return None
+    major, minor, patch = match.groups()
+    return int(major), int(minor), int(patch or 0)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capability:
+    """One ``capability_map`` entry; ``groups`` is ``requires_any_of`` (``requires`` = 1 group)."""
+
+    name: str
+    suffix: str
+    value_type: ValueType
+    groups: tuple[tuple[str, ...], ...] = ()
+    default: str | None = None
+    allowed: tuple[str, ...] | None = None
+    since: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineManifest:
+    """A validated engine manifest. ``raw`` is the JSON document (the wrapper reads it)."""
+
+    engine: str
+    env_var_prefix: str
+    entrypoint: Literal["wrapper", "image"]
+    min_version: str
+    launch: Mapping[str, Any]
+    capabilities: tuple[Capability, ...]
+    dimension_map: Mapping[str, str]
+    adapter_api: Mapping[str, str] | None
+    source: str
+    raw: Mapping[str, Any]
+    engine_env: frozenset[str] = frozenset()
+    """Env keys (prefix included) the engine reads itself: forwarded as env, never flags."""
+
+    def off_form_blocker(self, suffix: str, version: tuple[int, int, int] | None) -> str | None:
+        """Why ``<PREFIX><suffix>=false`` cannot reach the engine as the flag's off form at
+        engine ``version`` (``None``: unknown, gates fail open), or ``None`` when it can."""
+        negation = self.raw.get("negation")
+        style = self.launch.get("flag_style", "kebab")
+        if not negation:
+            return f"{self.engine} declares no off form for its boolean flags (manifest negation)"
+        if suffix in negation.get("except", ()):
+            return (
+                f"{flag_for(suffix, style)} has no off form in {self.engine} "
+                "(manifest negation.except)"
+            )
+        since = parse_version(negation.get("since", ""))
+        if since and version is not None and version < since:
+            off = off_flag(suffix, style, negation["prefix"])
+            return f"{self.engine} takes {off} only from version {negation['since']}"
+        return None
+
+    @cached_property
+    def json_text(self) -> str:
+        """The manifest as indented JSON (what the eks wrapper ConfigMap mounts)."""
+        return json.dumps(self.raw, indent=2, ensure_ascii=False) + "\n"
+
+    def capability(self, name: str) -> Capability | None:
+        """The capability called ``name``, or ``None`` when the engine does not declare it."""
+        return next((c for c in self.capabilities if c.name == name), None)
+
+    def key(self, capability: Capability) -> str:
+        """The env key of ``capability``: prefix + suffix, e.g. ``SGLANG_TP_SIZE``."""
+        return self.env_var_prefix + capability.suffix
+
+    @property
+    def hub_model_env(self) -> str | None:
+        """The variable an image engine takes a Hugging Face model id from (``HF_MODEL_ID``),
+        or ``None`` when it declares none."""
+        value = self.raw.get("hub_model_env")
+        return str(value) if value is not None else None
+
+    @property
+    def reserved_keys(self) -> dict[str, str]:
+        """Env keys the wrapper sets itself (host/port flags) → the flag they would collide with."""
+        flags = (self.launch.get(f) for f in ("port_flag", "host_flag"))
+        return {
+            key: flag
+            for flag in flags
+            if flag
+            and (key := self.env_var_prefix + flag.lstrip("-").upper().replace("-", "_"))
+            not in self.engine_env
+        }
+
+
+def _scalar(value: object) -> str:
+    return str(value)
+
+
+def _build(document: Mapping[str, Any], where: str) -> EngineManifest:
+    capabilities = []
+    for name, cap in document["capability_map"].items():
+        groups = (
+            (tuple(cap["requires"]),)
+            if "requires" in cap
+            else tuple(tuple(g) for g in cap.get("requires_any_of", ()))
+        )
+        capabilities.append(
+            Capability(
+                name=name,
+                suffix=cap["suffix"],
+                value_type=cap["value_type"],
+                groups=groups,
+                default=_scalar(cap["default"]) if "default" in cap else None,
+                allowed=tuple(_scalar(v) for v in cap["allowed"]) if "allowed" in cap else None,
+                since=cap.get("since"),
+            )
+        )
+    return EngineManifest(
+        engine=document["engine"],
+        env_var_prefix=document["env_var_prefix"],
+        entrypoint=document["entrypoint"],
+        min_version=document["min_version"],
+        launch=MappingProxyType(dict(document["launch"])),
+        capabilities=tuple(capabilities),
+        dimension_map=MappingProxyType(dict(document.get("dimension_map", {}))),
+        engine_env=frozenset(
+            document["env_var_prefix"] + s for s in document.get("engine_env", ())
+        ),
+        adapter_api=(
+            MappingProxyType(dict(document["adapter_api"])) if "adapter_api" in document else None
+        ),
+        source=where,
+        raw=document,
+    )
+
+
+def load_manifest(path: str | Path) -> EngineManifest:
+    """Load and check one manifest file; every problem is reported in one :class:`MlccError`."""
+    where = str(path)
+    document = _read_document(Path(path))
+    problems = manifest_problems(document, where)
+    if problems:
+        raise MlccError(problems)
+    return _build(document, where)
+
+
+def _read_document(path: Path) -> Any:
+    return parse_json(read_text(path, what="manifest"), where=str(path))
+
+
+def manifest_files(folder: str | Path) -> list[Path]:
+    """The manifests of a plugin folder: the folder's own manifest.json, or ``*/manifest.json``."""
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise fail(
+            "plugin folder does not exist",
+            where=str(folder),
+            fix="pass a folder holding <engine>/manifest.json (or one engine's manifest.json)",
+        )
+    own = folder / "manifest.json"
+    if own.is_file():
+        return [own]
+    found = sorted(folder.glob("*/manifest.json"))
+    if not found:
+        raise fail(
+            "no engine manifest in plugin folder",
+            where=str(folder),
+            fix="add <engine>/manifest.json (see engines/manifest.schema.json)",
+        )
+    return found
+
+
+def builtin_manifest_files() -> list[Path]:
+    """The manifest files shipped with the library."""
+    return sorted(shipped_path("engines").glob("*/manifest.json"))
+
+
+@cache
+def _builtin() -> tuple[EngineManifest, ...]:
+    # The shipped manifests are checked against the schema and the semantic rules by the test
+    # suite (tests/test_manifests.py), so loading them skips jsonschema: importing it costs more
+    # than the whole start-up of the pure `mlcc` commands. Plugins always get the full check.
+    return tuple(_build(_read_document(p), str(p)) for p in builtin_manifest_files())
+
+
+def builtin_engines() -> tuple[EngineManifest, ...]:
+    """The manifests shipped with the library."""
+    return _builtin()
+
+
+class EngineRegistry:
+    """Built-in engines plus plugins. Use :meth:`load`; look engines up with :meth:`get`."""
+
+    def __init__(self, manifests: Iterable[EngineManifest]) -> None:
+        self._engines: dict[str, EngineManifest] = {}
+        for manifest in manifests:
+            self._engines[manifest.engine] = manifest
+        # Longest prefix first, so a plugin prefix like VLLM_X_ owns VLLM_X_* keys.
+        self._by_prefix = sorted(
+            self._engines.values(), key=lambda m: len(m.env_var_prefix), reverse=True
+        )
+
+    @classmethod
+    def load(
+        cls,
+        plugin_dirs: Sequence[str | Path] = (),
+        *,
+        use_env: bool = True,
+        allow_override: Iterable[str] = (),
+    ) -> EngineRegistry:
+        """Built-ins, then ``$MLCC_ENGINE_PATH`` folders (when ``use_env``), then ``plugin_dirs``.
+
+        A plugin named like a built-in is refused unless its name is in ``allow_override``;
+        two plugins with one name, or two engines with one prefix, are refused.
+        """
+        builtins = {m.engine: m for m in builtin_engines()}
+        folders: list[str | Path] = []
+        if use_env:
+            folders += [p for p in os.environ.get(ENGINE_PATH_ENV, "").split(os.pathsep) if p]
+        folders += plugin_dirs
+        overrides = set(allow_override)
+        unknown = sorted(overrides - set(builtins))
+        if unknown:
+            raise MlccError(
+                Problem(
+                    message=f"--override-builtin names no built-in engine: {name!r}",
+                    where="--override-builtin",
+                    value=name,
+                    allowed=", ".join(sorted(builtins)),
+                    fix="name the built-in engine the plugin replaces, or drop the option",
+                )
+                for name in unknown
+            )
+        if not folders:
+            return _builtin_registry()
+        engines = dict(builtins)
+        plugin_sources: dict[str, str] = {}
+        problems: list[Problem] = []
+        loaded: list[EngineManifest] = []
+        for folder in folders:
+            for path in manifest_files(folder):
+                try:
+                    loaded.append(load_manifest(path))
+                except MlccError as error:
+                    problems.extend(error.problems)
+        for manifest in loaded:
+            name = manifest.engine
+            if name in plugin_sources:
+                problems.append(
+                    Problem(
+                        message=f"engine {name!r} is declared twice",
+                        where=manifest.source,
+                        pointer="/engine",
+                        value=name,
+                        fix=f"rename one; the other is {plugin_sources[name]}",
+                    )
+                )
+                continue
+            if name in builtins and name not in overrides:
+                problems.append(
+                    Problem(
+                        message=f"plugin shadows the built-in engine {name!r}",
+                        where=manifest.source,
+                        pointer="/engine",
+                        value=name,
+                        fix=f"rename the plugin, or override it explicitly "
+                        f"(--override-builtin {name} / allow_override=[{name!r}])",
+                    )
+                )
+                continue
+            plugin_sources[name] = manifest.source
+            engines[name] = manifest
+        prefixes: dict[str, str] = {}
+        for manifest in engines.values():
+            other = prefixes.setdefault(manifest.env_var_prefix, manifest.engine)
+            if other != manifest.engine:
+                problems.append(
+                    Problem(
+                        message=f"env_var_prefix already belongs to engine {other!r}",
+                        where=manifest.source,
+                        pointer="/env_var_prefix",
+                        value=manifest.env_var_prefix,
+                        fix="give every engine its own prefix: the wrapper reads only its own",
+                    )
+                )
+        if problems:
+            raise MlccError(problems)
+        return cls(engines.values())
+
+    def get(self, name: str, *, pointer: str = "/engine") -> EngineManifest:
+        """The manifest of ``name``; an unknown name lists the known ones."""
+        manifest = self._engines.get(name)
+        if manifest is None:
+            near = closest(name, self._engines)
+            raise fail(
+                "unknown engine",
+                pointer=pointer,
+                value=name,
+                allowed=", ".join(sorted(self._engines)),
+                fix=(f"did you mean {' or '.join(near)}? " if near else "")
+                + "a plugin engine needs --plugin-dir or MLCC_ENGINE_PATH",
+            )
+        return manifest
+
+    def owner_of(self, key: str) -> EngineManifest | None:
+        """The engine whose prefix ``key`` starts with (longest prefix wins), if any."""
+        return next((m for m in self._by_prefix if key.startswith(m.env_var_prefix)), None)
+
+    def names(self) -> list[str]:
+        """Every engine name, sorted."""
+        return sorted(self._engines)
+
+    def __iter__(self) -> Iterator[EngineManifest]:
+        return iter(self._engines[name] for name in self.names())
+
+    def __len__(self) -> int:
+        return len(self._engines)
+
+
+@cache
+def _builtin_registry() -> EngineRegistry:
+    return EngineRegistry(builtin_engines())

@@ -1,0 +1,129 @@
+"""The bucket descriptor (``stacks/buckets.json``): the only place bucket names are written;
+everything that needs a bucket name asks :func:`bucket_names`.
+
+Every name pattern holds ``${profile}``, ``${account}`` and ``${region}``: each profile's
+``mlcc-<profile>-buckets`` stack owns all of its buckets, so ``-c profile=prod`` never tries to
+create a bucket that ``mlcc-dev-buckets`` owns (and dev principals never share prod's model
+bucket). The account is exactly 12 digits between two separators, so two profiles of one
+account and region can never form the same name.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.support.documents import read_json
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer
+
+_PLACEHOLDER = re.compile(r"\$\{([a-z]+)\}")
+_PLACEHOLDERS = ("account", "region", "profile")
+# S3 bucket naming rules (general purpose buckets).
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
+_PROFILE = re.compile(r"^[a-z][a-z0-9-]{0,19}$")
+_ACCOUNT = re.compile(r"^[0-9]{12}$")
+REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$")
+
+
+@cache
+def bucket_patterns() -> dict[str, str]:
+    """Bucket key → name pattern with ``${account}``, ``${region}``, ``${profile}``."""
+    path = shipped_path("stacks/buckets.json")
+    document = read_json(path)
+    # The shipped descriptor's schema is checked by the test suite (tests/test_buckets.py), as
+    # the shipped engine manifests are: jsonschema costs more to import than a whole render.
+    problems = pattern_problems(document["buckets"], where=str(path))
+    if problems:
+        raise MlccError(problems)
+    return {key: bucket["name"] for key, bucket in document["buckets"].items()}
+
+
+def pattern_problems(buckets: dict[str, dict[str, str]], *, where: str) -> list[Problem]:
+    """Every problem of the descriptor's name patterns (``buckets``: key → {"name": ...})."""
+    problems = []
+    for key, bucket in buckets.items():
+        missing = [p for p in _PLACEHOLDERS if f"${{{p}}}" not in bucket["name"]]
+        if missing:
+            problems.append(
+                Problem(
+                    message="a bucket name must hold every placeholder, or two profiles (or "
+                    "accounts, regions) would share the bucket",
+                    where=where,
+                    pointer=json_pointer("buckets", key, "name"),
+                    value=bucket["name"],
+                    allowed="a pattern with " + ", ".join(f"${{{p}}}" for p in _PLACEHOLDERS),
+                    fix="add " + ", ".join(f"${{{p}}}" for p in missing) + " to the name",
+                )
+            )
+        for placeholder in _PLACEHOLDER.findall(bucket["name"]):
+            if placeholder not in _PLACEHOLDERS:
+                problems.append(
+                    Problem(
+                        message=f"unknown placeholder ${{{placeholder}}}",
+                        where=where,
+                        pointer=json_pointer("buckets", key, "name"),
+                        value=bucket["name"],
+                        allowed=", ".join(f"${{{p}}}" for p in _PLACEHOLDERS),
+                    )
+                )
+    return problems
+
+
+def environment_problems(
+    *, account: str | None = None, region: str | None = None, profile: str | None = None
+) -> list[Problem]:
+    """The problems of the given account, region and profile (``None``: not checked)."""
+    checks = (
+        ("account", account, _ACCOUNT, "12 digits, e.g. 123456789012"),
+        ("region", region, REGION, "an AWS region such as us-east-1"),
+        ("profile", profile, _PROFILE, "lower-case letters, digits and '-', 1-20, e.g. dev"),
+    )
+    return [
+        Problem(message=f"invalid {name}", pointer=f"/{name}", value=value, allowed=allowed)
+        for name, value, pattern, allowed in checks
+        if value is not None and not (isinstance(value, str) and pattern.fullmatch(value))
+    ]
+
+
+def check_environment(*, account: str, region: str, profile: str) -> None:
+    """Refuse an account, region or profile that cannot form valid bucket names."""
+    problems = environment_problems(account=account, region=region, profile=profile)
+    if problems:
+        raise MlccError(problems)
+
+
+def bucket_names(*, account: str, region: str, profile: str) -> dict[str, str]:
+    """Every bucket's concrete name for one environment (key → name)."""
+    check_environment(account=account, region=region, profile=profile)
+    values = {"account": account, "region": region, "profile": profile}
+    names = {
+        key: _PLACEHOLDER.sub(lambda m: values[m.group(1)], pattern)
+        for key, pattern in bucket_patterns().items()
+    }
+    bad = [
+        Problem(
+            message="not a valid S3 bucket name (3-63 lower-case letters, digits, '.', '-')",
+            where="stacks/buckets.json",
+            pointer=json_pointer("buckets", key, "name"),
+            value=name,
+        )
+        for key, name in names.items()
+        if not _BUCKET_NAME.match(name)
+    ]
+    if bad:
+        raise MlccError(bad)
+    return names
+
+
+def bucket_name(key: str, *, account: str, region: str, profile: str) -> str:
+    """One bucket's concrete name, e.g. ``bucket_name("tls", account=..., ...)``."""
+    names = bucket_names(account=account, region=region, profile=profile)
+    if key not in names:
+        raise fail(
+            f"unknown bucket {key!r}",
+            where="stacks/buckets.json",
+            value=key,
+            allowed=", ".join(sorted(names)),
+        )
+    return names[key]

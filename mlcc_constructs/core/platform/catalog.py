@@ -1,0 +1,68 @@
+"""Instance catalog: GPUs and memory per instance type (data in ``data/instance_catalog.json``).
+
+SageMaker names (``ml.g5.12xlarge``) and EKS node names (``g5.12xlarge``) are both accepted;
+the catalog file lists each type once, by its SageMaker name.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+
+from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.support.errors import closest, fail
+
+_ML = "ml."
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The extended resource that schedules an NVIDIA GPU (the device plugin's name)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class InstanceType:
+    """One accelerated instance type. ``name`` is the SageMaker name (``ml.`` prefix)."""
+
+    name: str
+    gpus: int
+    gpu_type: str
+    gpu_memory_gib: int
+    vcpus: int
+    memory_gib: int
+
+    @property
+    def node_name(self) -> str:
+        """The EC2/EKS node name, without the ``ml.`` prefix."""
+        return self.name.removeprefix(_ML)
+
+    @property
+    def family(self) -> str:
+        """The EC2 instance family (``g5`` for ``ml.g5.12xlarge``): the value of the
+        ``eks.amazonaws.com/instance-family`` node label."""
+        return self.node_name.partition(".")[0]
+
+
+@cache
+def _catalog() -> dict[str, InstanceType]:
+    document = json.loads(data_path("instance_catalog.json").read_text(encoding="utf-8"))
+    return {name: InstanceType(name=name, **facts) for name, facts in document["instances"].items()}
+
+
+def instance_names() -> tuple[str, ...]:
+    """Every known type, SageMaker names then EKS node names."""
+    names = tuple(_catalog())
+    return names + tuple(n.removeprefix(_ML) for n in names)
+
+
+def lookup(name: str, *, pointer: str = "/instance_type") -> InstanceType:
+    """The catalog entry for ``name`` (with or without ``ml.``); unknown → closest names."""
+    entry = _catalog().get(name if name.startswith(_ML) else _ML + name)
+    if entry is None:
+        near = closest(name, instance_names())
+        raise fail(
+            "unknown instance type",
+            pointer=pointer,
+            value=name,
+            allowed="the types in mlcc_constructs/data/instance_catalog.json",
+            fix=f"did you mean {' or '.join(near)}?" if near else "add it to the catalog",
+        )
+    return entry

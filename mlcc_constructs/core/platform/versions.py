@@ -1,0 +1,89 @@
+"""Every pinned version the library emits, read from ``data/versions.json`` (its one reader).
+
+Kubernetes (the cluster and the schemas objects are validated against), the kubectl Lambda
+layer that matches it, EKS add-on versions, and each engine's default image with the engine
+version that image holds. ``versions.json`` cites where each version was checked (``sources``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+
+from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.support.errors import fail
+
+VERSIONS_FILE = "versions.json"
+_LAYER = re.compile(r"^aws-cdk\.lambda-layer-kubectl-v(?P<minor>[0-9]+)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PinnedVersions:
+    """The content of ``versions.json``."""
+
+    kubernetes: str
+    """Kubernetes minor version, e.g. ``1.35``."""
+    kubectl_layer: str
+    """PyPI package of the kubectl Lambda layer (``aws-cdk.lambda-layer-kubectl-v35``)."""
+    eks_addons: Mapping[str, str]
+    """EKS add-on name → version (``v1.15.0-eksbuild.1``)."""
+    engine_images: Mapping[str, str]
+    """Engine → its pinned default image."""
+    engine_versions: Mapping[str, str]
+    """Engine → the engine version its pinned image holds (for version gates)."""
+
+    def addon(self, name: str) -> str:
+        """The pinned version of EKS add-on ``name``."""
+        if name not in self.eks_addons:
+            raise fail(
+                f"no pinned version for EKS add-on {name!r}",
+                where=f"mlcc_constructs/data/{VERSIONS_FILE}",
+                pointer=f"/eks_addons/{name}",
+                allowed=", ".join(sorted(self.eks_addons)),
+            )
+        return self.eks_addons[name]
+
+    @property
+    def kubectl_layer_module(self) -> str:
+        """The layer's Python module, e.g. ``aws_cdk.lambda_layer_kubectl_v35``."""
+        return "aws_cdk.lambda_layer_kubectl_v" + self.kubectl_layer.rsplit("-v", 1)[1]
+
+    @property
+    def kubectl_layer_class(self) -> str:
+        """The layer construct's class, e.g. ``KubectlV35Layer``."""
+        return f"KubectlV{self.kubectl_layer.rsplit('-v', 1)[1]}Layer"
+
+
+@cache
+def pinned() -> PinnedVersions:
+    """The pinned versions (read once per process)."""
+    document = json.loads(data_path(VERSIONS_FILE).read_text(encoding="utf-8"))
+    kubernetes, layer = str(document["kubernetes"]), str(document["kubectl_layer"])
+    check_kubectl_layer(kubernetes, layer)
+    return PinnedVersions(
+        kubernetes=kubernetes,
+        kubectl_layer=layer,
+        eks_addons=MappingProxyType(dict(document["eks_addons"])),
+        engine_images=MappingProxyType(dict(document["engine_images"])),
+        engine_versions=MappingProxyType(dict(document["engine_versions"])),
+    )
+
+
+def check_kubectl_layer(kubernetes: str, layer: str) -> None:
+    """Refuse a kubectl layer whose kubectl is not the cluster's minor version."""
+    match = _LAYER.match(layer)
+    minor = kubernetes.partition(".")[2]
+    if match is None or match["minor"] != minor:
+        raise fail(
+            "the kubectl layer does not match the Kubernetes version",
+            where=f"mlcc_constructs/data/{VERSIONS_FILE}",
+            pointer="/kubectl_layer",
+            value=layer,
+            allowed=f"aws-cdk.lambda-layer-kubectl-v{minor} (Kubernetes {kubernetes})",
+            fix="pin the layer package of the cluster's minor version in versions.json, "
+            "pyproject.toml and requirements.lock",
+        )

@@ -1,0 +1,1 @@
+"""Stage 4, objects: the Kubernetes kinds the library renders."""

@@ -1,0 +1,1 @@
+"""Stage 3, prepare once: names, the container description, PreparedDeployment."""

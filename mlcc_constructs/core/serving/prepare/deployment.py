@@ -1,0 +1,284 @@
+"""A :class:`DeploymentSpec` prepared once: every input checked, every fact computed once.
+
+:func:`prepare` loads the target, fits the LoRA rank, resolves the engine config (parsing the
+model source), checks the memory cap, admits the CacheBackend, picks the image, names the
+objects and describes the engine container. Every problem is raised at once. The target
+renderers (``mlcc_constructs.core.serving.renderers``) only lay out what a
+:class:`PreparedDeployment` carries; they decide nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
+
+from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
+from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
+from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.kinds.validation import name_problems, namespace_problems
+from mlcc_constructs.core.serving.prepare.container import Container, describe_container
+from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
+from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.serving.spec.checks import spec_problems
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelSource
+from mlcc_constructs.core.support.errors import MlccError, Problem
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.cache.admission import Admission
+    from mlcc_constructs.core.serving.render import RenderedObject
+
+
+@dataclass(frozen=True, kw_only=True)
+class Names:
+    """Explicit Kubernetes names of one deployment's objects.
+
+    Fields:
+
+    ``base``: The Deployment, Service, ServiceAccount and IEC.
+    ``namespace``
+    ``config_map``
+    ``wrapper``
+    ``claim``
+    ``volume``: The cluster-scoped PersistentVolume: ``<namespace>-<name>-model``.
+    """
+
+    base: str
+    namespace: str
+    config_map: str
+    wrapper: str
+    claim: str
+    volume: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class PreparedDeployment:
+    """Everything the target renderers read, computed once by :func:`prepare`.
+
+    Fields:
+
+    ``spec``: The spec, with ``engine_version`` filled in from the pinned image when it was unset.
+    ``target``
+    ``resolution``
+    ``names``
+    ``container``
+    ``model_region``
+    ``tls_uri``
+    ``cache``: The admitted CacheBackend to inject, or ``None``.
+    ``warnings``
+    """
+
+    spec: DeploymentSpec
+    target: TargetDescriptor
+    resolution: Resolution
+    names: Names
+    container: Container
+    model_region: str | None
+    tls_uri: str | None
+    cache: Admission | None
+    warnings: tuple[str, ...]
+
+    @property
+    def source(self) -> ModelSource:
+        """The parsed model source."""
+        return self.resolution.source
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """Tier 1 then Tier 2 (what ``env`` delivery carries)."""
+        return dict(self.resolution.tier1 + self.resolution.tier2)
+
+    @cached_property
+    def objects(self) -> tuple[RenderedObject, ...]:
+        """The target's objects in apply order, each with its construct id (rendered once, on
+        first use; every construct that emits part of the deployment reads this)."""
+        from mlcc_constructs.core.serving.render import render_prepared
+
+        return render_prepared(self)
+
+
+def object_names(name: str, namespace: str) -> Names:
+    """The names of every object of deployment ``name`` in ``namespace``."""
+    return Names(
+        base=name,
+        namespace=namespace,
+        config_map=f"{name}-config",
+        wrapper=f"{name}-wrapper",
+        claim=f"{name}-model",
+        volume=f"{namespace}-{name}-model",
+    )
+
+
+def infer_environment(bucket: str) -> dict[str, str]:
+    """Account/region/profile encoded in a bucket named by ``stacks/buckets.json`` (or ``{}``)."""
+    parts = {
+        "account": r"(?P<account>[0-9]{12})",
+        "region": r"(?P<region>[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9])",
+        "profile": r"(?P<profile>[a-z][a-z0-9-]{0,19})",
+    }
+    for pattern in bucket_patterns().values():
+        pieces = re.split(r"\$\{([a-z]+)\}", pattern)
+        regex = "".join(
+            parts[piece] if index % 2 else re.escape(piece) for index, piece in enumerate(pieces)
+        )
+        match = re.fullmatch(regex, bucket)
+        if match:
+            return {k: v for k, v in match.groupdict().items() if v}
+    return {}
+
+
+def prepare(
+    spec: DeploymentSpec,
+    *,
+    context: RenderContext | None = None,
+    registry: EngineRegistry | None = None,
+) -> PreparedDeployment:
+    """Check ``spec`` and compute every fact its objects need; all problems raised at once.
+
+    ``registry`` defaults to the built-in engines (pass ``EngineRegistry.load(...)`` for
+    plugins); ``context`` names the environment (TLS bucket, region fallback).
+    """
+    context = context or RenderContext()
+    registry = registry or EngineRegistry.load(use_env=False)
+    problems: list[Problem] = []
+    target: TargetDescriptor | None = None
+    try:
+        target = load_target(spec.target)
+        target.renderer_module()
+    except MlccError as error:
+        problems.extend(error.problems)
+    problems += name_problems(spec.name)
+    problems += namespace_problems(spec.namespace)
+    problems += spec_problems(spec)
+    try:
+        spec, resolution, fit_warnings = resolve_deployment(spec, target=target, registry=registry)
+    except MlccError as error:
+        raise MlccError([*problems, *error.problems]) from None
+    manifest = resolution.manifest
+    warnings = [str(s) for s in resolution.skipped] + list(resolution.warnings) + fit_warnings
+
+    image = spec.image or pinned().engine_images.get(manifest.engine)
+    if image is None:
+        problems.append(
+            Problem(
+                message=f"engine {manifest.engine!r} has no pinned default image",
+                pointer="/image",
+                fix="pass --image (DeploymentSpec.image) with the engine's container image",
+            )
+        )
+    if spec.config_delivery == "args" and manifest.entrypoint != "wrapper":
+        problems.append(
+            Problem(
+                message=f"engine {manifest.engine!r} has entrypoint 'image': its image owns the "
+                "command line, so there is no argv to deliver",
+                pointer="/config_delivery",
+                value="args",
+                allowed="env",
+                fix="use --config-delivery env (the image reads "
+                f"{manifest.env_var_prefix}* itself)",
+            )
+        )
+    cache: Admission | None = None
+    if spec.cache_backend is not None and target is not None:
+        from mlcc_constructs.core.serving.resolve.cache_fit import admit_for_deployment
+
+        cache_problems, cache = admit_for_deployment(spec.cache_backend, resolution, target)
+        problems += cache_problems
+    for key in spec.secret_env:
+        if key in resolution.env:
+            problems.append(
+                Problem(
+                    message="set both as plain env and as a Secret reference",
+                    pointer=f"/secret_env/{key}",
+                    value=key,
+                    fix="keep only the Secret reference",
+                )
+            )
+
+    source = resolution.source
+    inferred = infer_environment(source.bucket) if source.bucket else {}
+    model_region = spec.region or inferred.get("region") or context.region
+    if source.kind == "s3" and model_region is None:
+        problems.append(
+            Problem(
+                message="the region of the model bucket is unknown",
+                pointer="/region",
+                value=None,
+                fix="pass --region (DeploymentSpec.region); Mountpoint and the HyperPod "
+                "operator need it",
+            )
+        )
+    tls_uri = None
+    if target is not None and target.tls_bucket:
+        tls_uri = _tls_uri(spec, context, inferred, model_region, problems)
+    if target is not None and not target.service_account and spec.service_account_role_arn:
+        warnings.append(
+            f"service_account_role_arn is ignored on {target.name}: "
+            + target.notes.get("service_account_role_arn", "it renders no ServiceAccount")
+        )
+    if problems:
+        raise MlccError(problems)
+    assert spec.name is not None and image is not None and target is not None  # checked above
+    return PreparedDeployment(
+        spec=spec,
+        target=target,
+        resolution=resolution,
+        names=object_names(spec.name, spec.namespace),
+        container=describe_container(spec, target, resolution, image),
+        model_region=model_region,
+        tls_uri=tls_uri,
+        cache=cache,
+        warnings=tuple(warnings),
+    )
+
+
+def _tls_uri(
+    spec: DeploymentSpec,
+    context: RenderContext,
+    inferred: dict[str, str],
+    model_region: str | None,
+    problems: list[Problem],
+) -> str | None:
+    """``s3://<tls bucket>/<namespace>/<name>``; a missing account/region/profile is a problem."""
+    values = {
+        "account": context.account or inferred.get("account"),
+        "region": context.region or model_region,
+        "profile": context.profile or inferred.get("profile"),
+    }
+    missing = [name for name, value in values.items() if not value]
+    if missing:
+        problems.append(
+            Problem(
+                message="the IEC's TLS bucket (stacks/buckets.json 'tls') needs "
+                + ", ".join(missing),
+                pointer=f"/{missing[0]}",
+                fix="pass " + " ".join(f"--{m}" for m in missing) + " (or set them in "
+                "cdk.json context / RenderContext)",
+            )
+        )
+        return None
+    try:
+        tls = bucket_name(
+            "tls",
+            account=str(values["account"]),
+            region=str(values["region"]),
+            profile=str(values["profile"]),
+        )
+    except MlccError as error:
+        problems.extend(error.problems)
+        return None
+    return f"s3://{tls}/{spec.namespace}/{spec.name}"
+
+
+def _admission() -> type[Admission]:
+    from mlcc_constructs.core.cache.admission import Admission
+
+    return Admission
+
+
+# The CacheBackend model loads only for a deployment that has one (start-up of `mlcc render`):
+# the annotation resolves on first use, so typing.get_type_hints still sees the real type.
+PreparedDeployment.__annotations__["cache"] = "_admission() | None"

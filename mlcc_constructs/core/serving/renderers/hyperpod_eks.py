@@ -1,0 +1,125 @@
+"""Target ``hyperpod-eks``: one HyperPod ``InferenceEndpointConfig``
+(``inference.sagemaker.aws.amazon.com/v1``). The inference operator mounts the model (S3, or a
+Hugging Face model its init container stages with the token), so the worker takes no volumes;
+the engine config travels in the worker's env and command (``core/serving/prepare/container.py``).
+
+Decisions (for reviewers):
+
+* **Probes**: the worker gets the same startup (30 minutes), readiness and liveness probes as
+  the eks Deployment, on the engine manifest's ``health_path`` and the invocation port (by
+  number: the v1 CRD's ``worker.probes`` take Kubernetes probes, and the operator's defaults
+  would not know the engine's health path).
+* **Endpoint name**: ``endpointName`` names a SageMaker endpoint, whose names are unique per
+  account and region, not per namespace, so it cannot be the bare name (two namespaces
+  deploying ``llama`` would claim the same endpoint). It is ``<namespace>-<name>-<hash8>``
+  (:func:`endpoint_name`): readable, and distinct for every (namespace, name) pair even where
+  the joined text is ambiguous (``a-b``/``c`` and ``a``/``b-c``). ``metadata.name`` and
+  ``modelName`` stay the deployment's name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from mlcc_constructs.core.serving.kinds.validation import IEC_API_VERSION, IEC_KIND, MAX_NAME
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.render import RenderedObject
+from mlcc_constructs.core.serving.renderers.common import (
+    health_probes,
+    metadata,
+    plain_env,
+    secret_env,
+)
+from mlcc_constructs.core.serving.spec.deployment import ModelSource
+
+INVOCATION_ENDPOINT = "v1/chat/completions"
+"""The OpenAI-compatible route every built-in engine serves (HyperPod ``invocationEndpoint``)."""
+MODEL_VOLUME = "model-weights"
+HF_TOKEN = "HF_TOKEN"
+"""The Secret-backed env that the operator takes as ``huggingFaceModel.tokenSecretRef``."""
+ENDPOINT_HASH_CHARS = 8
+
+
+def endpoint_name(namespace: str, name: str) -> str:
+    """``<namespace>-<name>-<hash8>``, at most 63 characters (the v1 CRD's ``endpointName``
+    limit; its pattern allows letters, digits and inner dashes, which DNS labels satisfy).
+
+    The hash is the first 8 hex digits of the SHA-256 of ``namespace/name``, so the name is
+    stable across renders and distinct per (namespace, name); a long namespace-name is cut (at
+    a character, trailing dashes dropped) to leave room for it.
+    """
+    digest = hashlib.sha256(f"{namespace}/{name}".encode()).hexdigest()[:ENDPOINT_HASH_CHARS]
+    readable = f"{namespace}-{name}"[: MAX_NAME - ENDPOINT_HASH_CHARS - 1].rstrip("-")
+    return f"{readable}-{digest}"
+
+
+def render(prepared: PreparedDeployment) -> list[RenderedObject]:
+    """The deployment's one object."""
+    return [RenderedObject("InferenceEndpointConfig", inference_endpoint_config(prepared))]
+
+
+def prefetch_enabled(source: ModelSource, lora: bool) -> bool:
+    """Prefetch copies the model once at start, so adapters added later to the S3 prefix would
+    never be seen: it is off for LoRA with an S3 source (seed lora-delivery §2), on otherwise."""
+    return not (lora and source.kind == "s3")
+
+
+def inference_endpoint_config(prepared: PreparedDeployment) -> dict[str, Any]:
+    """The HyperPod ``InferenceEndpointConfig`` (v1) of the deployment."""
+    spec, source, box = prepared.spec, prepared.source, prepared.container
+    model_source: dict[str, Any] = {"modelSourceType": source.kind}
+    if source.kind == "s3":
+        model_source["s3Storage"] = {"bucketName": source.bucket, "region": prepared.model_region}
+        model_source["modelLocation"] = source.location
+    else:
+        hf: dict[str, Any] = {"modelId": source.hf_id}
+        token = spec.secret_env.get(HF_TOKEN)
+        if token is not None:
+            hf["tokenSecretRef"] = {"name": token.name, "key": token.key}
+        model_source["huggingFaceModel"] = hf
+    model_source["prefetchEnabled"] = prefetch_enabled(source, spec.lora)
+
+    env = plain_env(tuple(box.engine_env.items()))
+    env += plain_env(box.wrapper_env)
+    env += plain_env(box.plain_env)
+    secrets = {
+        key: ref
+        for key, ref in box.secret_env.items()
+        if not (source.kind == "huggingface" and key == HF_TOKEN)  # it is tokenSecretRef
+    }
+    env += secret_env(secrets)
+    worker: dict[str, Any] = {"image": box.image}
+    if box.command is not None:
+        worker["command"] = list(box.command)
+        if box.args:
+            worker["args"] = list(box.args)
+    worker["modelInvocationPort"] = {"containerPort": box.port, "name": "http"}
+    worker["modelVolumeMount"] = {
+        "name": MODEL_VOLUME,
+        "mountPath": prepared.target.model_mount_path,
+    }
+    worker["resources"] = {"requests": dict(box.requests), "limits": box.limits}
+    if env:
+        worker["environmentVariables"] = env
+    worker["probes"] = health_probes(box.health_path, box.port)
+    metrics: dict[str, Any] = {"enabled": box.metrics_path is not None}
+    if box.metrics_path is not None:
+        metrics["modelMetrics"] = {"port": box.port, "path": box.metrics_path}
+    return {
+        "apiVersion": IEC_API_VERSION,
+        "kind": IEC_KIND,
+        "metadata": metadata(prepared, prepared.names.base),
+        "spec": {
+            "modelName": prepared.names.base,
+            "endpointName": endpoint_name(prepared.names.namespace, prepared.names.base),
+            "instanceType": prepared.resolution.instance.name,
+            "invocationEndpoint": INVOCATION_ENDPOINT,
+            "replicas": spec.replicas,
+            "modelSourceConfig": model_source,
+            "tlsConfig": {"tlsCertificateOutputS3Uri": prepared.tls_uri},
+            "metrics": metrics,
+            "loadBalancer": {"healthCheckPath": box.health_path},
+            "worker": worker,
+        },
+    }

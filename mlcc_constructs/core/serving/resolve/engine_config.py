@@ -1,0 +1,55 @@
+"""The engine config of a deployment, computed one way for every consumer: :func:`prepare`
+(``mlcc render``, the charts) and ``mlcc env`` / ``mlcc argv``."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
+from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.resolve.lora_fit import lora_fit, lora_memory_cap
+from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.serving.resolve.tiers import resolve_for_target
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
+
+
+def with_pinned_engine_version(spec: DeploymentSpec) -> DeploymentSpec:
+    """``spec`` with ``engine_version`` set to the version of the engine's pinned default
+    image when neither a version nor an image is given, so version gates are checked."""
+    if spec.engine_version is not None or spec.image is not None:
+        return spec
+    version = pinned().engine_versions.get(spec.engine)
+    return replace(spec, engine_version=version) if version else spec
+
+
+def resolve_deployment(
+    spec: DeploymentSpec, *, target: TargetDescriptor | None, registry: EngineRegistry
+) -> tuple[DeploymentSpec, Resolution, list[str]]:
+    """The engine config of ``spec`` exactly as ``prepare`` computes it (``mlcc env`` and
+    ``mlcc argv`` call this too): the pinned engine version, the LoRA rank fit, resolution
+    against ``target`` and the LoRA memory cap. Returns the spec with its engine version, the
+    resolution and the rank-fit warnings; raises :class:`MlccError` with every problem."""
+    spec = with_pinned_engine_version(spec)
+    fit_warnings, computed = lora_fit(spec, registry.get(spec.engine))
+    resolution = resolve_for_target(spec, target=target, registry=registry, computed=computed)
+    lora_memory_cap(spec, resolution)
+    return spec, resolution, fit_warnings
+
+
+def resolve_deployment_for_its_target(
+    spec: DeploymentSpec, *, registry: EngineRegistry
+) -> tuple[DeploymentSpec, Resolution, list[str]]:
+    """:func:`resolve_deployment` with ``spec.target`` loaded; an unknown target is reported
+    together with every other problem of the spec."""
+    try:
+        target = load_target(spec.target)
+    except MlccError as error:
+        problems = list(error.problems)
+        try:
+            resolve_deployment(spec, target=None, registry=registry)
+        except MlccError as more:
+            problems.extend(more.problems)
+        raise MlccError(problems) from None
+    return resolve_deployment(spec, target=target, registry=registry)

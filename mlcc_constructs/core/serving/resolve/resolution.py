@@ -1,0 +1,79 @@
+"""What resolution produces (:class:`Resolution`) and the library-wide values it rests on:
+companion defaults, sentinel values, credential-looking env names."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from mlcc_constructs.core.engines.manifests import EngineManifest
+from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.serving.spec.deployment import ModelSource
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.wrapper import WrapperError, build_argv
+
+# Names that hold credentials: they must come from a Secret, never a ConfigMap or plain value.
+_SECRET_NAME = re.compile(
+    r"(^|_)(TOKEN|SECRET|SECRETS|PASSWORD|PASSWD|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|"
+    r"CREDENTIAL|CREDENTIALS|SESSION_TOKEN)(_|$)"
+)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A capability that was asked for but not emitted, and why."""
+
+    capability: str
+    key: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"omitting {self.key}: {self.reason}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Resolution:
+    """What the engine receives. ``env`` is Tier 1, then Tier 2, then plain env."""
+
+    manifest: EngineManifest
+    instance: InstanceType
+    source: ModelSource
+    """The parsed model source (parsed once, here)."""
+    tensor_parallel_degree: int
+    tier1: tuple[tuple[str, str], ...]
+    tier2: tuple[tuple[str, str], ...]
+    plain: tuple[tuple[str, str], ...] = ()
+    skipped: tuple[Skipped, ...] = ()
+    warnings: tuple[str, ...] = ()
+    capability_values: Mapping[str, str] = field(default_factory=dict)
+    """Emitted Tier-1 values by capability name (e.g. ``lora_max_rank`` → ``"16"``)."""
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self.tier1 + self.tier2 + self.plain)
+
+    @property
+    def own_env(self) -> tuple[tuple[str, str], ...]:
+        """The Tier-2 keys the engine reads from its environment itself (manifest
+        ``engine_env``): env under every config delivery, never flags."""
+        return tuple((k, v) for k, v in self.tier2 if k in self.manifest.engine_env)
+
+    @property
+    def flag_keys(self) -> tuple[str, ...]:
+        """The Tier-1 and Tier-2 keys the wrapper translates into arguments (``MLCC_ENGINE_KEYS``;
+        a ``false`` without an off form gives none): the engine's environment never holds them."""
+        own = self.manifest.engine_env
+        return tuple(k for k, _ in self.tier1 + self.tier2 if k not in own)
+
+    def argv(self) -> list[str]:
+        """The engine's command line as the wrapper builds it from :attr:`env`."""
+        try:
+            return build_argv(self.manifest.raw, self.env)
+        except WrapperError as error:
+            raise fail(str(error), pointer="/engine", value=self.manifest.engine) from error
+
+
+def is_secret_name(key: str) -> bool:
+    """True for env names that carry credentials (``HF_TOKEN``, ``*_API_KEY``...)."""
+    return bool(_SECRET_NAME.search(key.upper()))

@@ -1,0 +1,476 @@
+"""Tier-1 resolution and Tier-2 pass-through (ADR-010).
+
+``resolve(spec)`` turns a :class:`DeploymentSpec` and the active engine's manifest into the
+exact env the engine receives:
+
+* Tier 1 — values the library computes and must place: the model, the tensor-parallel degree
+  (from the instance catalog) and the LoRA companion contract. Names come only from the
+  manifest; this module never branches on an engine name, only on capability names.
+* Tier 2 — every other ``<PREFIX>*`` key the user sets, forwarded verbatim, in the user's order.
+* Plain env — keys with no engine prefix (``NCCL_DEBUG``...), forwarded after Tier 2.
+
+A capability is emitted only with a concrete value: a boolean as ``true`` when enabled (as
+``false`` only where the engine has an off form, else omitted with a warning), a valued one
+never empty or sentinel (value checks: ``core/engines/values.py``). A capability with
+companions is emitted only when one of its companion groups fully resolves; otherwise it is
+omitted and the reason reported.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from mlcc_constructs.core.engines.manifests import (
+    Capability,
+    EngineRegistry,
+    parse_version,
+)
+from mlcc_constructs.core.engines.values import (
+    FALSE,
+    TRUE,
+    ValueChecks,
+    companion_default,
+    requirement_text,
+)
+from mlcc_constructs.core.platform import catalog
+from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
+from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped, is_secret_name
+from mlcc_constructs.core.serving.spec.deployment import (
+    DeploymentSpec,
+    ModelSource,
+    parse_model_source,
+)
+from mlcc_constructs.core.support.errors import MlccError, Problem
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _label(pointer: str) -> str:
+    """A field's pointer as a message names it: ``/env/KEY`` -> ``env/KEY``."""
+    return pointer.removeprefix("/")
+
+
+@dataclass
+class _UserValue:
+    value: str
+    source: str  # where the user set it: an option name or an env key
+
+
+class _Resolver:
+    def __init__(
+        self,
+        spec: DeploymentSpec,
+        registry: EngineRegistry,
+        computed: Mapping[str, str],
+        target: TargetDescriptor | None,
+    ) -> None:
+        self.spec = spec
+        self.registry = registry
+        self.manifest = registry.get(spec.engine)
+        self.computed = computed
+        self.target = target
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+        self.skipped: list[Skipped] = []
+        self.user: dict[str, _UserValue] = {}
+        self.tier2: list[tuple[str, str]] = []
+        self.plain: list[tuple[str, str]] = []
+        self.version = self._check_version()
+        self.checks = ValueChecks(
+            manifest=self.manifest,
+            version=self.version,
+            given_version=spec.engine_version,
+            problems=self.problems,
+            warnings=self.warnings,
+        )
+
+    # -- inputs -------------------------------------------------------------------------
+
+    def _check_version(self) -> tuple[int, int, int] | None:
+        manifest, given = self.manifest, self.spec.engine_version
+        if given is None:
+            self.warnings.append(
+                f"engine version not given: min_version {manifest.min_version} and 'since' "
+                f"gates are not checked (pass --engine-version)"
+            )
+            return None
+        version = parse_version(given)
+        if version is None:
+            self.warnings.append(
+                f"engine version {given!r} is not a version number: version gates fail open"
+            )
+            return None
+        minimum = parse_version(manifest.min_version)
+        if minimum and version < minimum:
+            self.problems.append(
+                Problem(
+                    message=f"{manifest.engine} {given} is below the engine's min_version",
+                    pointer="/engine_version",
+                    value=given,
+                    allowed=f">= {manifest.min_version}",
+                    fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
+                )
+            )
+        return version
+
+    def _set_user(self, capability: str, value: str, source: str) -> None:
+        previous = self.user.get(capability)
+        if previous is not None and previous.value != value:
+            self.problems.append(
+                Problem(
+                    message=f"capability {capability!r} is set twice with different values "
+                    f"({_label(previous.source)}={previous.value!r})",
+                    pointer=source,
+                    value=value,
+                    fix=f"set it once, either {_label(previous.source)} or {_label(source)}",
+                )
+            )
+            return
+        self.user[capability] = _UserValue(value, source)
+
+    def _option(self, capability: str, value: str, option: str) -> None:
+        if self.manifest.capability(capability) is None:
+            declared = ", ".join(c.name for c in self.manifest.capabilities) or "none"
+            self.problems.append(
+                Problem(
+                    message=f"engine {self.manifest.engine!r} declares no {capability!r} "
+                    f"capability (declared: {declared})",
+                    pointer=option,
+                    value=value,
+                    fix=f"drop {_label(option)}, or pass the engine's own flag through Tier 2 "
+                    f"({self.manifest.env_var_prefix}<FLAG>=<value>)",
+                )
+            )
+            return
+        self._set_user(capability, value, option)
+
+    def read_user_input(self) -> None:
+        spec, manifest = self.spec, self.manifest
+        by_suffix = {c.suffix: c for c in manifest.capabilities}
+        reserved = manifest.reserved_keys
+        model_keys = {self._key_of("model"), manifest.hub_model_env} - {None}
+        for key, raw_value in spec.env.items():
+            pointer = f"/env/{key}"
+            value = str(raw_value)
+            if not _ENV_NAME.match(key):
+                self.problems.append(
+                    Problem(
+                        message="not an environment variable name",
+                        pointer=pointer,
+                        value=key,
+                        allowed="letters, digits and '_', not starting with a digit",
+                    )
+                )
+                continue
+            if is_secret_name(key):
+                self.problems.append(
+                    Problem(
+                        message="looks like a credential: it would be stored in plain text in "
+                        "a ConfigMap or the pod spec",
+                        pointer=pointer,
+                        value=key,
+                        fix=f"reference a Kubernetes Secret instead (secret_env={{{key!r}: "
+                        f"SecretRef(name=..., key=...)}}, or --secret-env {key}=SECRET:KEY)",
+                    )
+                )
+                continue
+            owner = self.registry.owner_of(key)
+            if owner is not None and owner.engine != manifest.engine:
+                self.problems.append(
+                    Problem(
+                        message=f"key has the prefix {owner.env_var_prefix} of engine "
+                        f"{owner.engine!r}, but the active engine {manifest.engine!r} reads only "
+                        f"{manifest.env_var_prefix}*",
+                        pointer=pointer,
+                        value=key,
+                        fix=f"rename it to {manifest.env_var_prefix}"
+                        f"{key[len(owner.env_var_prefix) :]} or drop it",
+                    )
+                )
+                continue
+            if value == "":
+                self.problems.append(
+                    Problem(
+                        message="empty value: an engine would receive a flag with no argument",
+                        pointer=pointer,
+                        value=value,
+                        fix="remove the key to leave the setting unset, or give it a value",
+                    )
+                )
+                continue
+            if key in model_keys:
+                self.problems.append(
+                    Problem(
+                        message="the model is Tier 1: it is computed from the model source",
+                        pointer=pointer,
+                        value=value,
+                        fix="set the model with --model (DeploymentSpec.model), not the env",
+                    )
+                )
+                continue
+            if owner is None:
+                self.plain.append((key, value))
+                continue
+            if key in reserved:
+                self.problems.append(
+                    Problem(
+                        message=f"{key} would set {reserved[key]}, which the manifest's launch "
+                        f"section owns (port {manifest.launch.get('port')} is what the probes, "
+                        "the Service and the IEC use)",
+                        pointer=pointer,
+                        value=value,
+                        fix="remove it; change launch.port in the engine manifest instead",
+                    )
+                )
+                continue
+            capability = by_suffix.get(key[len(manifest.env_var_prefix) :])
+            if capability is not None:
+                self._set_user(capability.name, value, pointer)
+            elif key in manifest.engine_env or self.checks.tier2_ok(key, value, pointer):
+                self.tier2.append((key, value))
+        if spec.tensor_parallel_degree is not None:
+            self._option(
+                "tensor_parallel_degree",
+                str(spec.tensor_parallel_degree),
+                "/tensor_parallel_degree",
+            )
+        if spec.quantization is not None:
+            self._option("quantization", spec.quantization, "/quantization")
+        if spec.lora:
+            self._option("lora_enable", TRUE, "/lora")
+
+    def _key_of(self, capability: str) -> str | None:
+        found = self.manifest.capability(capability)
+        return self.manifest.key(found) if found else None
+
+    # -- Tier 1 -------------------------------------------------------------------------
+
+    def tier1(
+        self, instance: InstanceType, source: ModelSource
+    ) -> tuple[list[tuple[str, str]], dict[str, str], int]:
+        manifest = self.manifest
+        requested: dict[str, str] = {}
+        hub_model: list[tuple[str, str]] = []
+        model = manifest.capability("model")
+        if model is not None:
+            requested["model"] = self._model_path(source)
+        elif self.target is not None and not self._mounted(source):
+            # An image engine reads its model from the mount path or its own settings: a Hub
+            # model goes to the variable it downloads from, else it would reach nothing.
+            if manifest.hub_model_env is not None:
+                hub_model = [(manifest.hub_model_env, source.uri)]
+            else:
+                self.warnings.append(
+                    f"{manifest.engine} receives no model from the library: the image reads it "
+                    f"from {self.target.model_mount_path} (where an s3:// model is mounted) or "
+                    f"from its own {manifest.env_var_prefix}* settings, and {source.uri!r} is "
+                    "neither; stage the model in S3, or name it with --set "
+                    f"{manifest.env_var_prefix}<the image's model setting>=..."
+                )
+        tp = self._tensor_parallel(instance)
+        if manifest.capability("tensor_parallel_degree") is not None:
+            requested["tensor_parallel_degree"] = str(tp)
+        for name, value in self.computed.items():
+            if manifest.capability(name) is not None:
+                requested.setdefault(name, value)
+        for name, user in self.user.items():
+            requested[name] = user.value
+
+        values: dict[str, str] = {}
+        for name, value in requested.items():
+            capability = manifest.capability(name)
+            assert capability is not None  # requested names come from the manifest
+            self._emit(capability, value, values)
+        emitted = [
+            (manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values
+        ]
+        return emitted + hub_model, values, tp
+
+    def _model_path(self, source: ModelSource) -> str:
+        """What the engine is told to load: the target's mount path for an ``s3://`` model or
+        a Hugging Face model the target stages itself, else the Hugging Face id."""
+        target = self.target
+        if target is None:  # an unknown target is reported by whoever loaded it
+            return source.uri
+        return target.model_mount_path if self._mounted(source) else source.uri
+
+    def _mounted(self, source: ModelSource) -> bool:
+        """Whether the target's pods see the model at its mount path."""
+        target = self.target
+        return target is not None and (source.kind == "s3" or target.huggingface_model == "mounted")
+
+    def _tensor_parallel(self, instance: InstanceType) -> int:
+        user = self.user.get("tensor_parallel_degree")
+        if user is None:
+            return instance.gpus
+        try:
+            tp = int(user.value)
+        except ValueError:
+            tp = 0
+        # The pod asks for TP GPUs of one node: a degree that does not divide the node's GPUs
+        # strands the rest (no second pod fits them), and heads split evenly only so.
+        divisors = [d for d in range(1, instance.gpus + 1) if instance.gpus % d == 0]
+        if tp not in divisors:
+            self.problems.append(
+                Problem(
+                    message=f"tensor-parallel degree must divide the {instance.gpus} GPU(s) of "
+                    f"{instance.name}",
+                    pointer=user.source,
+                    value=user.value,
+                    allowed=", ".join(map(str, divisors)),
+                    fix="use one of the allowed degrees, or pick an instance type with more GPUs",
+                )
+            )
+            return instance.gpus
+        return tp
+
+    def _gate(self, capability: Capability) -> str | None:
+        """Why ``capability`` cannot be used with this engine version, if it cannot."""
+        if capability.since and self.version is not None:
+            since = parse_version(capability.since)
+            if since and self.version < since:
+                return (
+                    f"needs {self.manifest.engine} >= {capability.since} "
+                    f"(engine version {self.spec.engine_version})"
+                )
+        return None
+
+    def _source(self, name: str) -> str:
+        user = self.user.get(name)
+        return user.source if user else ""
+
+    def _emit(self, capability: Capability, value: str, values: dict[str, str]) -> None:
+        """Emit ``capability`` and the companions of its first resolvable group into ``values``."""
+        key = self.manifest.key(capability)
+        if not self.checks.capability_ok(capability, value, self._source(capability.name)):
+            return
+        off = capability.value_type == "boolean" and value.lower() == FALSE
+        # Off: the engine's off form where it has one (no companions), else nothing.
+        if off and not self.checks.has_off_form(key):
+            return
+        gated = self._gate(capability)
+        if gated:
+            self.skipped.append(Skipped(capability.name, key, gated))
+            return
+        if off:
+            values[capability.name] = FALSE
+            return
+        group_values = self._companions(capability)
+        if group_values is None:
+            return
+        values[capability.name] = TRUE if capability.value_type == "boolean" else value
+        values.update(group_values)
+
+    def _companion_value(self, name: str) -> str | None:
+        if name in self.user:
+            return self.user[name].value
+        if name in self.computed:
+            return self.computed[name]
+        return companion_default(self.manifest, name)
+
+    def _companions(self, capability: Capability) -> dict[str, str] | None:
+        """Values of the first fully resolvable companion group; ``{}`` when none is needed."""
+        if not capability.groups:
+            return {}
+        missing_by_group = []
+        for group in capability.groups:
+            resolved: dict[str, str] = {}
+            missing: list[str] = []
+            for name in group:
+                companion = self.manifest.capability(name)
+                assert companion is not None  # the loader checks companions exist
+                value = self._companion_value(name)
+                gated = self._gate(companion)
+                if value is None or gated:
+                    missing.append(
+                        f"{name} ({gated or 'no value: set ' + self.manifest.key(companion)})"
+                    )
+                    continue
+                if not self.checks.capability_ok(companion, value, self._source(name)):
+                    return None
+                resolved[name] = value
+            if not missing:
+                return resolved
+            missing_by_group.append(missing)
+        groups = requirement_text(capability.groups)
+        detail = "; ".join(", ".join(m) for m in missing_by_group)
+        self.skipped.append(
+            Skipped(
+                capability.name,
+                self.manifest.key(capability),
+                f"requires {groups} — missing {detail}",
+            )
+        )
+        return None
+
+
+def resolve(
+    spec: DeploymentSpec,
+    *,
+    registry: EngineRegistry | None = None,
+    computed: Mapping[str, str] | None = None,
+) -> Resolution:
+    """Resolve ``spec`` against its engine's manifest. Raises :class:`MlccError` with every problem.
+
+    ``registry`` defaults to the built-in engines only (library calls do not depend on the
+    process environment); pass ``EngineRegistry.load(...)`` for plugins, which also reads
+    ``$MLCC_ENGINE_PATH`` as the CLI does.
+
+    ``computed`` holds library-computed capability values (e.g. ``lora_max_rank`` from the rank
+    fit): they lose to user values and win over defaults.
+    """
+    try:
+        target = load_target(spec.target)
+    except MlccError as error:
+        problems = list(error.problems)
+        try:
+            resolve_for_target(spec, target=None, registry=registry, computed=computed)
+        except MlccError as more:
+            problems.extend(more.problems)
+        raise MlccError(problems) from None
+    return resolve_for_target(spec, target=target, registry=registry, computed=computed)
+
+
+def resolve_for_target(
+    spec: DeploymentSpec,
+    *,
+    target: TargetDescriptor | None,
+    registry: EngineRegistry | None = None,
+    computed: Mapping[str, str] | None = None,
+) -> Resolution:
+    """:func:`resolve` with the target already loaded (``None``: unknown, reported elsewhere;
+    the model is then passed as given)."""
+    registry = registry or EngineRegistry.load(use_env=False)
+    resolver = _Resolver(spec, registry, computed or {}, target)
+    problems = resolver.problems
+    instance: InstanceType | None = None
+    source: ModelSource | None = None
+    try:
+        instance = catalog.lookup(spec.instance_type)
+    except MlccError as error:
+        problems.extend(error.problems)
+    try:
+        source = parse_model_source(spec.model)
+    except MlccError as error:
+        problems.extend(error.problems)
+    resolver.read_user_input()
+    if problems or instance is None or source is None:
+        raise MlccError(problems)
+    tier1, values, tp = resolver.tier1(instance, source)
+    if problems:
+        raise MlccError(problems)
+    return Resolution(
+        manifest=resolver.manifest,
+        instance=instance,
+        source=source,
+        tensor_parallel_degree=tp,
+        tier1=tuple(tier1),
+        tier2=tuple(resolver.tier2),
+        plain=tuple(resolver.plain),
+        skipped=tuple(resolver.skipped),
+        warnings=tuple(resolver.warnings),
+        capability_values=values,
+    )

@@ -1,0 +1,66 @@
+"""A list of deployment entries (cdk.json ``reference_deployments``, the ``mlcc render -f``
+spec schema), each checked and prepared once: what the serving stacks apply, ``dist/`` holds and
+the GPU NodePool sizes for. Plain data in, prepared deployments out (no CDK app needed)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.files import spec_from_mapping
+from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
+
+CONTEXT_KEY = "reference_deployments"
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppDeployment:
+    """One deployment of the app.
+
+    ``where``: its place in cdk.json (``cdk.json:/context/reference_deployments/0``).
+    ``context``: the render context (the entry's account/region/profile, else the app's).
+    ``prepared``: the prepared deployment (its ``objects`` are what is applied).
+    """
+
+    where: str
+    context: RenderContext
+    prepared: PreparedDeployment
+
+    @property
+    def chart_id(self) -> str:
+        """``<name>-<target>``: the dist/ file stem."""
+        return f"{self.prepared.spec.name}-{self.prepared.target.name}"
+
+
+def prepare_deployments(
+    entries: list[Any], *, defaults: dict[str, Any]
+) -> tuple[AppDeployment, ...]:
+    """Each ``reference_deployments`` entry prepared (no CDK app needed): the entry's account,
+    region and profile, else ``defaults``; all problems at once."""
+    problems: list[Problem] = []
+    found: list[AppDeployment] = []
+    for index, entry in enumerate(entries):
+        where = f"cdk.json:/context/{CONTEXT_KEY}/{index}"
+        try:
+            loaded = spec_from_mapping(entry, where=where)
+            context = RenderContext(
+                **{
+                    key: getattr(loaded.context, key) or defaults.get(key)
+                    for key in ("account", "region", "profile")
+                }
+            )
+            try:
+                prepared = prepare(loaded.spec, context=context)
+            except MlccError as error:
+                raise loaded.locate(error) from None
+        except MlccError as error:
+            problems.extend(
+                p if p.where else dataclasses.replace(p, where=where) for p in error.problems
+            )
+            continue
+        found.append(AppDeployment(where=where, context=context, prepared=prepared))
+    raise_if_any(problems)
+    return tuple(found)

@@ -1,0 +1,114 @@
+"""Checks of a spec's values that match what the cluster and AWS will enforce, so a bad value is
+refused at synth instead of by the API server, the kubelet or IAM at deploy time.
+
+Integer fields are Kubernetes ``int32``; Secret names are DNS-1123 subdomains and their keys
+ConfigMap-key characters; images follow the distribution reference grammar; regions and role
+ARNs their AWS forms. The same rules apply to a spec built in Python, read from a file or given
+as flags (the CLI's flags are one more layer of the spec mapping).
+"""
+
+from __future__ import annotations
+
+import re
+
+from mlcc_constructs.core.platform.buckets import REGION
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import Problem, json_pointer
+
+INT32_MAX = 2**31 - 1
+"""Kubernetes ``int32`` fields (replicas)."""
+
+ROLE_ARN = re.compile(r"^arn:aws[a-z-]*:iam::[0-9]{12}:role/[\w+=,.@/-]{1,512}$")
+_DOMAIN_PART = r"[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?"
+_PATH_PART = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+# distribution/reference: [domain[:port]/]path[:tag][@digest]
+IMAGE = re.compile(
+    rf"^(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
+    r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
+)
+_DNS1123_SUBDOMAIN = re.compile(
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+)
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+_MAX_SUBDOMAIN = 253
+
+
+def spec_problems(spec: DeploymentSpec) -> list[Problem]:
+    """Every value of ``spec`` the cluster or AWS would refuse."""
+    problems: list[Problem] = []
+    if not 1 <= spec.replicas <= INT32_MAX:
+        problems.append(
+            Problem(
+                message="replicas must be at least 1 and fit Kubernetes' int32",
+                pointer="/replicas",
+                value=spec.replicas,
+                allowed=f"1..{INT32_MAX}",
+            )
+        )
+    if spec.image is not None and (len(spec.image) > 255 or not IMAGE.match(spec.image)):
+        problems.append(
+            Problem(
+                message="not a container image reference",
+                pointer="/image",
+                value=spec.image,
+                allowed="[registry[:port]/]repository[:tag][@sha256:<digest>], lower-case path",
+                fix="e.g. registry.example.com/team/server:1.2 (lower-case repository path)",
+            )
+        )
+    if spec.region is not None and not REGION.match(spec.region):
+        problems.append(
+            Problem(
+                message="not an AWS region",
+                pointer="/region",
+                value=spec.region,
+                allowed="an AWS region such as us-east-1",
+            )
+        )
+    role = spec.service_account_role_arn
+    if role is not None and not ROLE_ARN.match(role):
+        problems.append(
+            Problem(
+                message="not an IAM role ARN",
+                pointer="/service_account_role_arn",
+                value=role,
+                allowed="arn:aws:iam::<12-digit account>:role/<name>",
+            )
+        )
+    if not 0 < spec.gpu_memory_utilization <= 1:
+        problems.append(
+            Problem(
+                message="not a share of GPU memory",
+                pointer="/gpu_memory_utilization",
+                value=spec.gpu_memory_utilization,
+                allowed="a number in (0, 1]",
+            )
+        )
+    for env_name, ref in spec.secret_env.items():
+        if len(ref.name) > _MAX_SUBDOMAIN or not _DNS1123_SUBDOMAIN.match(ref.name):
+            problems.append(
+                Problem(
+                    message="not a Kubernetes Secret name (DNS-1123 subdomain)",
+                    pointer=json_pointer("secret_env", env_name, "name"),
+                    value=ref.name,
+                    allowed="lower-case letters, digits, '-' and '.', at most 253",
+                )
+            )
+        if len(ref.key) > _MAX_SUBDOMAIN or not _CONFIG_KEY.match(ref.key):
+            problems.append(
+                Problem(
+                    message="not a Secret key",
+                    pointer=json_pointer("secret_env", env_name, "key"),
+                    value=ref.key,
+                    allowed="letters, digits, '-', '_' and '.', at most 253",
+                )
+            )
+    for index, rank in enumerate(spec.lora_tune_ranks):
+        if rank < 1:
+            problems.append(
+                Problem(
+                    message="a LoRA rank is at least 1",
+                    pointer=json_pointer("lora_tune_ranks", index),
+                    value=rank,
+                )
+            )
+    return problems

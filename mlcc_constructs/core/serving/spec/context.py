@@ -1,0 +1,30 @@
+"""The environment a deployment is rendered for (account, region, profile)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlcc_constructs.core.support.typecheck import check_fields
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderContext:
+    """The environment a render targets. Every field defaults to ``None``.
+
+    ``account``/``region``/``profile`` name the TLS bucket of an IEC (``stacks/buckets.json``
+    ``tls``); ``region`` is also the model bucket's region when the spec gives none. Missing
+    account and region are inferred from a model bucket named by ``stacks/buckets.json``.
+
+    Fields:
+
+    ``account``: AWS account id. Default: inferred from the model bucket, else none.
+    ``region``: AWS region. Default: inferred from the model bucket, else none.
+    ``profile``: Deployment profile (``dev``). Default: inferred from the model bucket, else none.
+    """
+
+    account: str | None = None
+    region: str | None = None
+    profile: str | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)

@@ -1,0 +1,175 @@
+"""The user's declarative input: one :class:`DeploymentSpec` per served model."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Literal
+
+from mlcc_constructs.core.adapters.lora_rank import AdapterRank
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.typecheck import check_fields
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.cache.spec import CacheBackendSpec
+
+ConfigDelivery = Literal["env", "args"]
+
+_S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?)/(?P<prefix>.*)$")
+_HF_ID = re.compile(r"^(?P<org>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SecretRef:
+    """A key of a Kubernetes Secret; secrets never travel as plain env or ConfigMap data.
+
+    Fields:
+
+    ``name``: the Secret's name (in the deployment's namespace).
+    ``key``: the key within the Secret.
+    """
+
+    name: str
+    key: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSource:
+    """Where the weights come from: ``s3`` (bucket + prefix) or ``huggingface`` (org/name)."""
+
+    kind: Literal["s3", "huggingface"]
+    uri: str
+    bucket: str | None = None
+    prefix: str | None = None
+    hf_id: str | None = None
+
+    @property
+    def location(self) -> str:
+        """The S3 prefix without its trailing slash (HyperPod ``modelLocation``)."""
+        return (self.prefix or "").rstrip("/")
+
+
+def parse_model_source(model: str, *, pointer: str = "/model") -> ModelSource:
+    """``s3://bucket/prefix/`` or a Hugging Face ``org/name``; anything else is refused."""
+    s3 = _S3_URI.match(model)
+    if s3:
+        prefix = s3.group("prefix")
+        if (
+            not prefix.strip("/")
+            or "//" in prefix
+            or any(part in (".", "..") for part in prefix.split("/"))
+        ):
+            raise fail(
+                "the S3 model URI needs a key prefix (the folder holding config.json)",
+                pointer=pointer,
+                value=model,
+                allowed="s3://<bucket>/<prefix>/",
+                fix="point at the staged model folder, e.g. s3://my-bucket/models/org/name/",
+            )
+        return ModelSource(
+            kind="s3", uri=model, bucket=s3.group("bucket"), prefix=prefix.rstrip("/") + "/"
+        )
+    if _HF_ID.match(model):
+        return ModelSource(kind="huggingface", uri=model, hf_id=model)
+    raise fail(
+        "not a model source",
+        pointer=pointer,
+        value=model,
+        allowed="s3://<bucket>/<prefix>/ or a Hugging Face id <org>/<name>",
+        fix="stage the model to S3 or name its Hugging Face repository",
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentSpec:
+    """One served model. Only ``engine``, ``model`` and ``instance_type`` are required.
+
+    The resolver reads the engine facts (engine, model, instance type, TP, quantization,
+    LoRA, env, engine version); the renderers read the rest.
+
+    Fields:
+
+    ``engine``: Engine name from the registry, e.g. ``vllm`` or a plugin's name.
+    ``model``: ``s3://bucket/prefix/`` (mounted at the target's model mount path) or a
+        Hugging Face ``org/name``.
+    ``instance_type``: ``ml.g5.12xlarge`` or the EKS node name ``g5.12xlarge``.
+    ``name``: DNS-1123 name of the Kubernetes objects. Default: none (required to render).
+    ``namespace``: Kubernetes namespace. Default: ``default``.
+    ``target``: ``eks`` or ``hyperpod-eks``. Default: ``eks``.
+    ``image``: Container image. Default: the engine's pinned image from versions.json.
+    ``replicas``: Pod replicas. Default: 1.
+    ``tensor_parallel_degree``: Default: the instance's GPU count; a value above it is refused.
+    ``quantization``: Quantization method passed to the engine. Default: none (the flag is
+        omitted).
+    ``lora``: Serve LoRA adapters (the engine's LoRA companion contract). Default: off.
+    ``env``: User env: ``<PREFIX>*`` keys (Tier-2, or Tier-1 overrides) and plain env. Default:
+        none.
+    ``secret_env``: Env values from Secrets, e.g. ``{"HF_TOKEN": SecretRef(...)}``. Default: none.
+    ``engine_version``: Engine version for version gates. Default: unknown (gates fail open, with a
+        warning).
+    ``config_delivery``: ``env``: the image runs the wrapper; ``args``: argv computed at synth.
+        Default: env.
+    ``region``: AWS region of the model bucket. Default: none (required for an s3:// model).
+    ``service_account_role_arn``: IRSA role for the pod's ServiceAccount (eks). Default: none.
+    ``lora_adapters``: Recorded adapters this deployment must serve (``r`` / ``rank_pattern``, e.g.
+        from ``adapters.recorded_adapters``): with LoRA on, the max LoRA rank is fitted to them.
+        Default: none (the engine's own default rank applies).
+    ``lora_tune_ranks``: Ranks recorded at tune submit, also fitted. Default: none.
+    ``model_config``: The staged model's ``config.json``: with LoRA on, the LoRA buffer is checked
+        against the memory cap at synth. Default: none (no check).
+    ``gpu_memory_utilization``: Share of GPU memory the engine may use, for the memory cap.
+        Default: 0.9.
+    ``cache_backend``: LMCache wiring injected into the eks Deployment (an inferencecache.io
+        CacheBackend ``spec``, admission-checked). Its runtime must be the engine manifest's
+        ``cache_runtime``. Default: none.
+    """
+
+    engine: str
+    model: str
+    instance_type: str
+    name: str | None = None
+    namespace: str = "default"
+    target: str = "eks"
+    image: str | None = None
+    replicas: int = 1
+    tensor_parallel_degree: int | None = None
+    quantization: str | None = None
+    lora: bool = False
+    env: Mapping[str, str] = field(default_factory=dict)
+    secret_env: Mapping[str, SecretRef] = field(default_factory=dict)
+    engine_version: str | None = None
+    config_delivery: ConfigDelivery = "env"
+    region: str | None = None
+    service_account_role_arn: str | None = None
+    lora_adapters: tuple[AdapterRank, ...] = ()
+    lora_tune_ranks: tuple[int, ...] = ()
+    model_config: Mapping[str, Any] | None = None
+    gpu_memory_utilization: float = 0.9
+    cache_backend: CacheBackendSpec | None = None
+
+    def __post_init__(self) -> None:
+        # Freeze what callers may pass as plain dicts and lists; anything else is left for
+        # the type check to report.
+        for name in ("env", "secret_env", "model_config"):
+            value = getattr(self, name)
+            if isinstance(value, Mapping):
+                object.__setattr__(self, name, MappingProxyType(dict(value)))
+        for name in ("lora_adapters", "lora_tune_ranks"):
+            value = getattr(self, name)
+            if isinstance(value, list | tuple):
+                object.__setattr__(self, name, tuple(value))
+        check_fields(self)
+
+
+def _cache_backend_spec() -> type[CacheBackendSpec]:
+    from mlcc_constructs.core.cache.spec import CacheBackendSpec
+
+    return CacheBackendSpec
+
+
+# The CacheBackend model costs about 15 ms of dataclass creation to import, and most deployments
+# (and every pure `mlcc` command) have none: its annotation resolves on first use instead, so
+# typing.get_type_hints(DeploymentSpec) still returns the real type.
+DeploymentSpec.__annotations__["cache_backend"] = "_cache_backend_spec() | None"

@@ -1,0 +1,142 @@
+"""Runtime type checks of frozen dataclasses (specs and construct props) against their hints.
+
+Python does not enforce annotations: ``DeploymentSpec(lora="no")`` would turn LoRA on and
+``replicas="3"`` would fail deep inside a renderer. :func:`check_fields` compares every field
+with its annotation when the object is built and reports each mismatch at once, naming the
+field (a JSON pointer), the value and the type it needs.
+
+Supported annotations: ``str``, ``int`` (``bool`` is not an ``int`` here), ``float`` (``int``
+accepted), ``bool``, ``None``, ``Any``, ``Literal[...]``, unions, ``Mapping[K, V]``,
+``Sequence[T]``/``tuple[T, ...]``/``tuple[A, B]``, classes (``isinstance``). A class that
+cannot be checked with ``isinstance`` (a jsii interface or protocol) is accepted as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import sys
+import types
+import typing
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
+
+_HINTS: dict[tuple[type, str], Any] = {}
+
+
+def _hint(cls: type, name: str) -> Any:
+    """The resolved annotation of field ``name`` of ``cls``, computed once per field. Fields are
+    resolved one by one (not with ``typing.get_type_hints``, which resolves them all), so a
+    field left at its default never makes its type's module load."""
+    key = (cls, name)
+    if key not in _HINTS:
+        for klass in cls.__mro__:
+            annotations = inspect.get_annotations(klass)
+            if name in annotations:
+                annotation = annotations[name]
+                if isinstance(annotation, str):  # postponed (PEP 563): our own source text
+                    annotation = eval(annotation, dict(vars(sys.modules[klass.__module__])))
+                _HINTS[key] = annotation
+                break
+    return _HINTS[key]
+
+
+def _is_default(item: dataclasses.Field[Any], value: Any) -> bool:
+    """``value`` is the field's own default (trusted: the class declared it)."""
+    if item.default is not dataclasses.MISSING:
+        default = item.default
+    elif item.default_factory is not dataclasses.MISSING:
+        default = item.default_factory()
+    else:
+        return False
+    return type(value) is type(default) and bool(value == default)
+
+
+def _describe(hint: Any) -> str:
+    origin = typing.get_origin(hint)
+    if hint is type(None):
+        return "None"
+    if hint is Any:
+        return "anything"
+    if origin is typing.Literal:
+        return " or ".join(repr(v) for v in typing.get_args(hint))
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join(_describe(a) for a in typing.get_args(hint))
+    if origin is not None:
+        name = getattr(origin, "__name__", str(origin))
+        args = ", ".join(_describe(a) for a in typing.get_args(hint) if a is not Ellipsis)
+        return f"{name}[{args}]" if args else name
+    return getattr(hint, "__name__", str(hint))
+
+
+def _matches(value: Any, hint: Any) -> bool:
+    if hint is Any:
+        return True
+    if hint is type(None):
+        return value is None
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin is typing.Literal:
+        return any(value == a and type(value) is type(a) for a in args)
+    if origin in (typing.Union, types.UnionType):
+        return any(_matches(value, a) for a in args)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Mapping):
+        if not isinstance(value, Mapping):
+            return False
+        key_hint, value_hint = args or (Any, Any)
+        return all(_matches(k, key_hint) and _matches(v, value_hint) for k, v in value.items())
+    if origin is tuple:
+        if not isinstance(value, tuple):
+            return False
+        if len(args) == 2 and args[1] is Ellipsis:
+            return all(_matches(item, args[0]) for item in value)
+        return len(value) == len(args) and all(
+            _matches(v, a) for v, a in zip(value, args, strict=True)
+        )
+    if origin is not None and isinstance(origin, type) and issubclass(origin, Sequence):
+        if isinstance(value, str) or not isinstance(value, Sequence):
+            return False
+        return all(_matches(item, args[0]) for item in value) if args else True
+    if isinstance(hint, type):
+        try:
+            return isinstance(value, hint)
+        except TypeError:  # a protocol that is not runtime-checkable: nothing to compare
+            return True
+    return True
+
+
+def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
+    """Every field of dataclass ``instance`` whose value does not match its annotation."""
+    problems = []
+    for item in dataclasses.fields(instance):
+        value = getattr(instance, item.name)
+        if _is_default(item, value):
+            continue
+        hint = _hint(type(instance), item.name)
+        if not _matches(value, hint):
+            problems.append(
+                Problem(
+                    message=f"wrong type for {type(instance).__name__}.{item.name}",
+                    where=where,
+                    pointer=json_pointer(item.name),
+                    value=value,
+                    allowed=_describe(hint),
+                    fix=f"pass {_describe(hint)}",
+                )
+            )
+    return problems
+
+
+def check_fields(instance: Any, *, where: str = "") -> None:
+    """Raise one :class:`MlccError` listing every field of ``instance`` of the wrong type."""
+    problems = field_problems(instance, where=where)
+    if problems:
+        raise MlccError(problems)
