@@ -1,15 +1,105 @@
 """mlcc-constructs: CDK and cdk8s constructs that serve LLMs on Amazon EKS and SageMaker HyperPod.
 
 Construct classes are loaded lazily (PEP 562) so that ``import mlcc_constructs`` and the
-pure ``mlcc`` commands never start the jsii runtime.
+pure ``mlcc`` commands never start the jsii runtime. Type checkers see every public name with
+its real type through the ``TYPE_CHECKING`` imports, which list exactly the names of
+``_LAZY`` (a test keeps the two equal).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __getattr__)
+    from mlcc_constructs.aws.buckets import (
+        ModelBuckets as ModelBuckets,
+        ModelBucketsProps as ModelBucketsProps,
+    )
+    from mlcc_constructs.aws.hyperpod_cluster import (
+        HyperPodCluster as HyperPodCluster,
+        HyperPodClusterProps as HyperPodClusterProps,
+        ImportedHyperPodCluster as ImportedHyperPodCluster,
+        ImportedHyperPodClusterProps as ImportedHyperPodClusterProps,
+    )
+    from mlcc_constructs.aws.inference_components import (
+        AdapterInferenceComponents as AdapterInferenceComponents,
+        AdapterInferenceComponentsProps as AdapterInferenceComponentsProps,
+    )
+    from mlcc_constructs.aws.inference_operator import (
+        HyperPodInferenceOperator as HyperPodInferenceOperator,
+        HyperPodInferenceOperatorProps as HyperPodInferenceOperatorProps,
+    )
+    from mlcc_constructs.aws.kubernetes_objects import (
+        KubernetesObjects as KubernetesObjects,
+        KubernetesObjectsProps as KubernetesObjectsProps,
+    )
+    from mlcc_constructs.aws.nag import (
+        MlccChecks as MlccChecks,
+    )
+    from mlcc_constructs.aws.s3_csi import (
+        S3CsiDriver as S3CsiDriver,
+        S3CsiDriverProps as S3CsiDriverProps,
+        S3CsiParentIds as S3CsiParentIds,
+    )
+    from mlcc_constructs.core.adapters.lora_rank import (
+        AdapterRank as AdapterRank,
+    )
+    from mlcc_constructs.core.cache import (
+        CacheBackendSpec as CacheBackendSpec,
+    )
+    from mlcc_constructs.core.engines.manifests import (
+        EngineRegistry as EngineRegistry,
+    )
+    from mlcc_constructs.core.platform.hyperpod import (
+        InstanceGroup as InstanceGroup,
+    )
+    from mlcc_constructs.core.serving.manifest_ids import (
+        manifest_logical_id as manifest_logical_id,
+    )
+    from mlcc_constructs.core.serving.plan import (
+        plan_serving as plan_serving,
+    )
+    from mlcc_constructs.core.serving.prepare.deployment import (
+        PreparedDeployment as PreparedDeployment,
+        prepare as prepare,
+    )
+    from mlcc_constructs.core.serving.render import (
+        render as render,
+    )
+    from mlcc_constructs.core.serving.spec.context import (
+        RenderContext as RenderContext,
+    )
+    from mlcc_constructs.core.serving.spec.deployment import (
+        DeploymentSpec as DeploymentSpec,
+        SecretRef as SecretRef,
+    )
+    from mlcc_constructs.k8s.cache_backend import (
+        CacheBackend as CacheBackend,
+        CacheBackendProps as CacheBackendProps,
+    )
+    from mlcc_constructs.k8s.config_map import (
+        EngineConfigMap as EngineConfigMap,
+        EngineConfigMapProps as EngineConfigMapProps,
+    )
+    from mlcc_constructs.k8s.deployment import (
+        EngineDeployment as EngineDeployment,
+        EngineDeploymentProps as EngineDeploymentProps,
+    )
+    from mlcc_constructs.k8s.inference_endpoint import (
+        InferenceEndpointConfig as InferenceEndpointConfig,
+        InferenceEndpointConfigProps as InferenceEndpointConfigProps,
+    )
+    from mlcc_constructs.k8s.namespaces import (
+        Namespaces as Namespaces,
+        NamespacesProps as NamespacesProps,
+    )
+    from mlcc_constructs.k8s.serving_chart import (
+        ServingChart as ServingChart,
+        ServingChartProps as ServingChartProps,
+    )
 
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {

@@ -7,9 +7,7 @@ import importlib
 from collections.abc import Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_lambda as lambda_
 from constructs import Construct
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps

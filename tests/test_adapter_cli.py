@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.cli import main
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters import path_names, s3_layout as L
 from mlcc_constructs.core.adapters.record import hash_bytes
 from mlcc_constructs.core.platform.buckets import bucket_names
 from tests._adapter_env import FakePod

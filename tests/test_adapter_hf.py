@@ -16,8 +16,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters import path_names, s3_layout as L
 from mlcc_constructs.core.adapters.record import hash_bytes
 from tests._adapter_env import (
     BUCKET_ARGS,

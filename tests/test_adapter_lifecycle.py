@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters import path_names, s3_layout as L
 from mlcc_constructs.core.adapters.model_record import ModelRecord
 from mlcc_constructs.core.adapters.record import AdapterRecord, hash_bytes
 from mlcc_constructs.core.serving.render import render

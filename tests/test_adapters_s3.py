@@ -11,8 +11,7 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters import path_names, s3_layout as L
 from mlcc_constructs.core.adapters.deployment import Deployment, LiveState, live_rank_limit
 from mlcc_constructs.core.adapters.record import hash_bytes
 from mlcc_constructs.core.engines.manifests import builtin_engines

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from mlcc_constructs.core.cache import adapters as cache_adapters
 from mlcc_constructs.core.cache import (
+    adapters as cache_adapters,
     format_quantity,
     parse_cache_backend,
     parse_quantity,

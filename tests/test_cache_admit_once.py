@@ -18,12 +18,12 @@ from mlcc_constructs.core.cache import (
     EngineOverrides,
     EnvOverride,
     Integration,
+    admission as admission_module,
     admit,
     inject_cache_backend,
     parse_spec,
     render_cache_config_maps,
 )
-from mlcc_constructs.core.cache import admission as admission_module
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
 

@@ -114,8 +114,7 @@ def test_the_pack_sees_aws_eks_v2_clusters() -> None:
     """A public, unlimited aws_eks_v2 cluster without logs: AwsSolutions misses it, the
     project pack reports both rules; an acknowledgement with a reason silences one."""
     import aws_cdk as cdk
-    from aws_cdk import aws_ec2 as ec2
-    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks
     from cdk_nag import AwsSolutionsChecks
 
     from mlcc_constructs.aws.nag import MlccChecks

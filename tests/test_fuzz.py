@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 from test_cache_admission import seed_safe_spec
 from test_manifests import VALID as VALID_MANIFEST
 

@@ -29,8 +29,7 @@ LEGAL_ARCHIVE = f"{LEGAL.rstrip('/')}.tar.gz"
 @pytest.fixture(scope="module")
 def synth() -> dict[str, Any]:
     import aws_cdk as cdk
-    from aws_cdk import aws_iam as iam
-    from aws_cdk import aws_sagemaker as sagemaker
+    from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
     from aws_cdk.assertions import Template
 
     from mlcc_constructs import AdapterInferenceComponents, AdapterInferenceComponentsProps

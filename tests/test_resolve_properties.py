@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry, builtin_engines
 from mlcc_constructs.core.engines.values import SENTINELS

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as L
+from mlcc_constructs.core.adapters import path_names, s3_layout as L
 from mlcc_constructs.core.platform.buckets import bucket_names
 from mlcc_constructs.core.platform.targets import AdapterDelivery, load_target
 from mlcc_constructs.core.support.errors import MlccError

@@ -7,8 +7,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from mlcc_constructs.core.serving.spec.files import schema
 from mlcc_constructs.core.support.schema_check import iter_errors

@@ -8,8 +8,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from mlcc_constructs.core.serving.kinds import validation as kv
 from mlcc_constructs.core.serving.render import render

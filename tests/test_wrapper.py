@@ -9,8 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.wrapper import (

@@ -8,8 +8,7 @@ from typing import Any
 
 import yaml
 from conftest import LLAMA_CPP_TEST_IMAGE
-from hypothesis import example, given, settings
-from hypothesis import strategies as st
+from hypothesis import example, given, settings, strategies as st
 
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.serving.render import render

@@ -31,12 +31,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_s3_deployment as s3deploy
-from aws_cdk import aws_sagemaker as sagemaker
-from aws_cdk import custom_resources as cr
+from aws_cdk import (
+    aws_eks_v2 as eks,
+    aws_iam as iam,
+    aws_s3 as s3,
+    aws_s3_deployment as s3deploy,
+    aws_sagemaker as sagemaker,
+    custom_resources as cr,
+)
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, nag_text

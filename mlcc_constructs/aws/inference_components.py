@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 import aws_cdk as cdk
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_sagemaker as sagemaker
+from aws_cdk import aws_iam as iam, aws_sagemaker as sagemaker
 from constructs import Construct
 
 from mlcc_constructs.core.adapters import s3_layout

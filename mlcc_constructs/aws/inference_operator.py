@@ -29,8 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, irsa_principal

@@ -24,9 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks
-from aws_cdk import aws_iam as iam
-from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text

@@ -107,8 +107,7 @@ def check(
 ) -> Inputs:
     """Every value of the command line, all problems at once, before any side effect.
     ``source_problems`` checks ``--from`` (default: an adapter source)."""
-    from mlcc_constructs.core.adapters import path_names
-    from mlcc_constructs.core.adapters import s3_layout as layout
+    from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 
     problems: list[Problem] = []
     inputs = Inputs()

@@ -15,8 +15,11 @@ from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import require_kind
-from mlcc_constructs.k8s.config_map import ENTRY_ID as CONFIG_MAP_ENTRY
-from mlcc_constructs.k8s.config_map import EngineConfigMap, EngineConfigMapProps
+from mlcc_constructs.k8s.config_map import (
+    ENTRY_ID as CONFIG_MAP_ENTRY,
+    EngineConfigMap,
+    EngineConfigMapProps,
+)
 
 # The rendered Deployment is this construct's primary child.
 _PRIMARY = {"Deployment": "Resource"}

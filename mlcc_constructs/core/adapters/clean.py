@@ -24,8 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.inventory import AdapterListing, LoadedAdapter
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.support.errors import Problem

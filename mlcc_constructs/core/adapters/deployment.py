@@ -21,8 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.record import dig
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.engines.manifests import EngineManifest

@@ -17,8 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
 from mlcc_constructs.core.adapters.record import AdapterRecord, PeftInfo
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location

@@ -24,8 +24,7 @@ from dataclasses import dataclass, field, replace
 from types import MappingProxyType
 from typing import Any
 
-from mlcc_constructs.core.adapters import path_names
-from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer

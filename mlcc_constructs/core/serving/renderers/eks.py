@@ -30,12 +30,12 @@ from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.render import RenderedObject
 from mlcc_constructs.core.serving.renderers.common import (
     health_probes,
+    labels as object_labels,
     metadata,
     plain_env,
     secret_env,
     selector,
 )
-from mlcc_constructs.core.serving.renderers.common import labels as object_labels
 
 CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
 USER = "mlcc"
