@@ -102,7 +102,7 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     ``<outdir>/namespaces.k8s.yaml``. The objects are the prepared deployments' own (the ones
     the stacks apply), written as ``mlcc render`` writes them; earlier ``*.k8s.yaml`` files of
     deployments no longer listed are removed."""
-    from mlcc_constructs.core.serving.kinds.validation import validate_objects
+    from mlcc_constructs.core.serving.kinds.registry import validate_objects
     from mlcc_constructs.core.support.yaml_output import to_yaml
 
     namespaces = serving_plan(app).namespaces

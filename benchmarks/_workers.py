@@ -54,7 +54,7 @@ def app(count: int | None = None) -> None:
 def dist(count: int, out: str) -> None:
     """``make synth``'s dist/ for ``count`` deployments, alone (the part that competes with
     ``helm template``): prepared from the entries, written as mlcc render writes them."""
-    from mlcc_constructs.core.serving.kinds.validation import validate_objects
+    from mlcc_constructs.core.serving.kinds.registry import validate_objects
     from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
     from mlcc_constructs.core.support.yaml_output import to_yaml
 

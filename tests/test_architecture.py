@@ -276,3 +276,175 @@ def test_the_package_holds_only_the_layers() -> None:
         p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").is_file()
     }
     assert modules == {"__init__", *LAYERS}
+
+
+# -- the package's structure: domains, circles, sizes, kinds ------------------------------
+
+# The core's domains, lowest first: a module may import its own domain and those before it.
+# The root keeps the container-side wrapper and its resource locator (their bytes and module
+# path ship inside every rendered pod), below every domain.
+CORE_DOMAINS = ("support", "engines", "platform", "cache", "adapters", "serving", "rollout")
+MAX_MODULE_LINES = 500
+
+
+def _domain(module: str) -> str:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in CORE_DOMAINS else "support"  # the root
+
+
+def test_core_is_folders_of_domains() -> None:
+    folders = {p.name for p in (PACKAGE / "core").iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(CORE_DOMAINS)
+    loose = {p.name for p in (PACKAGE / "core").glob("*.py")}
+    assert loose == {"__init__.py", "_resources.py", "wrapper.py"}
+    for domain in CORE_DOMAINS:  # each says what it holds
+        assert ast.get_docstring(ast.parse((PACKAGE / "core" / domain / "__init__.py").read_text()))
+
+
+def test_each_core_domain_imports_only_the_domains_below_it() -> None:
+    offenders = []
+    for path, module in _core_modules():
+        mine = CORE_DOMAINS.index(_domain(module))
+        for name in _imported_modules(path):
+            below = CORE_DOMAINS.index(_domain(name)) <= mine
+            if name.startswith("mlcc_constructs.core.") and not below:
+                offenders.append(f"{path.relative_to(PACKAGE)}: {name}")
+    assert offenders == []
+
+
+def _package_modules() -> dict[str, Path]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports anywhere (top level, in functions, under
+    TYPE_CHECKING): a circle is a circle whichever import closes it."""
+    modules = _package_modules()
+    graph: dict[str, set[str]] = {}
+    for module, path in modules.items():
+        targets = set()
+        for name in _imported_modules(path):
+            while name and name not in modules:
+                name = name.rpartition(".")[0]
+            if name and name != module and not module.startswith(name + "."):
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def test_no_import_circle_anywhere_in_the_package() -> None:
+    graph = _import_graph()
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:  # Tarjan's strongly connected components
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for child in sorted(graph[node]):
+            if child not in index:
+                visit(child)
+                low[node] = min(low[node], low[child])
+            elif child in stack:
+                low[node] = min(low[node], index[child])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    assert circles == []
+
+
+def test_the_circle_check_sees_a_circle() -> None:
+    graph = _import_graph()
+    assert (
+        "mlcc_constructs.core.serving.prepare.facts"
+        in graph["mlcc_constructs.core.serving.kinds.deployment"]
+    )
+
+
+def test_no_module_over_500_lines() -> None:
+    sizes = {
+        str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
+        for path in PACKAGE.rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
+
+
+KINDS_PACKAGE = PACKAGE / "core" / "serving" / "kinds"
+# The CacheBackend's own package parses CacheBackend documents (a multi-document file may hold
+# other kinds, which its loader skips): it owns that one kind's input, as the registry's
+# modules own their objects.
+KIND_OWNERS = (KINDS_PACKAGE, PACKAGE / "core" / "cache")
+
+
+def _kind_branches(path: Path, kind_names: set[str]) -> list[str]:
+    """Comparisons of an object's kind with a kind name (``obj["kind"] == "Deployment"``,
+    ``kind != IEC_KIND``, ``"InferenceEndpointConfig" in target.kinds``)."""
+
+    def names_kind(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in kind_names
+        if isinstance(node, ast.Name | ast.Attribute):
+            text = node.id if isinstance(node, ast.Name) else node.attr
+            return text.isupper() and text.endswith("KIND")  # a constant naming a kind
+        return False
+
+    def is_kind_field(node: ast.AST) -> bool:
+        if isinstance(node, ast.Subscript):
+            return isinstance(node.slice, ast.Constant) and node.slice.value == "kind"
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            return node.func.attr == "get" and any(
+                isinstance(a, ast.Constant) and a.value == "kind" for a in node.args
+            )
+        if isinstance(node, ast.Attribute):
+            return node.attr in ("kind", "kinds")
+        return isinstance(node, ast.Name) and node.id in ("kind", "kinds")
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(is_kind_field(s) for s in sides) and any(names_kind(s) for s in sides):
+                found.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    return found
+
+
+def test_no_kind_branch_outside_the_registry() -> None:
+    from mlcc_constructs.core.serving.kinds.registry import kinds
+
+    names = {k.kind for k in kinds()}
+    offenders = [
+        hit
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not any(path.is_relative_to(owner) for owner in KIND_OWNERS)
+        for hit in _kind_branches(path, names)
+    ]
+    assert offenders == []
+
+
+def test_the_kind_branch_check_sees_a_branch(tmp_path: Path) -> None:
+    sample = PACKAGE / "_probe_kind_branch.py"
+    try:
+        sample.write_text(
+            "def f(obj, target):\n"
+            "    a = obj['kind'] == 'Deployment'\n"
+            "    b = obj.get('kind') != IEC_KIND\n"
+            "    c = 'InferenceEndpointConfig' in target.kinds\n"
+        )
+        assert len(_kind_branches(sample, {"Deployment", "InferenceEndpointConfig"})) == 3
+    finally:
+        sample.unlink()

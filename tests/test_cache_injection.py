@@ -370,7 +370,7 @@ def _rendered_deployment(engine_name: str) -> dict[str, Any]:
 def test_snapshot_real_rendered_deployment(
     engine_name: str, yaml_snapshot: SnapshotAssertion
 ) -> None:
-    from mlcc_constructs.core.serving.kinds.validation import core_object_problems
+    from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
     from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 
     spec = CacheBackendSpec.from_dict(

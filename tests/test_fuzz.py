@@ -19,7 +19,7 @@ from test_cache_admission import seed_safe_spec
 from test_manifests import VALID as VALID_MANIFEST
 
 from mlcc_constructs import cli
-from mlcc_constructs.core.serving.kinds.validation import object_problems
+from mlcc_constructs.core.serving.kinds.registry import object_problems
 from mlcc_constructs.core.serving.spec.files import schema
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"

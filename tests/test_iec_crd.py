@@ -1,5 +1,5 @@
 """Rendered InferenceEndpointConfigs against the upstream v1 CRD (../shared, read-only), and the
-synth-time rule set (core.k8s_validation.IEC_V1_RULES) checked against that CRD."""
+synth-time rule data (``mlcc_constructs/data/crd_rules/``) checked against that CRD."""
 
 from __future__ import annotations
 
@@ -13,12 +13,14 @@ import pytest
 import yaml
 from conftest import LLAMA_CPP_TEST_IMAGE
 
-from mlcc_constructs.core.serving.kinds.validation import IEC_V1_RULES, iec_problems, strict
+from mlcc_constructs.core.serving.kinds._crd_rules import strict
+from mlcc_constructs.core.serving.kinds.inference_endpoint_config import RULES, endpoint_name
 from mlcc_constructs.core.serving.render import render
-from mlcc_constructs.core.serving.renderers.hyperpod_eks import endpoint_name
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 
+IEC_V1_RULES = RULES.schema
+iec_problems = RULES.problems
 CRD = "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")

@@ -11,7 +11,7 @@ from typing import Any
 import kubernetes_validate
 import pytest
 
-from mlcc_constructs.core.serving.kinds.validation import core_object_problems, kubernetes_version
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems, kubernetes_version
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef

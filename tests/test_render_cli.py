@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 from mlcc_constructs import cli
-from mlcc_constructs.core.serving.kinds.validation import core_object_problems, strict
+from mlcc_constructs.core.serving.kinds._crd_rules import strict
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 DONE_WHEN = [

@@ -15,15 +15,16 @@ from conftest import LLAMA_CPP_TEST_IMAGE
 from mlcc_constructs import cli
 from mlcc_constructs.core.engines.manifests import EngineRegistry, builtin_engines
 from mlcc_constructs.core.platform.catalog import lookup
-from mlcc_constructs.core.serving.kinds.validation import core_object_problems, name_problems
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.prepare.container import (
     ENGINE_CONTAINER,
     config_hash,
     pod_resources,
 )
 from mlcc_constructs.core.serving.prepare.deployment import infer_environment
+from mlcc_constructs.core.serving.prepare.names import name_problems
+from mlcc_constructs.core.serving.prepare.pod import CONFIG_HASH_ANNOTATION
 from mlcc_constructs.core.serving.render import render
-from mlcc_constructs.core.serving.renderers.eks import CONFIG_HASH_ANNOTATION
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.support.errors import MlccError
@@ -563,7 +564,7 @@ def test_yaml_is_byte_stable() -> None:
 def test_validation_uses_a_bundled_kubernetes_1_29_plus_schema() -> None:
     import kubernetes_validate
 
-    from mlcc_constructs.core.serving.kinds.validation import kubernetes_version
+    from mlcc_constructs.core.serving.kinds._schemas import kubernetes_version
 
     major, minor = (int(p) for p in kubernetes_version().split("."))
     assert (major, minor) >= (1, 29)

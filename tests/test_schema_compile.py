@@ -10,7 +10,10 @@ import jsonschema
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from mlcc_constructs.core.serving.kinds import validation as kv
+from mlcc_constructs.core.serving.kinds import _schemas
+from mlcc_constructs.core.serving.kinds._crd_rules import strict
+from mlcc_constructs.core.serving.kinds.inference_endpoint_config import RULES
+from mlcc_constructs.core.serving.kinds.registry import kind_of
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -32,9 +35,10 @@ OBJECTS = [
 
 
 def _schema(obj: dict[str, Any]) -> Any:
-    if obj["kind"] == kv.IEC_KIND:
-        return kv.strict(kv.IEC_V1_RULES)
-    return kv._core_schema(obj["kind"], obj["apiVersion"])
+    kind = kind_of(obj)
+    if kind is not None and kind.validate == RULES.problems:
+        return strict(RULES.schema)
+    return _schemas._core_schema(obj["kind"], obj["apiVersion"])
 
 
 def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:

@@ -16,14 +16,10 @@ import pytest
 import yaml
 from _cdk_app import REPO, cdk_context, synthesised
 
-from mlcc_constructs.core.serving.kinds.validation import core_object_problems
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
+from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.manifest_ids import manifest_logical_id, unique_ids
-from mlcc_constructs.core.serving.plan import (
-    SUFFIX_MAX,
-    namespace_object,
-    plan_serving,
-    serving_stack_suffix,
-)
+from mlcc_constructs.core.serving.plan import SUFFIX_MAX, plan_serving, serving_stack_suffix
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.diff_guard import ExpectedChange, offending_changes, template_diff
 

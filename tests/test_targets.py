@@ -35,9 +35,9 @@ def test_an_unknown_target_names_the_closest() -> None:
     )
 
 
-def test_a_target_without_a_renderer_is_refused_for_kubernetes_objects() -> None:
+def test_a_target_without_kinds_is_refused_for_kubernetes_objects() -> None:
     with pytest.raises(MlccError) as caught:
-        load_target("realtime-inference").renderer_module()
+        load_target("realtime-inference").require_kubernetes()
     assert "not a Kubernetes target" in str(caught.value)
     assert "realtime-inference is rendered by the CDK app" in str(caught.value)
 

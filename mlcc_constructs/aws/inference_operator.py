@@ -53,7 +53,7 @@ from mlcc_constructs.core.platform.inference_operator import (
     service_account_subject,
 )
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.serving.plan import MANAGED_BY
+from mlcc_constructs.core.serving.prepare.names import MANAGED_BY
 from mlcc_constructs.core.support.typecheck import check_fields
 
 DEPENDENCY_IDS: Mapping[str, str] = {

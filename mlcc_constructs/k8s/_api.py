@@ -34,7 +34,7 @@ import cdk8s
 import constructs
 import jsii
 
-from mlcc_constructs.core.serving.kinds.validation import object_problems
+from mlcc_constructs.core.serving.kinds.registry import object_problems
 from mlcc_constructs.core.support.errors import Problem
 
 _HEADER = ("apiVersion", "kind", "metadata")

@@ -1,6 +1,6 @@
 """``Namespaces``: the ``Namespace`` objects the app's deployments live in (cdk8s), exactly as
-:func:`mlcc_constructs.core.serving.plan.namespace_object` makes them and the serving stack
-applies them."""
+:func:`mlcc_constructs.core.serving.kinds.namespace.namespace_object` makes them and the serving
+stack applies them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import cdk8s
 import constructs
 
-from mlcc_constructs.core.serving.plan import namespace_object
+from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 

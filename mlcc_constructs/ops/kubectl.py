@@ -16,6 +16,7 @@ from typing import Any
 from mlcc_constructs.core.adapters.clean import ModelMount, model_mounts
 from mlcc_constructs.core.adapters.deployment import LiveState
 from mlcc_constructs.core.platform.targets import load_target
+from mlcc_constructs.core.serving.kinds.registry import kind_named
 from mlcc_constructs.core.support.errors import MlccError, fail
 
 
@@ -53,7 +54,8 @@ def discover(
     """Running pods' URLs (sorted by pod name) and the live state.
 
     ``selector`` picks the serving pods, ``port`` is the engine's; the live
-    ``InferenceEndpointConfig`` named ``iec_name`` is read when the target renders one.
+    object named ``iec_name`` of the target's workload kind is read when an operator makes the
+    pods from it (an ``InferenceEndpointConfig``).
     """
     pods = kubectl("get", "pods", "-n", namespace, "-l", selector)["items"]
     running = sorted(
@@ -81,8 +83,10 @@ def discover(
             if any(m.get("mountPath") == mount_path for m in container.get("volumeMounts", [])):
                 s3_mount = True
     iec = None
-    if "InferenceEndpointConfig" in descriptor.kinds and iec_name:
-        iec = kubectl("get", "inferenceendpointconfig", iec_name, "-n", namespace)
+    workload = kind_named(descriptor.workload) if descriptor.workload else None
+    if workload is not None and workload.requires and iec_name:
+        # The pods come from an operator's custom resource (the IEC): read it, live.
+        iec = kubectl("get", workload.plural, iec_name, "-n", namespace)
     return urls, LiveState(pod_env=pod_env, iec=iec, s3_mount=s3_mount)
 
 

@@ -27,6 +27,7 @@ from typing import Any, Literal
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.inventory import AdapterListing, LoadedAdapter
 from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.platform.mountpoint import S3_CSI_DRIVER
 from mlcc_constructs.core.support.errors import Problem
 
 UnitKind = Literal["adapter-version", "adapter-home", "full-finetune", "stray"]
@@ -185,7 +186,6 @@ def conflict_problems(conflicts: Sequence[LoadedAdapter]) -> list[Problem]:
     ]
 
 
-S3_CSI_DRIVER = "s3.csi.aws.com"
 """The Mountpoint for Amazon S3 CSI driver's name, as a PersistentVolume names it."""
 
 

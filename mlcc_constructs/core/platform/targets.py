@@ -1,19 +1,19 @@
 """Deployment targets as data: ``targets/<name>/manifest.json`` and the registry over them.
 
-A target's manifest says what its renderer needs (whether pods take volumes, where the model
-is mounted, whether TLS and cache injection apply, which kinds it yields) and which module
-renders it. Code asks the descriptor; it never compares target names. The built-in manifests
+A target's manifest says which kinds it renders (each by its module in
+:mod:`mlcc_constructs.core.serving.kinds`), which of them makes the serving pods, whether pods
+take volumes, where the model is mounted, and whether TLS and cache injection apply. Code asks
+the descriptor; it never compares target names. The built-in manifests
 are checked against ``targets/manifest.schema.json`` by the test suite, so loading them skips
 jsonschema (slow to import, and every ``mlcc`` command loads a target).
 """
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from types import MappingProxyType, ModuleType
+from types import MappingProxyType
 from typing import Literal
 
 from mlcc_constructs.core._resources import shipped_path
@@ -53,17 +53,19 @@ class TargetDescriptor:
     pod_name_label: str | None = None
     """The label whose value is the deployment's name on its serving pods. Default: none (the
     target has no pods to select)."""
-    renderer: str | None = None
-    """Module whose ``render(prepared)`` yields the objects. Default: none (not core-rendered)."""
+    workload: str | None = None
+    """The kind whose objects define the serving pods (``Deployment``, ``InferenceEndpointConfig``):
+    what ``mlcc argv -f`` and ``mlcc env -f`` read the engine process from, what ``mlcc adapter
+    --discover`` reads live. Default: none (the target renders no Kubernetes objects)."""
     huggingface_model: HuggingFaceModel = "by-id"
     """``by-id``: the engine downloads a Hugging Face model; ``mounted``: the platform stages it
     at ``model_mount_path`` (the HyperPod operator's init container, which alone has the token)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why a spec field does not apply here, keyed by field name."""
 
-    def renderer_module(self) -> ModuleType:
-        """The module that renders this target's Kubernetes objects."""
-        if self.renderer is None:
+    def require_kubernetes(self) -> None:
+        """Refuse a target that renders no Kubernetes objects (its ``kinds`` are empty)."""
+        if not self.kinds:
             raise fail(
                 "not a Kubernetes target",
                 pointer="/target",
@@ -72,7 +74,6 @@ class TargetDescriptor:
                 fix=f"use {' or '.join(kubernetes_target_names())}"
                 + (f" ({self.notes['render']})" if "render" in self.notes else ""),
             )
-        return importlib.import_module(self.renderer)
 
     def pod_selector(self, deployment_name: str) -> str:
         """The label selector of ``deployment_name``'s serving pods (``app=my-model``)."""
@@ -97,7 +98,7 @@ def target_names() -> tuple[str, ...]:
 @cache
 def kubernetes_target_names() -> tuple[str, ...]:
     """The targets the core renders into Kubernetes objects."""
-    return tuple(n for n in target_names() if load_target(n).renderer is not None)
+    return tuple(n for n in target_names() if load_target(n).kinds)
 
 
 @cache
@@ -118,7 +119,7 @@ def load_target(name: str) -> TargetDescriptor:
     return TargetDescriptor(
         name=document["target"],
         description=document.get("description", ""),
-        renderer=document.get("renderer"),
+        workload=document.get("workload"),
         kinds=tuple(document["kinds"]),
         model_mount_path=document["model_mount_path"],
         pod_volumes=document["pod_volumes"],

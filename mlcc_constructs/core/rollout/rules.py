@@ -40,6 +40,8 @@ from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 SCALE_FIELDS = frozenset({"replicas", "InitialReplicaCount", "autoScalingSpec"})
 """IEC ``spec`` fields that scale the pods without changing them."""
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
+ROLLED_OUT = "InferenceEndpointConfig"
+"""The kind ``mlcc rollout`` rolls out: its pods run on a HyperPod instance group."""
 
 Action = Literal["create", "none", "fits", "surge"]
 
@@ -346,11 +348,11 @@ def serving_summary(view: ClusterView) -> str:
 def require_rendered_iec(objects: Sequence[Mapping[str, Any]], *, target: str) -> Mapping[str, Any]:
     """The one ``InferenceEndpointConfig`` among the rendered objects."""
     from mlcc_constructs.core.platform.targets import load_target, target_names
-    from mlcc_constructs.core.serving.kinds.validation import IEC_KIND
+    from mlcc_constructs.core.serving.kinds.registry import of_kind
 
-    found = [o for o in objects if o.get("kind") == IEC_KIND]
+    found = of_kind(objects, ROLLED_OUT)
     if len(found) != 1:
-        allowed = [n for n in target_names() if IEC_KIND in load_target(n).kinds]
+        allowed = [n for n in target_names() if ROLLED_OUT in load_target(n).kinds]
         raise MlccError(
             Problem(
                 message="mlcc rollout rolls out an InferenceEndpointConfig on a HyperPod "

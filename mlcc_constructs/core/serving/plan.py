@@ -22,6 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.manifest_ids import unique_ids
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
@@ -30,23 +31,6 @@ SERVING = "serving"
 RESOURCE_LIMIT = 500  # CloudFormation resources per stack
 # Stack names are at most 128 characters; "mlcc-<profile>-" takes at most 26 (profile <= 20).
 SUFFIX_MAX = 128 - 26
-MANAGED_BY = {"app.kubernetes.io/managed-by": "mlcc-constructs"}
-# Pod Security Admission: report (audit, warn) what the restricted profile would refuse, but
-# do not enforce it: the HyperPod inference operator creates pods in these namespaces too.
-NAMESPACE_LABELS = {
-    **MANAGED_BY,
-    "pod-security.kubernetes.io/audit": "restricted",
-    "pod-security.kubernetes.io/warn": "restricted",
-}
-
-
-def namespace_object(name: str) -> dict[str, Any]:
-    """The ``Namespace`` object of ``name``."""
-    return {
-        "apiVersion": "v1",
-        "kind": "Namespace",
-        "metadata": {"name": name, "labels": dict(NAMESPACE_LABELS)},
-    }
 
 
 def serving_stack_suffix(target: str, namespace: str, name: str) -> str:

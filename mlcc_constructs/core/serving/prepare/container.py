@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
+from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
@@ -186,3 +187,44 @@ def wrapper_files_for(manifest_json: str) -> Mapping[str, str]:
 @cache
 def _wrapper_files_hash(manifest_json: str) -> str:
     return config_hash(wrapper_files_for(manifest_json))
+
+
+# -- the container's Kubernetes forms, shared by every object that carries it ----------------
+
+STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
+"""The startup probe allows 30 minutes: a cold start without prefetch measured ~15 minutes (model
+load ~513 s, pod ready ~15 min; seed lora-delivery §4)."""
+READINESS_PERIOD_S, LIVENESS_PERIOD_S, PROBE_FAILURES, PROBE_TIMEOUT_S = 10, 20, 3, 5
+
+
+def secret_env(refs: Mapping[str, SecretRef]) -> list[dict[str, Any]]:
+    """``valueFrom.secretKeyRef`` entries: secrets never travel as plain values."""
+    return [
+        {"name": key, "valueFrom": {"secretKeyRef": {"name": ref.name, "key": ref.key}}}
+        for key, ref in refs.items()
+    ]
+
+
+def plain_env(pairs: tuple[tuple[str, str], ...]) -> list[dict[str, Any]]:
+    """``name``/``value`` env entries, in order."""
+    return [{"name": key, "value": value} for key, value in pairs]
+
+
+def probe(path: str, port: int | str, period: int, failures: int) -> dict[str, Any]:
+    """An HTTP GET probe on the engine's ``path`` and ``port`` (a number or a port name)."""
+    return {
+        "httpGet": {"path": path, "port": port},
+        "periodSeconds": period,
+        "timeoutSeconds": PROBE_TIMEOUT_S,
+        "failureThreshold": failures,
+    }
+
+
+def health_probes(path: str, port: int | str) -> dict[str, dict[str, Any]]:
+    """Startup (30 minutes), readiness and liveness probes, all on the engine's health path: a
+    pod takes traffic only once the engine answers, and a wedged engine is restarted."""
+    return {
+        "startupProbe": probe(path, port, STARTUP_PERIOD_S, STARTUP_FAILURES),
+        "readinessProbe": probe(path, port, READINESS_PERIOD_S, PROBE_FAILURES),
+        "livenessProbe": probe(path, port, LIVENESS_PERIOD_S, PROBE_FAILURES),
+    }

@@ -1,115 +1,57 @@
-"""A :class:`DeploymentSpec` prepared once: every input checked, every fact computed once.
+"""A :class:`DeploymentSpec` prepared once: every input checked, every fact computed once, the
+objects rendered from those facts.
 
 :func:`prepare` loads the target, fits the LoRA rank, resolves the engine config (parsing the
 model source), checks the memory cap, admits the CacheBackend, picks the image, names the
-objects and describes the engine container. Every problem is raised at once. The target
-renderers (``mlcc_constructs.core.serving.renderers``) only lay out what a
-:class:`PreparedDeployment` carries; they decide nothing.
+objects, describes the engine container, lays out the pod template with the CacheBackend wired
+in (:mod:`.pod`), and renders every kind the target lists
+(:func:`~mlcc_constructs.core.serving.kinds.registry.render_objects`). Every problem is raised
+at once. The kind modules only lay out what the :class:`DeploymentFacts` carry; they decide
+nothing.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from functools import cached_property
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.serving.kinds.validation import name_problems, namespace_problems
-from mlcc_constructs.core.serving.prepare.container import Container, describe_container
+from mlcc_constructs.core.serving.kinds.registry import RenderedObject, render_objects
+from mlcc_constructs.core.serving.prepare.container import describe_container
+from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
+from mlcc_constructs.core.serving.prepare.names import (
+    name_problems,
+    namespace_problems,
+    object_names,
+)
+from mlcc_constructs.core.serving.prepare.pod import pod_template
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
-from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelSource
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.cache.admission import Admission
-    from mlcc_constructs.core.serving.render import RenderedObject
 
 
 @dataclass(frozen=True, kw_only=True)
-class Names:
-    """Explicit Kubernetes names of one deployment's objects.
+class PreparedDeployment(DeploymentFacts):
+    """A deployment's facts (:class:`DeploymentFacts`) and its objects, rendered from them.
 
-    Fields:
+    Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
+    ``pod_template``, ``model_region``, ``tls_uri``, ``cache``, ``warnings``: documented on
+    :class:`DeploymentFacts`), and
 
-    ``base``: The Deployment, Service, ServiceAccount and IEC.
-    ``namespace``
-    ``config_map``
-    ``wrapper``
-    ``claim``
-    ``volume``: The cluster-scoped PersistentVolume: ``<namespace>-<name>-model``.
+    ``objects``: The target's objects in apply order, each with its construct id: what
+        ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
     """
 
-    base: str
-    namespace: str
-    config_map: str
-    wrapper: str
-    claim: str
-    volume: str
-
-
-@dataclass(frozen=True, kw_only=True)
-class PreparedDeployment:
-    """Everything the target renderers read, computed once by :func:`prepare`.
-
-    Fields:
-
-    ``spec``: The spec, with ``engine_version`` filled in from the pinned image when it was unset.
-    ``target``
-    ``resolution``
-    ``names``
-    ``container``
-    ``model_region``
-    ``tls_uri``
-    ``cache``: The admitted CacheBackend to inject, or ``None``.
-    ``warnings``
-    """
-
-    spec: DeploymentSpec
-    target: TargetDescriptor
-    resolution: Resolution
-    names: Names
-    container: Container
-    model_region: str | None
-    tls_uri: str | None
-    cache: Admission | None
-    warnings: tuple[str, ...]
-
-    @property
-    def source(self) -> ModelSource:
-        """The parsed model source."""
-        return self.resolution.source
-
-    @property
-    def engine_env(self) -> dict[str, str]:
-        """Tier 1 then Tier 2 (what ``env`` delivery carries)."""
-        return dict(self.resolution.tier1 + self.resolution.tier2)
-
-    @cached_property
-    def objects(self) -> tuple[RenderedObject, ...]:
-        """The target's objects in apply order, each with its construct id (rendered once, on
-        first use; every construct that emits part of the deployment reads this)."""
-        from mlcc_constructs.core.serving.render import render_prepared
-
-        return render_prepared(self)
-
-
-def object_names(name: str, namespace: str) -> Names:
-    """The names of every object of deployment ``name`` in ``namespace``."""
-    return Names(
-        base=name,
-        namespace=namespace,
-        config_map=f"{name}-config",
-        wrapper=f"{name}-wrapper",
-        claim=f"{name}-model",
-        volume=f"{namespace}-{name}-model",
-    )
+    objects: tuple[RenderedObject, ...]
 
 
 def infer_environment(bucket: str) -> dict[str, str]:
@@ -147,7 +89,7 @@ def prepare(
     target: TargetDescriptor | None = None
     try:
         target = load_target(spec.target)
-        target.renderer_module()
+        target.require_kubernetes()
     except MlccError as error:
         problems.extend(error.problems)
     problems += name_problems(spec.name)
@@ -222,17 +164,24 @@ def prepare(
     if problems:
         raise MlccError(problems)
     assert spec.name is not None and image is not None and target is not None  # checked above
-    return PreparedDeployment(
+    names = object_names(spec.name, spec.namespace)
+    container = describe_container(spec, target, resolution, image)
+    facts = DeploymentFacts(
         spec=spec,
         target=target,
         resolution=resolution,
-        names=object_names(spec.name, spec.namespace),
-        container=describe_container(spec, target, resolution, image),
+        names=names,
+        container=container,
+        pod_template=pod_template(
+            target=target, resolution=resolution, container=container, names=names, cache=cache
+        ),
         model_region=model_region,
         tls_uri=tls_uri,
         cache=cache,
         warnings=tuple(warnings),
     )
+    shared = {f.name: getattr(facts, f.name) for f in fields(DeploymentFacts)}
+    return PreparedDeployment(**shared, objects=render_objects(facts))
 
 
 def _tls_uri(
@@ -271,14 +220,3 @@ def _tls_uri(
         problems.extend(error.problems)
         return None
     return f"s3://{tls}/{spec.namespace}/{spec.name}"
-
-
-def _admission() -> type[Admission]:
-    from mlcc_constructs.core.cache.admission import Admission
-
-    return Admission
-
-
-# The CacheBackend model loads only for a deployment that has one (start-up of `mlcc render`):
-# the annotation resolves on first use, so typing.get_type_hints still sees the real type.
-PreparedDeployment.__annotations__["cache"] = "_admission() | None"

@@ -1,7 +1,8 @@
-"""Target ``hyperpod-eks``: one HyperPod ``InferenceEndpointConfig``
-(``inference.sagemaker.aws.amazon.com/v1``). The inference operator mounts the model (S3, or a
-Hugging Face model its init container stages with the token), so the worker takes no volumes;
-the engine config travels in the worker's env and command (``core/serving/prepare/container.py``).
+"""``InferenceEndpointConfig`` (``inference.sagemaker.aws.amazon.com/v1``): a deployment on
+HyperPod, served by the inference operator, whose EKS add-on installs the CRD. The operator
+mounts the model (S3, or a Hugging Face model its init container stages with the token), so the
+worker takes no volumes; the engine config travels in the worker's env and command
+(:mod:`mlcc_constructs.core.serving.prepare.container`).
 
 Decisions (for reviewers):
 
@@ -15,24 +16,35 @@ Decisions (for reviewers):
   (:func:`endpoint_name`): readable, and distinct for every (namespace, name) pair even where
   the joined text is ambiguous (``a-b``/``c`` and ``a``/``b-c``). ``metadata.name`` and
   ``modelName`` stay the deployment's name.
+
+* **Readiness**: the operator's ``status.state`` (an enum of the v1 CRD) is
+  ``DeploymentComplete`` for the current generation; ``DeploymentFailed`` fails.
 """
 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mlcc_constructs.core.serving.kinds.validation import IEC_API_VERSION, IEC_KIND, MAX_NAME
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
-from mlcc_constructs.core.serving.render import RenderedObject
-from mlcc_constructs.core.serving.renderers.common import (
-    health_probes,
-    metadata,
-    plain_env,
-    secret_env,
+from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from mlcc_constructs.core.serving.kinds._common import metadata
+from mlcc_constructs.core.serving.kinds._crd_rules import CrdRules
+from mlcc_constructs.core.serving.kinds.registry import (
+    EngineView,
+    Kind,
+    Readiness,
+    RenderedObject,
+    env_value,
 )
+from mlcc_constructs.core.serving.prepare.container import health_probes, plain_env, secret_env
+from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
+from mlcc_constructs.core.serving.prepare.names import MAX_NAME
 from mlcc_constructs.core.serving.spec.deployment import ModelSource
 
+API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
+RULES = CrdRules(file="inferenceendpointconfigs.inference.sagemaker.aws.amazon.com.v1.json")
+READY_STATE, FAILED_STATE = "DeploymentComplete", "DeploymentFailed"
 INVOCATION_ENDPOINT = "v1/chat/completions"
 """The OpenAI-compatible route every built-in engine serves (HyperPod ``invocationEndpoint``)."""
 MODEL_VOLUME = "model-weights"
@@ -54,9 +66,9 @@ def endpoint_name(namespace: str, name: str) -> str:
     return f"{readable}-{digest}"
 
 
-def render(prepared: PreparedDeployment) -> list[RenderedObject]:
+def render(facts: DeploymentFacts) -> list[RenderedObject]:
     """The deployment's one object."""
-    return [RenderedObject("InferenceEndpointConfig", inference_endpoint_config(prepared))]
+    return [RenderedObject("InferenceEndpointConfig", inference_endpoint_config(facts))]
 
 
 def prefetch_enabled(source: ModelSource, lora: bool) -> bool:
@@ -65,12 +77,12 @@ def prefetch_enabled(source: ModelSource, lora: bool) -> bool:
     return not (lora and source.kind == "s3")
 
 
-def inference_endpoint_config(prepared: PreparedDeployment) -> dict[str, Any]:
+def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
     """The HyperPod ``InferenceEndpointConfig`` (v1) of the deployment."""
-    spec, source, box = prepared.spec, prepared.source, prepared.container
+    spec, source, box = facts.spec, facts.source, facts.container
     model_source: dict[str, Any] = {"modelSourceType": source.kind}
     if source.kind == "s3":
-        model_source["s3Storage"] = {"bucketName": source.bucket, "region": prepared.model_region}
+        model_source["s3Storage"] = {"bucketName": source.bucket, "region": facts.model_region}
         model_source["modelLocation"] = source.location
     else:
         hf: dict[str, Any] = {"modelId": source.hf_id}
@@ -97,7 +109,7 @@ def inference_endpoint_config(prepared: PreparedDeployment) -> dict[str, Any]:
     worker["modelInvocationPort"] = {"containerPort": box.port, "name": "http"}
     worker["modelVolumeMount"] = {
         "name": MODEL_VOLUME,
-        "mountPath": prepared.target.model_mount_path,
+        "mountPath": facts.target.model_mount_path,
     }
     worker["resources"] = {"requests": dict(box.requests), "limits": box.limits}
     if env:
@@ -107,19 +119,55 @@ def inference_endpoint_config(prepared: PreparedDeployment) -> dict[str, Any]:
     if box.metrics_path is not None:
         metrics["modelMetrics"] = {"port": box.port, "path": box.metrics_path}
     return {
-        "apiVersion": IEC_API_VERSION,
-        "kind": IEC_KIND,
-        "metadata": metadata(prepared, prepared.names.base),
+        "apiVersion": API_VERSION,
+        "kind": "InferenceEndpointConfig",
+        "metadata": metadata(facts, facts.names.base),
         "spec": {
-            "modelName": prepared.names.base,
-            "endpointName": endpoint_name(prepared.names.namespace, prepared.names.base),
-            "instanceType": prepared.resolution.instance.name,
+            "modelName": facts.names.base,
+            "endpointName": endpoint_name(facts.names.namespace, facts.names.base),
+            "instanceType": facts.resolution.instance.name,
             "invocationEndpoint": INVOCATION_ENDPOINT,
             "replicas": spec.replicas,
             "modelSourceConfig": model_source,
-            "tlsConfig": {"tlsCertificateOutputS3Uri": prepared.tls_uri},
+            "tlsConfig": {"tlsCertificateOutputS3Uri": facts.tls_uri},
             "metrics": metrics,
             "loadBalancer": {"healthCheckPath": box.health_path},
             "worker": worker,
         },
     }
+
+
+def readiness(obj: Mapping[str, Any]) -> Readiness:
+    """Ready when the operator reports ``DeploymentComplete`` for the current generation."""
+    status = obj.get("status") or {}
+    state = str(status.get("state") or "no state yet")
+    generation = (obj.get("metadata") or {}).get("generation")
+    if generation is not None and status.get("observedGeneration", -1) < generation:
+        return Readiness("progressing", f"generation {generation} not observed yet ({state})")
+    if state == READY_STATE:
+        return Readiness("ready", state)
+    return Readiness("failed" if state == FAILED_STATE else "progressing", state)
+
+
+def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:
+    """The worker's command, args and env (the operator runs them in the engine container)."""
+    worker = obj["spec"]["worker"]
+    return EngineView(
+        command=tuple(worker["command"]) if "command" in worker else None,
+        args=tuple(worker.get("args", ())),
+        env=tuple((str(e["name"]), env_value(e)) for e in worker.get("environmentVariables") or []),
+    )
+
+
+KIND = Kind(
+    kind="InferenceEndpointConfig",
+    api_version=API_VERSION,
+    plural="inferenceendpointconfigs",
+    namespaced=True,
+    apply_phase=50,
+    validate=RULES.problems,
+    readiness=readiness,
+    render=render,
+    requires=ADDON_NAME,
+    engine=engine,
+)

@@ -1,0 +1,56 @@
+"""``Service``: the deployment's ClusterIP Service on the engine's port."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from mlcc_constructs.core.serving.kinds._common import metadata
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
+from mlcc_constructs.core.serving.kinds.registry import Kind, Readiness, RenderedObject
+from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
+from mlcc_constructs.core.serving.prepare.names import pod_selector
+
+
+def render(facts: DeploymentFacts) -> list[RenderedObject]:
+    """The Service selecting the deployment's pods."""
+    service = {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": metadata(facts, facts.names.base),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": pod_selector(facts.names),
+            "ports": [
+                {
+                    "name": "http",
+                    "port": facts.container.port,
+                    "targetPort": "http",
+                    "protocol": "TCP",
+                }
+            ],
+        },
+    }
+    return [RenderedObject("Service", service)]
+
+
+def readiness(obj: Mapping[str, Any]) -> Readiness:
+    """A ClusterIP Service is ready once it exists; a LoadBalancer one once it has an address."""
+    if (obj.get("spec") or {}).get("type") != "LoadBalancer":
+        return Readiness("ready", str((obj.get("spec") or {}).get("clusterIP", "exists")))
+    ingress = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    if ingress:
+        return Readiness("ready", str(ingress[0].get("hostname") or ingress[0].get("ip")))
+    return Readiness("progressing", "no load balancer address yet")
+
+
+KIND = Kind(
+    kind="Service",
+    api_version="v1",
+    plural="services",
+    namespaced=True,
+    apply_phase=60,
+    validate=core_object_problems,
+    readiness=readiness,
+    render=render,
+)

@@ -1,0 +1,73 @@
+"""What the kinds render a deployment from: :class:`DeploymentFacts`, computed once by
+:func:`~mlcc_constructs.core.serving.prepare.deployment.prepare` (which adds the rendered
+objects to them: :class:`~mlcc_constructs.core.serving.prepare.deployment.PreparedDeployment`).
+The kind modules only lay these facts out; they decide nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.container import Container
+from mlcc_constructs.core.serving.prepare.names import Names
+from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelSource
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.cache.admission import Admission
+
+
+@dataclass(frozen=True, kw_only=True)
+class DeploymentFacts:
+    """Every fact a deployment's objects are rendered from.
+
+    Fields:
+
+    ``spec``: The spec, with ``engine_version`` filled in from the pinned image when it was unset.
+    ``target``: The target's descriptor.
+    ``resolution``: The engine config (Tier 1, Tier 2, plain env) and the parsed model source.
+    ``names``: The objects' names.
+    ``container``: The engine container, whatever object carries it.
+    ``pod_template``: The pod template, where the target's pods are the library's own
+        (``pod_volumes``): the engine container as Kubernetes runs it, its volumes, and the
+        CacheBackend's wiring (flags, env, native sidecar, shared memory, client config)
+        already applied. ``None`` where the platform makes the pods (an IEC's operator).
+    ``model_region``: The model bucket's region (``s3://`` models).
+    ``tls_uri``: Where the IEC writes its TLS certificate (targets with ``tls_bucket``).
+    ``cache``: The admitted CacheBackend, or ``None``.
+    ``warnings``: Resolver and render notes for the user.
+    """
+
+    spec: DeploymentSpec
+    target: TargetDescriptor
+    resolution: Resolution
+    names: Names
+    container: Container
+    pod_template: Mapping[str, Any] | None
+    model_region: str | None
+    tls_uri: str | None
+    cache: Admission | None
+    warnings: tuple[str, ...]
+
+    @property
+    def source(self) -> ModelSource:
+        """The parsed model source."""
+        return self.resolution.source
+
+    @property
+    def engine_env(self) -> dict[str, str]:
+        """Tier 1 then Tier 2 (what ``env`` delivery carries)."""
+        return dict(self.resolution.tier1 + self.resolution.tier2)
+
+
+def _admission() -> type[Admission]:
+    from mlcc_constructs.core.cache.admission import Admission
+
+    return Admission
+
+
+# The CacheBackend model loads only for a deployment that has one (start-up of `mlcc render`):
+# the annotation resolves on first use, so typing.get_type_hints still sees the real type.
+DeploymentFacts.__annotations__["cache"] = "_admission() | None"

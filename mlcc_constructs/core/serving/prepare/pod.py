@@ -1,0 +1,164 @@
+"""The pod template of a target whose pods are the library's own (``pod_volumes``: eks), laid
+out once from the container description, with the CacheBackend wired in before any object is
+rendered: the adapter's flags and env, the ``lmcache-mp-server`` native sidecar, the shared
+``/dev/shm`` and the client config volume (:func:`~mlcc_constructs.core.cache.inject_cache_backend`,
+the one injection rule, applied to this template). The Deployment only wraps it.
+
+Decisions (for reviewers; delivery and resources: :mod:`.container`):
+
+* **Security.** Pod and container run as UID/GID 1000, non-root, no privilege escalation, all
+  capabilities dropped, seccomp ``RuntimeDefault``, read-only root filesystem. Engines write
+  caches (Hugging Face, Triton, torch.compile) under ``$HOME`` and ``/tmp``, so both are
+  writable ``emptyDir`` volumes and ``HOME=/home/mlcc``; ``/dev/shm`` is a memory ``emptyDir``
+  (NCCL needs more than the 64 MiB default; a CacheBackend's L1 adds its own budget to it).
+* **Probes**: a startup probe allows 30 minutes (a cold start without prefetch measured ~15
+  minutes), then readiness and liveness probes, all on the manifest's ``health_path``.
+* **Service links off** (``enableServiceLinks: false``): Kubernetes would otherwise inject
+  ``<SERVICE>_PORT=tcp://...`` variables, and one whose service name starts with the engine's
+  prefix (a Service ``vllm-x`` gives ``VLLM_X_PORT``) would reach the wrapper as a flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
+from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.container import (
+    ENGINE_CONTAINER,
+    WRAPPER_MOUNT,
+    Container,
+    health_probes,
+    plain_env,
+    secret_env,
+)
+from mlcc_constructs.core.serving.prepare.names import Names, object_labels
+from mlcc_constructs.core.serving.resolve.resolution import Resolution
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.cache.admission import Admission
+
+CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
+USER = "mlcc"
+"""``USER`` for UID 1000: images have no passwd entry for it, and getpass.getuser() (torch
+inductor, triton caches) fails without one."""
+RUN_AS = 1000
+HOME = "/home/mlcc"
+MODEL_VOLUME = "model-weights"
+WRAPPER_VOLUME = "mlcc-wrapper"
+SHM_MAX_GIB = 16
+TERMINATION_GRACE_S = 60
+
+
+def pod_template(
+    *,
+    target: TargetDescriptor,
+    resolution: Resolution,
+    container: Container,
+    names: Names,
+    cache: Admission | None,
+) -> dict[str, Any] | None:
+    """The pod template (module doc), or ``None`` where the platform makes the pods."""
+    if not target.pod_volumes:
+        return None
+    template = _template(target, resolution, container, names)
+    if cache is None:
+        return template
+    from mlcc_constructs.core.cache.inject import cache_config_map_name, inject_cache_backend
+
+    return inject_cache_backend(
+        template,
+        cache,
+        engine_container=ENGINE_CONTAINER,
+        config_map_name=cache_config_map_name(names.base),
+    )
+
+
+def engine_container(template: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The engine container of a pod template."""
+    containers: list[Mapping[str, Any]] = template["spec"]["containers"]
+    return next(c for c in containers if c["name"] == ENGINE_CONTAINER)
+
+
+def _template(
+    target: TargetDescriptor, resolution: Resolution, box: Container, names: Names
+) -> dict[str, Any]:
+    memory_gib = int(box.requests["memory"].removesuffix("Gi"))
+    env = plain_env(box.wrapper_env)
+    if not box.delivers_env:  # args delivery: the engine's own variables (flags carry the rest)
+        env += plain_env(tuple(box.engine_env.items()))
+    env += plain_env((("HOME", HOME), ("USER", USER)))
+    env += plain_env(box.plain_env)
+    env += secret_env(box.secret_env)
+    container: dict[str, Any] = {"name": ENGINE_CONTAINER, "image": box.image}
+    if box.command is not None:
+        container["command"] = list(box.command)
+        if box.args:
+            container["args"] = list(box.args)
+    container["ports"] = [{"name": "http", "containerPort": box.port, "protocol": "TCP"}]
+    if box.delivers_env:
+        container["envFrom"] = [{"configMapRef": {"name": names.config_map}}]
+    container["env"] = env
+    container["resources"] = {"requests": dict(box.requests), "limits": box.limits}
+    container.update(health_probes(box.health_path, "http"))
+    container["securityContext"] = {
+        "allowPrivilegeEscalation": False,
+        "readOnlyRootFilesystem": True,
+        "runAsNonRoot": True,
+        "capabilities": {"drop": ["ALL"]},
+    }
+    mounts: list[dict[str, Any]] = [
+        {"name": "shm", "mountPath": "/dev/shm"},
+        {"name": "tmp", "mountPath": "/tmp"},
+        {"name": "home", "mountPath": HOME},
+    ]
+    volumes: list[dict[str, Any]] = [
+        {
+            "name": "shm",
+            "emptyDir": {
+                "medium": "Memory",
+                "sizeLimit": f"{min(SHM_MAX_GIB, max(1, memory_gib // 4))}Gi",
+            },
+        },
+        {"name": "tmp", "emptyDir": {}},
+        {"name": "home", "emptyDir": {}},
+    ]
+    if box.wrapper_files is not None:
+        mounts.append({"name": WRAPPER_VOLUME, "mountPath": WRAPPER_MOUNT, "readOnly": True})
+        volumes.append({"name": WRAPPER_VOLUME, "configMap": {"name": names.wrapper}})
+    if resolution.source.kind == "s3":
+        mount_path = target.model_mount_path
+        mounts.append({"name": MODEL_VOLUME, "mountPath": mount_path, "readOnly": True})
+        volumes.append(
+            {
+                "name": MODEL_VOLUME,
+                "persistentVolumeClaim": {"claimName": names.claim, "readOnly": True},
+            }
+        )
+    container["volumeMounts"] = mounts
+    spec: dict[str, Any] = {}
+    if target.service_account:
+        spec["serviceAccountName"] = names.base
+    spec["automountServiceAccountToken"] = False
+    spec["enableServiceLinks"] = False
+    spec["securityContext"] = {
+        "runAsNonRoot": True,
+        "runAsUser": RUN_AS,
+        "runAsGroup": RUN_AS,
+        "fsGroup": RUN_AS,
+        "seccompProfile": {"type": "RuntimeDefault"},
+    }
+    spec["nodeSelector"] = {"node.kubernetes.io/instance-type": resolution.instance.node_name}
+    if target.cluster_gpu_nodes:  # the app's GPU NodePool taints its nodes (gpu_capacity)
+        spec["tolerations"] = [gpu_toleration()]
+    spec["terminationGracePeriodSeconds"] = TERMINATION_GRACE_S
+    spec["containers"] = [container]
+    spec["volumes"] = volumes
+    return {
+        "metadata": {
+            "labels": object_labels(names, resolution.manifest.engine),
+            "annotations": {CONFIG_HASH_ANNOTATION: box.config_hash},
+        },
+        "spec": spec,
+    }
