@@ -117,3 +117,58 @@ def test_the_cap_uses_the_engines_own_memory_share() -> None:
         "and VLLM_GPU_MEMORY_UTILIZATION=0.95 (got 0.8; fix: set only "
         "VLLM_GPU_MEMORY_UTILIZATION (what the engine uses))"
     )
+
+
+# -- the user's env is parsed once: every reader takes its value, at its pointer ----------------
+
+
+def test_a_bad_explicit_rank_is_named_at_its_env_key_with_every_other_problem() -> None:
+    spec = _spec(
+        lora_adapters=(AdapterRank(name="big", r=64),),
+        env={"VLLM_MAX_LORA_RANK": "48", "SGLANG_TP_SIZE": "2"},
+        instance_type="ml.nope.xlarge",
+    )
+    with pytest.raises(MlccError) as caught:
+        render(spec, context=CONTEXT)
+    pointers = [p.pointer for p in caught.value.problems]
+    # the rank fit's problem is located at the key the user set, and does not hide the rest
+    assert pointers == ["/instance_type", "/env/SGLANG_TP_SIZE", "/env/VLLM_MAX_LORA_RANK"]
+    rank = caught.value.problems[-1]
+    assert rank.message == "the explicit max LoRA rank is not one the engine allows"
+    assert rank.value == 48
+
+
+def test_a_rank_above_the_largest_is_named_at_the_adapters() -> None:
+    with pytest.raises(MlccError) as caught:
+        render(_spec(lora_adapters=(AdapterRank(name="huge", r=600),)), context=CONTEXT)
+    assert [p.pointer for p in caught.value.problems] == ["/lora_adapters"]
+
+
+def test_the_gpu_memory_share_is_read_from_the_parsed_settings() -> None:
+    spec = _spec(model_config=LLAMA_8B, env={"VLLM_GPU_MEMORY_UTILIZATION": "1.5"})
+    with pytest.raises(MlccError) as caught:
+        render(spec, context=CONTEXT)
+    assert [str(p) for p in caught.value.problems] == [
+        "/env/VLLM_GPU_MEMORY_UTILIZATION: not a share of GPU memory (got '1.5'; allowed: a "
+        "number in (0, 1])"
+    ]
+
+
+def test_settings_classify_each_key_once() -> None:
+    from mlcc_constructs.core.engines.manifests import EngineRegistry
+    from mlcc_constructs.core.serving.resolve.settings import UserValue, read_settings
+
+    spec = _spec(
+        env={"VLLM_MAX_LORA_RANK": "32", "VLLM_MAX_NUM_SEQS": "8", "NCCL_DEBUG": "WARN"},
+        tensor_parallel_degree=2,
+    )
+    settings = read_settings(spec, EngineRegistry.load(use_env=False))
+    assert dict(settings.capabilities) == {
+        "lora_max_rank": UserValue("32", "/env/VLLM_MAX_LORA_RANK"),
+        "tensor_parallel_degree": UserValue("2", "/tensor_parallel_degree"),
+        "lora_enable": UserValue("true", "/lora"),
+    }
+    assert settings.tier2 == (("VLLM_MAX_NUM_SEQS", "8"),)
+    assert settings.plain == (("NCCL_DEBUG", "WARN"),)
+    assert settings.problems == ()
+    assert settings.dimension("max_num_seqs") == UserValue("8", "/env/VLLM_MAX_NUM_SEQS")

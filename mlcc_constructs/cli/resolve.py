@@ -1,4 +1,12 @@
-"""``mlcc env`` (the resolved engine env) and ``mlcc argv`` (the wrapper's command line)."""
+"""``mlcc env`` (the engine env) and ``mlcc argv`` (the engine's command line).
+
+With ``-f SPEC`` (``--name`` picks one deployment of a list) the deployment is prepared and
+rendered exactly as ``mlcc render`` does, and both commands read the rendered engine container
+back: a CacheBackend's flags and env included, ``env`` as the container gets it (the engine
+ConfigMap, then the container env; Secret values as ``${secret:<name>/<key>}``). Without ``-f``
+they show the resolved engine config of the flags alone (Tier 1, Tier 2 and plain env; the
+wrapper's argv of it).
+"""
 
 from __future__ import annotations
 
@@ -7,12 +15,18 @@ import json
 import sys
 from typing import Any
 
-from mlcc_constructs.cli._common import add_deployment_options, registry_from, spec_from_args
+from mlcc_constructs.cli._common import (
+    add_deployment_options,
+    registry_from,
+    spec_from_args,
+    specs_from_args,
+)
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     env = subparsers.add_parser(
-        "env", help="print the env an engine receives (Tier 1, then Tier 2)"
+        "env", help="print the env an engine receives (Tier 1, then Tier 2; -f: the container's)"
     )
     _add_options(env)
     env.add_argument(
@@ -22,27 +36,61 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="env: KEY=VALUE lines (default); json: env, skipped capabilities and warnings",
     )
     env.set_defaults(func=run_env)
-    argv = subparsers.add_parser("argv", help="print the wrapper's argv as a JSON list")
+    argv = subparsers.add_parser("argv", help="print the engine's argv as a JSON list")
     _add_options(argv)
     argv.set_defaults(func=run_argv)
 
 
 def _add_options(parser: argparse.ArgumentParser) -> None:
-    add_deployment_options(parser)
+    parser.add_argument(
+        "-f",
+        "--file",
+        default=None,
+        metavar="FILE",
+        help="deployment spec file (as mlcc render -f): show what its rendered engine container "
+        "runs, CacheBackend wiring included; the flags below override its fields",
+    )
+    parser.add_argument(
+        "--name",
+        dest="pick",
+        default=None,
+        metavar="NAME",
+        help="with -f: the deployment of the file to show (required when it holds several)",
+    )
+    add_deployment_options(parser, required=False)
     parser.add_argument(
         "--target",
         default=None,
         help="deployment target (default: eks); on hyperpod-eks the operator stages a Hugging "
         "Face model and the engine gets the mount path",
     )
+    for name, what in (("account", "AWS account"), ("region", "AWS region"), ("profile", "")):
+        parser.add_argument(
+            f"--{name}",
+            default=None,
+            help=f"with -f: {what or 'deployment profile'} of the IEC's TLS bucket (default: "
+            "the model bucket's name, then ./cdk.json)",
+        )
+
+
+def _require_flags(args: argparse.Namespace) -> None:
+    missing = [f for f in ("engine", "model", "instance_type") if not getattr(args, f, None)]
+    if missing:
+        raise fail(
+            "missing " + ", ".join("--" + m.replace("_", "-") for m in missing),
+            where="command line",
+            fix="pass them, or -f FILE with a deployment spec",
+        )
 
 
 def _resolve(args: argparse.Namespace) -> tuple[Any, list[str]]:
     """The resolution ``mlcc render`` would compute (pinned engine version, LoRA rank fit,
-    target), and the rank-fit warnings."""
-    from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment_for_its_target
-    from mlcc_constructs.core.support.errors import MlccError
+    target), and the rank-fit warnings (no ``-f``)."""
+    from mlcc_constructs.core.serving.resolve.engine_config import (
+        resolve_deployment_for_its_target,
+    )
 
+    _require_flags(args)
     loaded = spec_from_args(args)
     try:
         _, resolution, fit_warnings = resolve_deployment_for_its_target(
@@ -53,30 +101,83 @@ def _resolve(args: argparse.Namespace) -> tuple[Any, list[str]]:
     return resolution, fit_warnings
 
 
+def _prepared(args: argparse.Namespace) -> Any:
+    """The deployment of ``-f`` (``--name`` picks it), prepared as ``mlcc render`` does."""
+    from mlcc_constructs.cli.render import render_context
+    from mlcc_constructs.core.serving.prepare.deployment import prepare
+
+    specs = specs_from_args(args)
+    names = [str(s.spec.name) for s in specs]
+    if args.pick is not None:
+        specs = [s for s in specs if s.spec.name == args.pick]
+        if not specs:
+            raise MlccError(
+                Problem(
+                    message=f"no deployment named {args.pick!r} in the spec file",
+                    where=str(args.file),
+                    value=args.pick,
+                    allowed=", ".join(names),
+                    fix="pass --name with one of the allowed names",
+                )
+            )
+    if len(specs) > 1:
+        raise MlccError(
+            Problem(
+                message=f"the spec file holds {len(specs)} deployments",
+                where=str(args.file),
+                allowed=", ".join(names),
+                fix="pick one with --name NAME",
+            )
+        )
+    (loaded,) = specs
+    try:
+        return prepare(loaded.spec, context=render_context(loaded), registry=registry_from(args))
+    except MlccError as error:
+        raise loaded.locate(error) from None
+
+
 def _notes(resolution: Any, fit_warnings: list[str]) -> list[str]:
     return [str(s) for s in resolution.skipped] + list(resolution.warnings) + fit_warnings
 
 
+def _warn(notes: Any) -> None:
+    for note in notes:
+        print(f"mlcc: {note}", file=sys.stderr)
+
+
 def run_env(args: argparse.Namespace) -> int:
-    resolution, fit_warnings = _resolve(args)
+    if args.file:
+        from mlcc_constructs.core.serving.process import engine_process
+
+        prepared = _prepared(args)
+        env: Any = engine_process(prepared).env
+        skipped = [str(s) for s in prepared.resolution.skipped]
+        warnings = [w for w in prepared.warnings if w not in skipped]
+    else:
+        resolution, fit_warnings = _resolve(args)
+        env = tuple(resolution.env.items())
+        skipped = [str(s) for s in resolution.skipped]
+        warnings = list(resolution.warnings) + fit_warnings
     if args.format == "json":
-        document = {
-            "env": resolution.env,
-            "skipped": [str(s) for s in resolution.skipped],
-            "warnings": list(resolution.warnings) + fit_warnings,
-        }
+        document = {"env": dict(env), "skipped": skipped, "warnings": warnings}
         print(json.dumps(document, indent=2))
         return 0
-    for note in _notes(resolution, fit_warnings):
-        print(f"mlcc: {note}", file=sys.stderr)
-    for key, value in resolution.env.items():
+    _warn(skipped + warnings)
+    for key, value in env:
         print(f"{key}={value}")
     return 0
 
 
 def run_argv(args: argparse.Namespace) -> int:
-    resolution, fit_warnings = _resolve(args)
-    for note in _notes(resolution, fit_warnings):
-        print(f"mlcc: {note}", file=sys.stderr)
-    print(json.dumps(resolution.argv()))
+    if args.file:
+        from mlcc_constructs.core.serving.process import engine_argv
+
+        prepared = _prepared(args)
+        argv = list(engine_argv(prepared))
+        _warn(prepared.warnings)
+    else:
+        resolution, fit_warnings = _resolve(args)
+        _warn(_notes(resolution, fit_warnings))
+        argv = resolution.argv()
+    print(json.dumps(argv))
     return 0

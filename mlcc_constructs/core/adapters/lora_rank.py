@@ -48,15 +48,18 @@ class RankFit:
     warnings: tuple[str, ...] = ()
 
 
-def snap_up(value: int, allowed: Sequence[int], *, what: str = "LoRA rank") -> int:
-    """The smallest allowed value ≥ ``value``; above the largest allowed → error."""
+def snap_up(
+    value: int, allowed: Sequence[int], *, what: str = "LoRA rank", pointer: str = "/lora_adapters"
+) -> int:
+    """The smallest allowed value ≥ ``value``; above the largest allowed → error at ``pointer``
+    (the field that asks for that rank)."""
     ordered = sorted(allowed)
     for candidate in ordered:
         if candidate >= value:
             return candidate
     raise fail(
         f"{what} {value} is above the largest rank the engine allows",
-        pointer="/lora_max_rank",
+        pointer=pointer,
         value=value,
         allowed=", ".join(str(a) for a in ordered),
         fix="retrain the adapter with a smaller r / rank_pattern",
@@ -69,12 +72,15 @@ def fit_max_rank(
     default: int,
     allowed: Sequence[int],
     explicit: int | None = None,
+    *,
+    explicit_pointer: str = "/lora_max_rank",
 ) -> RankFit:
     """``snap_up(max(r / rank_pattern of every adapter, tune ranks, default), allowed)``.
 
     ``tune_ranks`` are ranks recorded at tune submit (technique → rank, or plain ints).
-    An ``explicit`` user rank wins; it must be an allowed value, and a warning names the
-    adapters that need more. A need above the largest allowed rank is an error.
+    An ``explicit`` user rank (set at ``explicit_pointer``) wins; it must be an allowed value,
+    and a warning names the adapters that need more. A need above the largest allowed rank is
+    an error at ``/lora_adapters``.
     """
     adapters = tuple(adapters)
     ranks = tuple(tune_ranks.values()) if isinstance(tune_ranks, Mapping) else tuple(tune_ranks)
@@ -85,7 +91,7 @@ def fit_max_rank(
     if explicit > ordered[-1]:
         raise fail(
             "the explicit max LoRA rank is above the largest rank the engine allows",
-            pointer="/lora_max_rank",
+            pointer=explicit_pointer,
             value=explicit,
             allowed=", ".join(str(a) for a in ordered),
             fix=f"use at most {ordered[-1]}",
@@ -93,7 +99,7 @@ def fit_max_rank(
     if explicit not in ordered:
         raise fail(
             "the explicit max LoRA rank is not one the engine allows",
-            pointer="/lora_max_rank",
+            pointer=explicit_pointer,
             value=explicit,
             allowed=", ".join(str(a) for a in ordered),
             fix=f"use {snap_up(explicit, ordered)} or leave it unset to derive it ({need} needed)",

@@ -10,6 +10,7 @@ from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.lora_fit import lora_fit, lora_memory_cap
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.serving.resolve.settings import read_settings
 from mlcc_constructs.core.serving.resolve.tiers import resolve_for_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
@@ -32,10 +33,13 @@ def resolve_deployment(
     against ``target`` and the LoRA memory cap. Returns the spec with its engine version, the
     resolution and the rank-fit warnings; raises :class:`MlccError` with every problem."""
     spec = with_pinned_engine_version(spec)
-    fit_warnings, computed = lora_fit(spec, registry.get(spec.engine))
-    resolution = resolve_for_target(spec, target=target, registry=registry, computed=computed)
-    lora_memory_cap(spec, resolution)
-    return spec, resolution, fit_warnings
+    settings = read_settings(spec, registry)  # the user's env, parsed once for every reader
+    fit = lora_fit(spec, settings)
+    resolution = resolve_for_target(
+        spec, settings=settings, target=target, computed=fit.computed, problems=list(fit.problems)
+    )
+    lora_memory_cap(spec, resolution, settings)
+    return spec, resolution, list(fit.warnings)
 
 
 def resolve_deployment_for_its_target(

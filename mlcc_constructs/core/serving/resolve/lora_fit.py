@@ -1,46 +1,78 @@
 """The LoRA rules applied to one deployment at synth (seed lora-delivery §3): the max LoRA rank
-fitted to its recorded adapters, and the LoRA buffer checked against the memory cap."""
+fitted to its recorded adapters, and the LoRA buffer checked against the memory cap. Both read
+the user's settings as parsed once (:mod:`.settings`), at the pointer the user set them."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from mlcc_constructs.core.adapters.lora_rank import fit_max_rank
-from mlcc_constructs.core.engines.manifests import EngineManifest
 from mlcc_constructs.core.engines.values import COMPANION_DEFAULTS, companion_default
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.serving.resolve.settings import EngineSettings
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 DEFAULT_MAX_LORAS = 1
 """Adapters per batch assumed by the memory cap when the engine declares no default."""
 
 
-def lora_fit(spec: DeploymentSpec, manifest: EngineManifest) -> tuple[list[str], dict[str, str]]:
-    """With LoRA on and recorded adapters or tune ranks, the max LoRA rank they need as a
-    computed Tier-1 value (``{"lora_max_rank": "64"}``) and the fit's warnings; a user's
-    explicit rank wins."""
+@dataclass(frozen=True, kw_only=True)
+class LoraFit:
+    """The rank fit of one deployment.
+
+    Fields:
+
+    ``computed``: The library-computed Tier-1 values (``{"lora_max_rank": "64"}``); a user's
+        explicit rank wins over them in resolution.
+    ``warnings``: Notes for the user.
+    ``problems``: What stops the fit, reported with every other problem of the spec.
+    """
+
+    computed: dict[str, str]
+    warnings: tuple[str, ...] = ()
+    problems: tuple[Problem, ...] = ()
+
+
+def lora_fit(spec: DeploymentSpec, settings: EngineSettings) -> LoraFit:
+    """With LoRA on and recorded adapters or tune ranks, the max LoRA rank they need; a user's
+    explicit rank wins (it must be one the engine allows)."""
     if not spec.lora or not (spec.lora_adapters or spec.lora_tune_ranks):
-        return [], {}
+        return LoraFit(computed={})
+    manifest = settings.manifest
     capability = manifest.capability("lora_max_rank")
     default = companion_default(manifest, "lora_max_rank")
     if capability is None or default is None:
-        return [
-            f"{manifest.engine} declares no lora_max_rank capability: the max LoRA rank is not "
-            "fitted to the recorded adapters"
-        ], {}
-    given = spec.env.get(manifest.key(capability))
-    explicit = int(given) if given and given.isdigit() else None
+        return LoraFit(
+            computed={},
+            warnings=(
+                f"{manifest.engine} declares no lora_max_rank capability: the max LoRA rank is "
+                "not fitted to the recorded adapters",
+            ),
+        )
+    given = settings.capability("lora_max_rank")
+    # A value that is not a number is the resolver's to refuse (the capability's value check).
+    explicit = int(given.value) if given and given.value.isdigit() else None
     if capability.allowed is not None:
         allowed = [int(a) for a in capability.allowed]
     else:  # the engine takes any rank: the need itself (or the user's value) is allowed
         needs = [int(default), *spec.lora_tune_ranks, *(a.need for a in spec.lora_adapters)]
         allowed = sorted({max(needs), *([explicit] if explicit else [])})
-    fit = fit_max_rank(
-        spec.lora_adapters, spec.lora_tune_ranks, int(default), allowed, explicit=explicit
-    )
-    return list(fit.warnings), {"lora_max_rank": str(fit.rank)}
+    try:
+        fit = fit_max_rank(
+            spec.lora_adapters,
+            spec.lora_tune_ranks,
+            int(default),
+            allowed,
+            explicit=explicit,
+            explicit_pointer=given.pointer if given else "/lora_max_rank",
+        )
+    except MlccError as error:
+        return LoraFit(computed={}, problems=error.problems)
+    return LoraFit(computed={"lora_max_rank": str(fit.rank)}, warnings=fit.warnings)
 
 
-def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution) -> None:
+def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution, settings: EngineSettings) -> None:
     """Refuse a LoRA buffer above the memory cap when the model's config.json is given."""
     if not spec.lora or spec.model_config is None:
         return
@@ -50,10 +82,7 @@ def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution) -> None:
         text = values.get(name) or companion_default(manifest, name)
         return int(text) if text and text.isdigit() else fallback
 
-    from mlcc_constructs.core.adapters.lora import (  # only with a config
-        check_memory_cap,
-        model_geometry,
-    )
+    from mlcc_constructs.core.adapters.lora import check_memory_cap, model_geometry
 
     check_memory_cap(
         model_geometry(spec.model_config),
@@ -61,36 +90,35 @@ def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution) -> None:
         tp=resolution.tensor_parallel_degree,
         max_loras=value_of("lora_max", DEFAULT_MAX_LORAS),
         rank=value_of("lora_max_rank", int(COMPANION_DEFAULTS["lora_max_rank"])),
-        utilization=gpu_memory_utilization(spec, manifest),
+        utilization=gpu_memory_utilization(spec, settings),
         adapters=[a.name for a in spec.lora_adapters],
     )
 
 
-def gpu_memory_utilization(spec: DeploymentSpec, manifest: EngineManifest) -> float:
+def gpu_memory_utilization(spec: DeploymentSpec, settings: EngineSettings) -> float:
     """The GPU memory share the engine runs with: its own setting (the manifest's
     ``gpu_memory_utilization`` dimension) when the user set it, else
     ``spec.gpu_memory_utilization``; both set and different is an error."""
-    suffix = manifest.dimension_map.get("gpu_memory_utilization")
-    key = manifest.env_var_prefix + suffix if suffix else None
-    given = spec.env.get(key) if key else None
+    given = settings.dimension("gpu_memory_utilization")
     if given is None:
         return spec.gpu_memory_utilization
     try:
-        value = float(given)
+        value = float(given.value)
     except ValueError:
         value = -1.0
     if not 0 < value <= 1:
         raise fail(
             "not a share of GPU memory",
-            pointer=f"/env/{key}",
-            value=given,
+            pointer=given.pointer,
+            value=given.value,
             allowed="a number in (0, 1]",
         )
+    key = given.pointer.removeprefix("/env/")
     default = DeploymentSpec.__dataclass_fields__["gpu_memory_utilization"].default
     if spec.gpu_memory_utilization not in (default, value):
         raise fail(
             f"the GPU memory share is set twice: gpu_memory_utilization="
-            f"{spec.gpu_memory_utilization} and {key}={given}",
+            f"{spec.gpu_memory_utilization} and {key}={given.value}",
             pointer="/gpu_memory_utilization",
             value=spec.gpu_memory_utilization,
             fix=f"set only {key} (what the engine uses)",

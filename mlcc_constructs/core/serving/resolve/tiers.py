@@ -18,9 +18,7 @@ omitted and the reason reported.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 from mlcc_constructs.core.engines.manifests import (
     Capability,
@@ -37,7 +35,8 @@ from mlcc_constructs.core.engines.values import (
 from mlcc_constructs.core.platform import catalog
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
-from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped, is_secret_name
+from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
+from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings
 from mlcc_constructs.core.serving.spec.deployment import (
     DeploymentSpec,
     ModelSource,
@@ -45,40 +44,24 @@ from mlcc_constructs.core.serving.spec.deployment import (
 )
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-def _label(pointer: str) -> str:
-    """A field's pointer as a message names it: ``/env/KEY`` -> ``env/KEY``."""
-    return pointer.removeprefix("/")
-
-
-@dataclass
-class _UserValue:
-    value: str
-    source: str  # where the user set it: an option name or an env key
-
 
 class _Resolver:
     def __init__(
         self,
         spec: DeploymentSpec,
-        registry: EngineRegistry,
+        settings: EngineSettings,
         computed: Mapping[str, str],
         target: TargetDescriptor | None,
     ) -> None:
         self.spec = spec
-        self.registry = registry
-        self.manifest = registry.get(spec.engine)
+        self.manifest = settings.manifest
         self.computed = computed
         self.target = target
-        self.problems: list[Problem] = []
-        self.warnings: list[str] = []
+        self.user = settings.capabilities
+        self.version = settings.version
+        self.problems: list[Problem] = list(settings.problems)
+        self.warnings: list[str] = list(settings.warnings)
         self.skipped: list[Skipped] = []
-        self.user: dict[str, _UserValue] = {}
-        self.tier2: list[tuple[str, str]] = []
-        self.plain: list[tuple[str, str]] = []
-        self.version = self._check_version()
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
@@ -86,165 +69,6 @@ class _Resolver:
             problems=self.problems,
             warnings=self.warnings,
         )
-
-    # -- inputs -------------------------------------------------------------------------
-
-    def _check_version(self) -> tuple[int, int, int] | None:
-        manifest, given = self.manifest, self.spec.engine_version
-        if given is None:
-            self.warnings.append(
-                f"engine version not given: min_version {manifest.min_version} and 'since' "
-                f"gates are not checked (pass --engine-version)"
-            )
-            return None
-        version = parse_version(given)
-        if version is None:
-            self.warnings.append(
-                f"engine version {given!r} is not a version number: version gates fail open"
-            )
-            return None
-        minimum = parse_version(manifest.min_version)
-        if minimum and version < minimum:
-            self.problems.append(
-                Problem(
-                    message=f"{manifest.engine} {given} is below the engine's min_version",
-                    pointer="/engine_version",
-                    value=given,
-                    allowed=f">= {manifest.min_version}",
-                    fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
-                )
-            )
-        return version
-
-    def _set_user(self, capability: str, value: str, source: str) -> None:
-        previous = self.user.get(capability)
-        if previous is not None and previous.value != value:
-            self.problems.append(
-                Problem(
-                    message=f"capability {capability!r} is set twice with different values "
-                    f"({_label(previous.source)}={previous.value!r})",
-                    pointer=source,
-                    value=value,
-                    fix=f"set it once, either {_label(previous.source)} or {_label(source)}",
-                )
-            )
-            return
-        self.user[capability] = _UserValue(value, source)
-
-    def _option(self, capability: str, value: str, option: str) -> None:
-        if self.manifest.capability(capability) is None:
-            declared = ", ".join(c.name for c in self.manifest.capabilities) or "none"
-            self.problems.append(
-                Problem(
-                    message=f"engine {self.manifest.engine!r} declares no {capability!r} "
-                    f"capability (declared: {declared})",
-                    pointer=option,
-                    value=value,
-                    fix=f"drop {_label(option)}, or pass the engine's own flag through Tier 2 "
-                    f"({self.manifest.env_var_prefix}<FLAG>=<value>)",
-                )
-            )
-            return
-        self._set_user(capability, value, option)
-
-    def read_user_input(self) -> None:
-        spec, manifest = self.spec, self.manifest
-        by_suffix = {c.suffix: c for c in manifest.capabilities}
-        reserved = manifest.reserved_keys
-        model_keys = {self._key_of("model"), manifest.hub_model_env} - {None}
-        for key, raw_value in spec.env.items():
-            pointer = f"/env/{key}"
-            value = str(raw_value)
-            if not _ENV_NAME.match(key):
-                self.problems.append(
-                    Problem(
-                        message="not an environment variable name",
-                        pointer=pointer,
-                        value=key,
-                        allowed="letters, digits and '_', not starting with a digit",
-                    )
-                )
-                continue
-            if is_secret_name(key):
-                self.problems.append(
-                    Problem(
-                        message="looks like a credential: it would be stored in plain text in "
-                        "a ConfigMap or the pod spec",
-                        pointer=pointer,
-                        value=key,
-                        fix=f"reference a Kubernetes Secret instead (secret_env={{{key!r}: "
-                        f"SecretRef(name=..., key=...)}}, or --secret-env {key}=SECRET:KEY)",
-                    )
-                )
-                continue
-            owner = self.registry.owner_of(key)
-            if owner is not None and owner.engine != manifest.engine:
-                self.problems.append(
-                    Problem(
-                        message=f"key has the prefix {owner.env_var_prefix} of engine "
-                        f"{owner.engine!r}, but the active engine {manifest.engine!r} reads only "
-                        f"{manifest.env_var_prefix}*",
-                        pointer=pointer,
-                        value=key,
-                        fix=f"rename it to {manifest.env_var_prefix}"
-                        f"{key[len(owner.env_var_prefix) :]} or drop it",
-                    )
-                )
-                continue
-            if value == "":
-                self.problems.append(
-                    Problem(
-                        message="empty value: an engine would receive a flag with no argument",
-                        pointer=pointer,
-                        value=value,
-                        fix="remove the key to leave the setting unset, or give it a value",
-                    )
-                )
-                continue
-            if key in model_keys:
-                self.problems.append(
-                    Problem(
-                        message="the model is Tier 1: it is computed from the model source",
-                        pointer=pointer,
-                        value=value,
-                        fix="set the model with --model (DeploymentSpec.model), not the env",
-                    )
-                )
-                continue
-            if owner is None:
-                self.plain.append((key, value))
-                continue
-            if key in reserved:
-                self.problems.append(
-                    Problem(
-                        message=f"{key} would set {reserved[key]}, which the manifest's launch "
-                        f"section owns (port {manifest.launch.get('port')} is what the probes, "
-                        "the Service and the IEC use)",
-                        pointer=pointer,
-                        value=value,
-                        fix="remove it; change launch.port in the engine manifest instead",
-                    )
-                )
-                continue
-            capability = by_suffix.get(key[len(manifest.env_var_prefix) :])
-            if capability is not None:
-                self._set_user(capability.name, value, pointer)
-            elif key in manifest.engine_env or self.checks.tier2_ok(key, value, pointer):
-                self.tier2.append((key, value))
-        if spec.tensor_parallel_degree is not None:
-            self._option(
-                "tensor_parallel_degree",
-                str(spec.tensor_parallel_degree),
-                "/tensor_parallel_degree",
-            )
-        if spec.quantization is not None:
-            self._option("quantization", spec.quantization, "/quantization")
-        if spec.lora:
-            self._option("lora_enable", TRUE, "/lora")
-
-    def _key_of(self, capability: str) -> str | None:
-        found = self.manifest.capability(capability)
-        return self.manifest.key(found) if found else None
 
     # -- Tier 1 -------------------------------------------------------------------------
 
@@ -318,7 +142,7 @@ class _Resolver:
                 Problem(
                     message=f"tensor-parallel degree must divide the {instance.gpus} GPU(s) of "
                     f"{instance.name}",
-                    pointer=user.source,
+                    pointer=user.pointer,
                     value=user.value,
                     allowed=", ".join(map(str, divisors)),
                     fix="use one of the allowed degrees, or pick an instance type with more GPUs",
@@ -340,7 +164,7 @@ class _Resolver:
 
     def _source(self, name: str) -> str:
         user = self.user.get(name)
-        return user.source if user else ""
+        return user.pointer if user else ""
 
     def _emit(self, capability: Capability, value: str, values: dict[str, str]) -> None:
         """Emit ``capability`` and the companions of its first resolvable group into ``values``."""
@@ -422,54 +246,60 @@ def resolve(
     ``computed`` holds library-computed capability values (e.g. ``lora_max_rank`` from the rank
     fit): they lose to user values and win over defaults.
     """
+    registry = registry or EngineRegistry.load(use_env=False)
+    settings = read_settings(spec, registry)
     try:
         target = load_target(spec.target)
     except MlccError as error:
         problems = list(error.problems)
         try:
-            resolve_for_target(spec, target=None, registry=registry, computed=computed)
+            resolve_for_target(spec, settings=settings, target=None, computed=computed)
         except MlccError as more:
             problems.extend(more.problems)
         raise MlccError(problems) from None
-    return resolve_for_target(spec, target=target, registry=registry, computed=computed)
+    return resolve_for_target(spec, settings=settings, target=target, computed=computed)
 
 
 def resolve_for_target(
     spec: DeploymentSpec,
     *,
+    settings: EngineSettings,
     target: TargetDescriptor | None,
-    registry: EngineRegistry | None = None,
     computed: Mapping[str, str] | None = None,
+    problems: list[Problem] | None = None,
 ) -> Resolution:
-    """:func:`resolve` with the target already loaded (``None``: unknown, reported elsewhere;
-    the model is then passed as given)."""
-    registry = registry or EngineRegistry.load(use_env=False)
-    resolver = _Resolver(spec, registry, computed or {}, target)
-    problems = resolver.problems
+    """Tier 1 of ``spec`` from its parsed ``settings`` on ``target`` (``None``: unknown,
+    reported elsewhere; the model is then passed as given). ``problems`` found before (the
+    LoRA rank fit's) are raised together with every other."""
+    resolver = _Resolver(spec, settings, computed or {}, target)
+    found = resolver.problems  # the settings' problems; Tier 1 adds its own
+    lookups: list[Problem] = []
     instance: InstanceType | None = None
     source: ModelSource | None = None
     try:
         instance = catalog.lookup(spec.instance_type)
     except MlccError as error:
-        problems.extend(error.problems)
+        lookups.extend(error.problems)
     try:
         source = parse_model_source(spec.model)
     except MlccError as error:
-        problems.extend(error.problems)
-    resolver.read_user_input()
-    if problems or instance is None or source is None:
-        raise MlccError(problems)
+        lookups.extend(error.problems)
+    # Reported in the order of the spec's fields: instance and model, then the env.
+    found[:0] = lookups
+    found.extend(problems or ())
+    if found or instance is None or source is None:
+        raise MlccError(found)
     tier1, values, tp = resolver.tier1(instance, source)
-    if problems:
-        raise MlccError(problems)
+    if found:
+        raise MlccError(found)
     return Resolution(
         manifest=resolver.manifest,
         instance=instance,
         source=source,
         tensor_parallel_degree=tp,
         tier1=tuple(tier1),
-        tier2=tuple(resolver.tier2),
-        plain=tuple(resolver.plain),
+        tier2=settings.tier2,
+        plain=settings.plain,
         skipped=tuple(resolver.skipped),
         warnings=tuple(resolver.warnings),
         capability_values=values,

@@ -1,0 +1,255 @@
+"""The user's engine settings, read once: :func:`read_settings` parses a spec's ``env`` and its
+engine fields (``tensor_parallel_degree``, ``quantization``, ``lora``) against the active
+engine's manifest into typed :class:`EngineSettings`. Every later reader (the LoRA rank fit,
+the GPU memory share, Tier-1 resolution) takes values from there, each with the one pointer
+the user set it at (``/env/VLLM_MAX_LORA_RANK``, ``/tensor_parallel_degree``), and every
+problem of the input is collected, never raised alone.
+
+Each env key is exactly one of: a capability's user value (Tier 1 names it), a Tier-2 key
+forwarded verbatim (the engine's own variables among them), or plain env (no engine prefix).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from mlcc_constructs.core.engines.manifests import EngineManifest, EngineRegistry, parse_version
+from mlcc_constructs.core.engines.values import TRUE, ValueChecks
+from mlcc_constructs.core.serving.resolve.resolution import is_secret_name
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import Problem
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def label(pointer: str) -> str:
+    """A field's pointer as a message names it: ``/env/KEY`` -> ``env/KEY``."""
+    return pointer.removeprefix("/")
+
+
+@dataclass(frozen=True)
+class UserValue:
+    """One value the user set, and where: its JSON pointer (``/env/KEY`` or ``/<field>``)."""
+
+    value: str
+    pointer: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class EngineSettings:
+    """A spec's engine settings, parsed once (module doc).
+
+    Fields:
+
+    ``manifest``: The active engine's manifest.
+    ``version``: The engine version as a number triple; ``None`` when unknown (gates fail open).
+    ``capabilities``: Capability name -> the user's value for it.
+    ``tier2``: The other ``<PREFIX>*`` keys, in the user's order.
+    ``plain``: Keys without an engine prefix, in the user's order.
+    ``problems``: Every problem of the input.
+    ``warnings``: Notes for the user (an unchecked version...).
+    """
+
+    manifest: EngineManifest
+    version: tuple[int, int, int] | None
+    capabilities: Mapping[str, UserValue] = field(default_factory=dict)
+    tier2: tuple[tuple[str, str], ...] = ()
+    plain: tuple[tuple[str, str], ...] = ()
+    problems: tuple[Problem, ...] = ()
+    warnings: tuple[str, ...] = ()
+
+    def capability(self, name: str) -> UserValue | None:
+        """The user's value of capability ``name``, if set."""
+        return self.capabilities.get(name)
+
+    def dimension(self, name: str) -> UserValue | None:
+        """The user's value of a benchmark dimension (manifest ``dimension_map``), set as a
+        Tier-2 key, with its pointer."""
+        suffix = self.manifest.dimension_map.get(name)
+        if suffix is None:
+            return None
+        key = self.manifest.env_var_prefix + suffix
+        value = dict(self.tier2).get(key)
+        return UserValue(value, f"/env/{key}") if value is not None else None
+
+
+class _Reader:
+    def __init__(self, spec: DeploymentSpec, registry: EngineRegistry) -> None:
+        self.spec = spec
+        self.registry = registry
+        self.manifest = registry.get(spec.engine)
+        self.problems: list[Problem] = []
+        self.warnings: list[str] = []
+        self.user: dict[str, UserValue] = {}
+        self.tier2: list[tuple[str, str]] = []
+        self.plain: list[tuple[str, str]] = []
+        self.version = self._version()
+        self.checks = ValueChecks(
+            manifest=self.manifest,
+            version=self.version,
+            given_version=spec.engine_version,
+            problems=self.problems,
+            warnings=self.warnings,
+        )
+
+    def _version(self) -> tuple[int, int, int] | None:
+        manifest, given = self.manifest, self.spec.engine_version
+        if given is None:
+            self.warnings.append(
+                f"engine version not given: min_version {manifest.min_version} and 'since' "
+                f"gates are not checked (pass --engine-version)"
+            )
+            return None
+        version = parse_version(given)
+        if version is None:
+            self.warnings.append(
+                f"engine version {given!r} is not a version number: version gates fail open"
+            )
+            return None
+        minimum = parse_version(manifest.min_version)
+        if minimum and version < minimum:
+            self.problems.append(
+                Problem(
+                    message=f"{manifest.engine} {given} is below the engine's min_version",
+                    pointer="/engine_version",
+                    value=given,
+                    allowed=f">= {manifest.min_version}",
+                    fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
+                )
+            )
+        return version
+
+    def _set(self, capability: str, value: str, pointer: str) -> None:
+        previous = self.user.get(capability)
+        if previous is not None and previous.value != value:
+            self.problems.append(
+                Problem(
+                    message=f"capability {capability!r} is set twice with different values "
+                    f"({label(previous.pointer)}={previous.value!r})",
+                    pointer=pointer,
+                    value=value,
+                    fix=f"set it once, either {label(previous.pointer)} or {label(pointer)}",
+                )
+            )
+            return
+        self.user[capability] = UserValue(value, pointer)
+
+    def _option(self, capability: str, value: str, pointer: str) -> None:
+        if self.manifest.capability(capability) is None:
+            declared = ", ".join(c.name for c in self.manifest.capabilities) or "none"
+            self.problems.append(
+                Problem(
+                    message=f"engine {self.manifest.engine!r} declares no {capability!r} "
+                    f"capability (declared: {declared})",
+                    pointer=pointer,
+                    value=value,
+                    fix=f"drop {label(pointer)}, or pass the engine's own flag through Tier 2 "
+                    f"({self.manifest.env_var_prefix}<FLAG>=<value>)",
+                )
+            )
+            return
+        self._set(capability, value, pointer)
+
+    def _model_keys(self) -> set[str]:
+        model = self.manifest.capability("model")
+        keys = {self.manifest.key(model)} if model else set()
+        return keys | ({self.manifest.hub_model_env} if self.manifest.hub_model_env else set())
+
+    def _key_problem(self, key: str, value: str, pointer: str) -> Problem | None:
+        """Why ``key`` cannot be an engine setting at all, if it cannot."""
+        manifest = self.manifest
+        if not _ENV_NAME.match(key):
+            return Problem(
+                message="not an environment variable name",
+                pointer=pointer,
+                value=key,
+                allowed="letters, digits and '_', not starting with a digit",
+            )
+        if is_secret_name(key):
+            return Problem(
+                message="looks like a credential: it would be stored in plain text in a "
+                "ConfigMap or the pod spec",
+                pointer=pointer,
+                value=key,
+                fix=f"reference a Kubernetes Secret instead (secret_env={{{key!r}: "
+                f"SecretRef(name=..., key=...)}}, or --secret-env {key}=SECRET:KEY)",
+            )
+        owner = self.registry.owner_of(key)
+        if owner is not None and owner.engine != manifest.engine:
+            return Problem(
+                message=f"key has the prefix {owner.env_var_prefix} of engine {owner.engine!r}, "
+                f"but the active engine {manifest.engine!r} reads only "
+                f"{manifest.env_var_prefix}*",
+                pointer=pointer,
+                value=key,
+                fix=f"rename it to {manifest.env_var_prefix}"
+                f"{key[len(owner.env_var_prefix) :]} or drop it",
+            )
+        if value == "":
+            return Problem(
+                message="empty value: an engine would receive a flag with no argument",
+                pointer=pointer,
+                value=value,
+                fix="remove the key to leave the setting unset, or give it a value",
+            )
+        if key in self._model_keys():
+            return Problem(
+                message="the model is Tier 1: it is computed from the model source",
+                pointer=pointer,
+                value=value,
+                fix="set the model with --model (DeploymentSpec.model), not the env",
+            )
+        reserved = manifest.reserved_keys
+        if owner is not None and key in reserved:
+            return Problem(
+                message=f"{key} would set {reserved[key]}, which the manifest's launch section "
+                f"owns (port {manifest.launch.get('port')} is what the probes, the Service and "
+                "the IEC use)",
+                pointer=pointer,
+                value=value,
+                fix="remove it; change launch.port in the engine manifest instead",
+            )
+        return None
+
+    def read(self) -> EngineSettings:
+        spec, manifest = self.spec, self.manifest
+        by_suffix = {c.suffix: c for c in manifest.capabilities}
+        for key, raw_value in spec.env.items():
+            pointer, value = f"/env/{key}", str(raw_value)
+            problem = self._key_problem(key, value, pointer)
+            if problem is not None:
+                self.problems.append(problem)
+            elif self.registry.owner_of(key) is None:
+                self.plain.append((key, value))
+            elif (capability := by_suffix.get(key[len(manifest.env_var_prefix) :])) is not None:
+                self._set(capability.name, value, pointer)
+            elif key in manifest.engine_env or self.checks.tier2_ok(key, value, pointer):
+                self.tier2.append((key, value))
+        if spec.tensor_parallel_degree is not None:
+            self._option(
+                "tensor_parallel_degree",
+                str(spec.tensor_parallel_degree),
+                "/tensor_parallel_degree",
+            )
+        if spec.quantization is not None:
+            self._option("quantization", spec.quantization, "/quantization")
+        if spec.lora:
+            self._option("lora_enable", TRUE, "/lora")
+        return EngineSettings(
+            manifest=manifest,
+            version=self.version,
+            capabilities=MappingProxyType(dict(self.user)),
+            tier2=tuple(self.tier2),
+            plain=tuple(self.plain),
+            problems=tuple(self.problems),
+            warnings=tuple(self.warnings),
+        )
+
+
+def read_settings(spec: DeploymentSpec, registry: EngineRegistry) -> EngineSettings:
+    """``spec``'s engine settings (module doc); problems are collected in the result. An
+    unknown engine raises (the registry's error names the known ones)."""
+    return _Reader(spec, registry).read()
