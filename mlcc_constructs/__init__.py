@@ -100,6 +100,9 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ServingChart as ServingChart,
         ServingChartProps as ServingChartProps,
     )
+    from mlcc_constructs.k8s.workload import (
+        EngineWorkload as EngineWorkload,
+    )
 
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
@@ -120,6 +123,7 @@ _LAZY: dict[str, str] = {
     "InferenceEndpointConfigProps": "mlcc_constructs.k8s.inference_endpoint",
     "ServingChart": "mlcc_constructs.k8s.serving_chart",
     "ServingChartProps": "mlcc_constructs.k8s.serving_chart",
+    "EngineWorkload": "mlcc_constructs.k8s.workload",
     "ModelBuckets": "mlcc_constructs.aws.buckets",
     "ModelBucketsProps": "mlcc_constructs.aws.buckets",
     "S3CsiDriver": "mlcc_constructs.aws.s3_csi",

@@ -4,6 +4,7 @@ and is validated at synth, and a rendered object with problems fails synth namin
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,29 @@ def test_rendered_object_with_problems_fails_at_synth(tmp_path: Path) -> None:
     message = str(caught.value)
     assert "[bad/Resource] ConfigMap/c:" in message
     assert "'dta' was unexpected" in message
+
+
+@pytest.mark.parametrize("patched", [False, True])
+def test_omit_drops_a_field_and_leaves_the_rendered_dict_alone(patched: bool) -> None:
+    import cdk8s
+
+    from mlcc_constructs.k8s._api import api_object
+
+    chart = cdk8s.Chart(cdk8s.App(), "omit", disable_resource_name_hashes=True)
+    obj = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "c"},
+        "data": {"a": "1", "b": "2"},
+    }
+    original = copy.deepcopy(obj)
+    resource = api_object(chart, "Resource", obj)
+    if patched:
+        resource.add_json_patch(cdk8s.JsonPatch.add("/data/c", "3"))
+    resource.omit("data", "a")
+    resource.omit("data", "absent")  # nothing to leave out: no error, at synth either
+    resource.omit("nothing", "here")
+    data = {"b": "2", "c": "3"} if patched else {"b": "2"}
+    assert cdk8s.Testing.synth(chart) == [{**original, "data": data}]
+    assert obj == original  # the caller's (the prepared deployment's) dict is not edited
+    assert resource.problems() == []

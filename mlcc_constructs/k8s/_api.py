@@ -92,6 +92,29 @@ class _RenderedObject(cdk8s.ApiObject):
             self._validate_at_synth()
         super().add_json_patch(*ops)
 
+    def omit(self, *path: str) -> None:
+        """Leave the field at ``path`` (keys from the top, e.g. ``"spec", "replicas"``) out of
+        the synthesized object; nothing happens when it is absent.
+
+        Before a user patch the rendered dict is edited (copied along ``path`` first: its
+        nested dicts are shared with the prepared deployment, which other constructs and
+        ``mlcc render`` read); after one, a ``remove`` operation follows the user's patches.
+        """
+        if self._patched:
+            if _holds(super().to_json(), path):
+                super().add_json_patch(cdk8s.JsonPatch.remove("/" + "/".join(path)))
+            return
+        if not _holds(self._rendered, path):
+            return
+        parent = self._rendered
+        for key in path[:-1]:
+            parent[key] = dict(parent[key])
+            parent = parent[key]
+        del parent[path[-1]]
+        self._problems = object_problems(self._rendered)
+        if self._problems:
+            self._validate_at_synth()
+
     def to_json(self) -> Any:
         """The object's Kubernetes JSON: the rendered dict with labels and annotations set
         outside the core merged in, or cdk8s's own rendering once patched."""
@@ -114,6 +137,15 @@ class _RenderedObject(cdk8s.ApiObject):
         return self._problems
 
 
+def _holds(obj: Any, path: tuple[str, ...]) -> bool:
+    """``obj`` has a field at ``path`` (dict keys from the top)."""
+    for key in path:
+        if not isinstance(obj, Mapping) or key not in obj:
+            return False
+        obj = obj[key]
+    return True
+
+
 @jsii.implements(constructs.IValidation)
 class _ObjectValidation:
     def __init__(self, api_object: _RenderedObject) -> None:
@@ -123,6 +155,6 @@ class _ObjectValidation:
         return [str(problem) for problem in self._api_object.problems()]
 
 
-def api_object(scope: constructs.Construct, id: str, obj: Mapping[str, Any]) -> cdk8s.ApiObject:
+def api_object(scope: constructs.Construct, id: str, obj: Mapping[str, Any]) -> _RenderedObject:
     """Emit ``obj`` (a rendered Kubernetes object) as an ``ApiObject`` child ``id`` of ``scope``."""
     return _RenderedObject(scope, id, obj)

@@ -9,11 +9,16 @@ from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
 
+def kind_targets(kind: str) -> list[str]:
+    """The targets whose renderer yields ``kind``, by name."""
+    return [n for n in target_names() if kind in load_target(n).kinds]
+
+
 def require_kind(deployment: PreparedDeployment, kind: str, *, construct: str) -> None:
     """Refuse a deployment whose target yields no ``kind`` (the construct has nothing to emit)."""
     if kind in deployment.target.kinds:
         return
-    serving = [n for n in target_names() if kind in load_target(n).kinds]
+    serving = kind_targets(kind)
     raise MlccError(
         Problem(
             message=f"{construct} emits the {kind} of targets {', '.join(serving)}",

@@ -1,13 +1,20 @@
 """``EngineDeployment``: the engine's pods on a target that renders a Deployment (``eks``):
 ServiceAccount, ConfigMaps, the static Mountpoint S3 CSI PersistentVolume and claim for an
-``s3://`` model, the CacheBackend's client config, the Deployment and its Service."""
+``s3://`` model, the CacheBackend's client config, the Deployment and its Service.
+
+The construct is also a cdk8s-plus-28 workload (``IScalable``, ``IPodSelector``,
+``INetworkPolicyPeer``): a team's ``HorizontalPodAutoscaler`` and ``NetworkPolicy`` take it as
+their target, selector or peer (``k8s/workload.py``: what each member returns and why).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import cdk8s
+import cdk8s_plus_28 as kplus
 import constructs
+import jsii
 
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
@@ -20,9 +27,10 @@ from mlcc_constructs.k8s.config_map import (
     EngineConfigMap,
     EngineConfigMapProps,
 )
+from mlcc_constructs.k8s.workload import ENTRY_ID as DEPLOYMENT_ENTRY, EngineWorkload
 
 # The rendered Deployment is this construct's primary child.
-_PRIMARY = {"Deployment": "Resource"}
+_PRIMARY = {DEPLOYMENT_ENTRY: "Resource"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +51,7 @@ class EngineDeploymentProps:
         check_fields(self)
 
 
+@jsii.implements(kplus.IScalable, kplus.IPodSelector, kplus.INetworkPolicyPeer)
 class EngineDeployment(constructs.Construct):
     """Every object of the deployment (``core/serving/renderers/eks.py``), the ConfigMap possibly
     owned elsewhere. The Deployment is the child ``Resource``; the others keep their rendered
@@ -51,6 +60,14 @@ class EngineDeployment(constructs.Construct):
 
     The engine container is named ``"engine"`` (:attr:`container_name`), a stable contract for
     functions that post-process the Deployment.
+
+    cdk8s-plus-28 constructs take it as a workload (members delegate to :attr:`workload`)::
+
+        kplus.HorizontalPodAutoscaler(chart, "Hpa", target=serving, max_replicas=4,
+                                      metadata=cdk8s.ApiObjectMetadata(namespace=serving.namespace))
+        kplus.NetworkPolicy(chart, "Np", selector=serving, ingress=...)
+
+    An attached autoscaler removes ``spec.replicas`` from the Deployment (it owns the count).
     """
 
     container_name = ENGINE_CONTAINER
@@ -84,6 +101,7 @@ class EngineDeployment(constructs.Construct):
         """The ConfigMap the pods read (``None`` in ``args`` delivery)."""
         self.objects: dict[str, cdk8s.ApiObject] = {}
         """Every object this construct emits, by rendered id (``Deployment``, ``Service``...)."""
+        workload: EngineWorkload | None = None
         for rendered in deployment.objects:
             if rendered.id == CONFIG_MAP_ENTRY:
                 if self.config_map is None:
@@ -92,8 +110,15 @@ class EngineDeployment(constructs.Construct):
                     )
                 continue
             child_id = _PRIMARY.get(rendered.id, rendered.id)
-            self.objects[rendered.id] = api_object(self, child_id, rendered.object)
-        self.resource: cdk8s.ApiObject = self.objects["Deployment"]
+            made = api_object(self, child_id, rendered.object)
+            self.objects[rendered.id] = made
+            if rendered.id == DEPLOYMENT_ENTRY:
+                workload = EngineWorkload(made, deployment)
+        assert workload is not None  # require_kind: the target renders a Deployment
+        self.workload: EngineWorkload = workload
+        """The Deployment as a cdk8s-plus workload (this construct's interface members delegate
+        to it): its ``selector``, ``containers`` and ``engine_container``."""
+        self.resource: cdk8s.ApiObject = self.objects[DEPLOYMENT_ENTRY]
         """The Deployment."""
         self.service: cdk8s.ApiObject = self.objects["Service"]
         """The ClusterIP Service on the engine's port."""
@@ -107,5 +132,38 @@ class EngineDeployment(constructs.Construct):
         """Its PersistentVolumeClaim, mounted read-only at the target's model mount path."""
         self.name: str = names.base
         """Name of the Deployment, Service and ServiceAccount."""
+        self.namespace: str = names.namespace
+        """Their namespace (an autoscaler of the Deployment must be created there too)."""
         self.warnings: tuple[str, ...] = deployment.warnings
         """Resolver and render notes (omitted capabilities, unchecked versions)."""
+
+    # -- cdk8s-plus-28 interfaces (k8s/workload.py), delegated to the Deployment's workload --
+
+    @property
+    def has_autoscaler(self) -> bool:
+        """``IScalable.hasAutoscaler``: an autoscaler targets the Deployment."""
+        return self.workload.has_autoscaler
+
+    @has_autoscaler.setter
+    def has_autoscaler(self, value: bool) -> None:
+        self.workload.has_autoscaler = value
+
+    def mark_has_autoscaler(self) -> None:
+        """``IScalable.markHasAutoscaler``: the Deployment leaves out ``spec.replicas``."""
+        self.workload.mark_has_autoscaler()
+
+    def to_scaling_target(self) -> kplus.ScalingTarget:
+        """``IScalable.toScalingTarget``: apps/v1 Deployment, its name and containers."""
+        return self.workload.to_scaling_target()
+
+    def to_pod_selector_config(self) -> kplus.PodSelectorConfig:
+        """``IPodSelector.toPodSelectorConfig``: the Deployment's selector, in its namespace."""
+        return self.workload.to_pod_selector_config()
+
+    def to_network_policy_peer_config(self) -> kplus.NetworkPolicyPeerConfig:
+        """``INetworkPolicyPeer.toNetworkPolicyPeerConfig``: the pods, by selector."""
+        return self.workload.to_network_policy_peer_config()
+
+    def to_pod_selector(self) -> kplus.IPodSelector:
+        """``INetworkPolicyPeer.toPodSelector``: this construct."""
+        return self
