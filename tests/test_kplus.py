@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mlcc_constructs.core.serving.kinds.validation import core_object_problems
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.prepare.deployment import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext

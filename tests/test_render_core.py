@@ -1,4 +1,4 @@
-"""Core renderers (plain dicts): snapshots per engine x target x LoRA, and the render rules."""
+"""The core render (plain dicts): snapshots per engine x target x LoRA, and the render rules."""
 
 from __future__ import annotations
 

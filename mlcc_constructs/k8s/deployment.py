@@ -53,7 +53,7 @@ class EngineDeploymentProps:
 
 @jsii.implements(kplus.IScalable, kplus.IPodSelector, kplus.INetworkPolicyPeer)
 class EngineDeployment(constructs.Construct):
-    """Every object of the deployment (``core/serving/renderers/eks.py``), the ConfigMap possibly
+    """Every object of the deployment (the kinds of target ``eks``), the ConfigMap possibly
     owned elsewhere. The Deployment is the child ``Resource``; the others keep their rendered
     ids (``ServiceAccount``, ``ConfigMap``, ``WrapperConfigMap``, ``ModelVolume``,
     ``ModelClaim``, ``CacheConfigMap``, ``Service``).

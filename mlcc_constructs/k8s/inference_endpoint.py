@@ -54,6 +54,6 @@ class InferenceEndpointConfig(constructs.Construct):
         """The InferenceEndpointConfig object."""
         self.name: str = deployment.names.base
         """Its name (also ``modelName``; ``endpointName`` is unique per namespace:
-        ``core.renderers.hyperpod_eks.endpoint_name``)."""
+        ``core.serving.kinds.inference_endpoint_config.endpoint_name``)."""
         self.warnings: tuple[str, ...] = deployment.warnings
         """Resolver and render notes."""

@@ -87,7 +87,7 @@ class DeploymentSpec:
     """One served model. Only ``engine``, ``model`` and ``instance_type`` are required.
 
     The resolver reads the engine facts (engine, model, instance type, TP, quantization,
-    LoRA, env, engine version); the renderers read the rest.
+    LoRA, env, engine version); the kinds render the rest.
 
     Fields:
 
