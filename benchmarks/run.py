@@ -9,7 +9,9 @@ peer measured side by side in this one run. Prints one table and writes
 - synth: the CDK app (every stack, the gates, dist/) against an app with one empty Stack, warm
   and with an empty jsii package cache;
 - the serving-side scale curve of the CDK app at 1, 10, 100, 200 deployments;
-- ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install.
+- ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
+- libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
+  that do its job, end to end (``benchmarks/libraries.py``).
 
 Every figure is the median of ``--runs`` measurements after a warm-up (the cold ones excepted),
 with min and max; commands compared with each other are interleaved (A B A B ...), so drift on
@@ -46,6 +48,7 @@ from benchmarks._measure import (  # noqa: E402 (the repository first on the pat
     measure_processes,
     run_process,
 )
+from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
 
@@ -355,7 +358,7 @@ def table(results: dict[str, Any]) -> str:
                 )
             )
         verdict = "met" if result["met"] else "MISSED"
-        hidden = ("figures", "target", "met", "ratios")
+        hidden = ("figures", "target", "met", "ratios", "micro")  # micro: in results.json
         headline = {k: v for k, v in result.items() if k not in hidden}
         own_line = [k for k, v in headline.items() if isinstance(v, str) and len(v) > 60]
         summary = "".join(f"{k}:\n       {headline.pop(k)}\n     " for k in own_line)
@@ -389,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "synth vs floor": lambda: synth_vs_floor(args.runs),
         "serving scale curve": lambda: scale_curve(args.runs, scale_sizes),
         "test suite": lambda: test_suite(args.runs),
+        "libraries vs ours": lambda: libraries_vs_ours(args.runs),
     }
     wanted = set(args.only.split(",")) if args.only else None
     benchmarks: dict[str, Any] = {}
