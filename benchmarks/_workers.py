@@ -16,14 +16,14 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 
-def _context(count: int | None) -> dict[str, Any]:
-    """cdk.json's context; with ``count``, that many generated deployments instead of the
-    reference ones."""
+def _context(count: int | None, targets: tuple[str, ...] = ()) -> dict[str, Any]:
+    """cdk.json's context; with ``count``, that many generated deployments (on ``targets`` in
+    turn, else the default target) instead of the reference ones."""
     context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
     if count is not None:
         from benchmarks.specs import deployment_entries
 
-        context["reference_deployments"] = deployment_entries(count)
+        context["reference_deployments"] = deployment_entries(count, targets=targets)
     return context
 
 
@@ -51,14 +51,14 @@ def app(count: int | None = None) -> None:
         built.synth()
 
 
-def dist(count: int, out: str) -> None:
+def dist(count: int, out: str, targets: tuple[str, ...] = ()) -> None:
     """``make synth``'s dist/ for ``count`` deployments, alone (the part that competes with
     ``helm template``): prepared from the entries, written as mlcc render writes them."""
     from mlcc_constructs.core.serving.kinds.registry import validate_objects
     from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
     from mlcc_constructs.core.support.yaml_output import to_yaml
 
-    context = _context(count)
+    context = _context(count, targets)
     deployments = prepare_deployments(
         context["reference_deployments"],
         defaults={k: context.get(k) for k in ("account", "region", "profile")},
@@ -79,6 +79,6 @@ if __name__ == "__main__":
     elif name == "app":
         app(int(args[0]) if args else None)
     elif name == "dist":
-        dist(int(args[0]), args[1])
+        dist(int(args[0]), args[1], tuple(args[2].split(",")) if len(args) > 2 else ())
     else:
         raise SystemExit(f"unknown worker {name!r}")

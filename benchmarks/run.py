@@ -9,7 +9,9 @@ peer measured side by side in this one run. Prints one table and writes
 - synth: the CDK app (every stack, the gates, dist/) against an app with one empty Stack, warm
   and with an empty jsii package cache;
 - the serving-side scale curve of the CDK app at 1, 10, 100, 200 deployments;
-- ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install.
+- ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
+- libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
+  that do its job, end to end (``benchmarks/libraries.py``).
 
 Every figure is the median of ``--runs`` measurements after a warm-up (the cold ones excepted),
 with min and max; commands compared with each other are interleaved (A B A B ...), so drift on
@@ -28,145 +30,30 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
-PYTHON = sys.executable
-WORKERS = str(REPO / "benchmarks" / "_workers.py")
-PAGE = os.sysconf("SC_PAGE_SIZE")
-# Measured as installed code runs: with .pyc files (the warm-up run writes them into the
-# git-ignored __pycache__ folders), so a PYTHONDONTWRITEBYTECODE from the environment is dropped.
-ENV = {
-    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
-    "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
-    "CDK_DISABLE_CLI_TELEMETRY": "true",
-}
-# `mlcc` as users run it: the console script pip installs next to the interpreter.
-MLCC_SCRIPT = Path(PYTHON).parent / "mlcc"
 
-
-@dataclass
-class Figure:
-    """Median, min and max of the samples of one measurement."""
-
-    name: str
-    unit: str
-    samples: list[float]
-    peak_mib: list[float] = field(default_factory=list)
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.samples)
-
-    def summary(self) -> dict[str, Any]:
-        result: dict[str, Any] = {
-            "unit": self.unit,
-            "median": round(self.median, 4),
-            "min": round(min(self.samples), 4),
-            "max": round(max(self.samples), 4),
-            "runs": len(self.samples),
-        }
-        if self.peak_mib:
-            result["peak_mib_median"] = round(statistics.median(self.peak_mib), 1)
-        return result
-
-
-# -- measuring processes -----------------------------------------------------------------
-
-
-def _children(pid: int) -> list[int]:
-    found = []
-    try:
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as handle:
-                found += [int(c) for c in handle.read().split()]
-    except OSError:
-        pass
-    return found
-
-
-def _tree_rss(pid: int) -> int:
-    total, stack = 0, [pid]
-    while stack:
-        current = stack.pop()
-        try:
-            with open(f"/proc/{current}/statm") as handle:
-                total += int(handle.read().split()[1]) * PAGE
-        except OSError:
-            continue
-        stack += _children(current)
-    return total
-
-
-def run_process(command: Sequence[str], *, check: bool = True) -> tuple[float, float]:
-    """Wall seconds and peak resident memory (MiB) of the whole process tree.
-
-    The main thread only waits, so the wall time is exact; a sampler thread sums the resident
-    memory of the tree (Python and the jsii node child) every 5 ms.
-    """
-    peak = 0
-    done = threading.Event()
-
-    def sample(pid: int) -> None:
-        nonlocal peak
-        while not done.is_set():
-            peak = max(peak, _tree_rss(pid))
-            done.wait(0.005)
-
-    start = time.perf_counter()
-    process = subprocess.Popen(
-        command, cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    sampler = threading.Thread(target=sample, args=(process.pid,), daemon=True)
-    sampler.start()
-    process.wait()
-    elapsed = time.perf_counter() - start
-    done.set()
-    sampler.join()
-    if check and process.returncode != 0:
-        raise SystemExit(f"benchmark command failed ({process.returncode}): {' '.join(command)}")
-    return elapsed, peak / 2**20
-
-
-def measure_processes(
-    commands: dict[str, Sequence[str]], runs: int, unit: str = "s"
-) -> dict[str, Figure]:
-    """Interleave the commands (A B A B ...) so drift on the machine hits them alike."""
-    figures = {name: Figure(name, unit, []) for name in commands}
-    for command in commands.values():  # warm-up: disk cache, .pyc files
-        run_process(command)
-    for _ in range(runs):
-        for name, command in commands.items():
-            elapsed, peak = run_process(command)
-            figures[name].samples.append(elapsed)
-            figures[name].peak_mib.append(peak)
-    return figures
-
-
-def measure_call(name: str, call: Callable[[], object], runs: int) -> Figure:
-    call()
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        call()
-        samples.append(time.perf_counter() - start)
-    return Figure(name, "s", samples)
-
+from benchmarks._measure import (  # noqa: E402 (the repository first on the path)
+    ENV,
+    MLCC_SCRIPT,
+    PYTHON,
+    WORKERS,
+    Figure,
+    load_average as _load,
+    measure_processes,
+    run_process,
+)
+from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
 
 MODEL_S3 = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 MODEL_HF = "meta-llama/Llama-3.1-8B-Instruct"
-
-
-def _load() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()]
 
 
 def _wheel_site(work: Path) -> Path:
@@ -471,10 +358,11 @@ def table(results: dict[str, Any]) -> str:
                 )
             )
         verdict = "met" if result["met"] else "MISSED"
-        headline = {
-            k: v for k, v in result.items() if k not in ("figures", "target", "met", "ratios")
-        }
-        summary = ", ".join(f"{k}={v}" for k, v in headline.items())
+        hidden = ("figures", "target", "met", "ratios", "micro")  # micro: in results.json
+        headline = {k: v for k, v in result.items() if k not in hidden}
+        own_line = [k for k, v in headline.items() if isinstance(v, str) and len(v) > 60]
+        summary = "".join(f"{k}:\n       {headline.pop(k)}\n     " for k in own_line)
+        summary += ", ".join(f"{k}={v}" for k, v in headline.items())
         verdicts[len(rows) - 1] = f"  => {summary}\n     target {result['target']}: {verdict}"
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = []
@@ -504,6 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "synth vs floor": lambda: synth_vs_floor(args.runs),
         "serving scale curve": lambda: scale_curve(args.runs, scale_sizes),
         "test suite": lambda: test_suite(args.runs),
+        "libraries vs ours": lambda: libraries_vs_ours(args.runs),
     }
     wanted = set(args.only.split(",")) if args.only else None
     benchmarks: dict[str, Any] = {}

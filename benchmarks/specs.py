@@ -1,5 +1,5 @@
-"""Deterministic deployments for the benchmarks: the same eks vLLM deployment under N names
-(the shape a GitOps user would template with helm), as spec-file entries."""
+"""Deterministic deployments for the benchmarks: the same vLLM deployment under N names (the
+shape a GitOps user would template with helm), as spec-file entries."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1
 NAMESPACE = "bench"
 
 
-def deployment_entries(count: int, *, name: str = "bench") -> list[dict[str, Any]]:
-    """``count`` deployment spec entries (``mlcc render -f`` / cdk.json schema), one name each."""
-    return [
+def deployment_entries(
+    count: int, *, name: str = "bench", targets: tuple[str, ...] = ()
+) -> list[dict[str, Any]]:
+    """``count`` deployment spec entries (``mlcc render -f`` / cdk.json schema), one name each;
+    on the default target (eks), or on ``targets`` taken in turn."""
+    entries: list[dict[str, Any]] = [
         {
             "engine": "vllm",
             "model": MODEL,
@@ -24,3 +27,6 @@ def deployment_entries(count: int, *, name: str = "bench") -> list[dict[str, Any
         }
         for index in range(count)
     ]
+    for index, entry in enumerate(entries if targets else ()):
+        entry["target"] = targets[index % len(targets)]
+    return entries
