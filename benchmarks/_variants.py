@@ -200,8 +200,9 @@ def _per_item(call: Callable[[Any], object], items: Sequence[Any], rounds: int =
 def micro() -> dict[str, float]:
     """The swapped steps alone, warm: validating and writing one deployment's objects (eks and
     hyperpod-eks in turn), building one DeploymentSpec."""
-    from benchmarks.specs import deployment_entries
     from mlcc_constructs.core.serving.kinds.validation import validate_objects
+
+    from benchmarks.specs import deployment_entries
     from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
     from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
     from mlcc_constructs.core.support import yaml_output
