@@ -41,3 +41,25 @@ def test_the_cdk8s_example_runs_and_matches_the_core(tmp_path: Path) -> None:
     assert documents == list(render(spec).objects)
     team = list(yaml.safe_load_all((tmp_path / "dist" / "team.k8s.yaml").read_text()))
     assert team == documents
+
+
+def test_the_cdk8s_plus_example_runs_and_scales_the_library_deployment(tmp_path: Path) -> None:
+    (block,) = [b for b in _python_blocks() if "HorizontalPodAutoscaler" in b]
+    (tmp_path / "example.py").write_text(block)
+    env = {
+        **os.environ,
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "PYTHONPATH": str(README.parent),
+    }
+    subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, check=True)
+    documents = list(yaml.safe_load_all((tmp_path / "dist" / "team.k8s.yaml").read_text()))
+    by_kind = {d["kind"]: d for d in documents}
+    assert by_kind["HorizontalPodAutoscaler"]["spec"]["scaleTargetRef"] == {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "name": "llama",
+    }
+    assert by_kind["NetworkPolicy"]["spec"]["podSelector"] == {
+        "matchLabels": {"app.kubernetes.io/name": "llama"}
+    }
+    assert "replicas" not in by_kind["Deployment"]["spec"]  # the HPA owns the count
