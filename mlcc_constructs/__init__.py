@@ -18,6 +18,10 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ModelBuckets as ModelBuckets,
         ModelBucketsProps as ModelBucketsProps,
     )
+    from mlcc_constructs.aws.gpu_node_pool import (
+        GpuNodePool as GpuNodePool,
+        GpuNodePoolProps as GpuNodePoolProps,
+    )
     from mlcc_constructs.aws.hyperpod_cluster import (
         HyperPodCluster as HyperPodCluster,
         HyperPodClusterProps as HyperPodClusterProps,
@@ -43,6 +47,17 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         S3CsiDriver as S3CsiDriver,
         S3CsiDriverProps as S3CsiDriverProps,
         S3CsiParentIds as S3CsiParentIds,
+    )
+    from mlcc_constructs.aws.served_model import (
+        ServedModel as ServedModel,
+        ServedModelProps as ServedModelProps,
+    )
+    from mlcc_constructs.aws.serving_cluster import (
+        ImportedServingCluster as ImportedServingCluster,
+        ImportedServingClusterProps as ImportedServingClusterProps,
+        IServingCluster as IServingCluster,
+        ServingCluster as ServingCluster,
+        ServingClusterProps as ServingClusterProps,
     )
     from mlcc_constructs.core.adapters.lora_rank import (
         AdapterRank as AdapterRank,
@@ -141,6 +156,15 @@ _LAZY: dict[str, str] = {
     "HyperPodInferenceOperatorProps": "mlcc_constructs.aws.inference_operator",
     "Namespaces": "mlcc_constructs.k8s.namespaces",
     "NamespacesProps": "mlcc_constructs.k8s.namespaces",
+    "ServingCluster": "mlcc_constructs.aws.serving_cluster",
+    "ServingClusterProps": "mlcc_constructs.aws.serving_cluster",
+    "IServingCluster": "mlcc_constructs.aws.serving_cluster",
+    "ImportedServingCluster": "mlcc_constructs.aws.serving_cluster",
+    "ImportedServingClusterProps": "mlcc_constructs.aws.serving_cluster",
+    "GpuNodePool": "mlcc_constructs.aws.gpu_node_pool",
+    "GpuNodePoolProps": "mlcc_constructs.aws.gpu_node_pool",
+    "ServedModel": "mlcc_constructs.aws.served_model",
+    "ServedModelProps": "mlcc_constructs.aws.served_model",
     "plan_serving": "mlcc_constructs.core.serving.plan",
     "manifest_logical_id": "mlcc_constructs.core.serving.manifest_ids",
 }
