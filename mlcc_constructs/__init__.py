@@ -28,6 +28,11 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ImportedHyperPodCluster as ImportedHyperPodCluster,
         ImportedHyperPodClusterProps as ImportedHyperPodClusterProps,
     )
+    from mlcc_constructs.aws.imported_cluster import (
+        ImportedServingCluster as ImportedServingCluster,
+        ImportedServingClusterProps as ImportedServingClusterProps,
+        IServingCluster as IServingCluster,
+    )
     from mlcc_constructs.aws.inference_components import (
         AdapterInferenceComponents as AdapterInferenceComponents,
         AdapterInferenceComponentsProps as AdapterInferenceComponentsProps,
@@ -53,9 +58,6 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ServedModelProps as ServedModelProps,
     )
     from mlcc_constructs.aws.serving_cluster import (
-        ImportedServingCluster as ImportedServingCluster,
-        ImportedServingClusterProps as ImportedServingClusterProps,
-        IServingCluster as IServingCluster,
         ServingCluster as ServingCluster,
         ServingClusterProps as ServingClusterProps,
     )
@@ -158,9 +160,9 @@ _LAZY: dict[str, str] = {
     "NamespacesProps": "mlcc_constructs.k8s.namespaces",
     "ServingCluster": "mlcc_constructs.aws.serving_cluster",
     "ServingClusterProps": "mlcc_constructs.aws.serving_cluster",
-    "IServingCluster": "mlcc_constructs.aws.serving_cluster",
-    "ImportedServingCluster": "mlcc_constructs.aws.serving_cluster",
-    "ImportedServingClusterProps": "mlcc_constructs.aws.serving_cluster",
+    "IServingCluster": "mlcc_constructs.aws.imported_cluster",
+    "ImportedServingCluster": "mlcc_constructs.aws.imported_cluster",
+    "ImportedServingClusterProps": "mlcc_constructs.aws.imported_cluster",
     "GpuNodePool": "mlcc_constructs.aws.gpu_node_pool",
     "GpuNodePoolProps": "mlcc_constructs.aws.gpu_node_pool",
     "ServedModel": "mlcc_constructs.aws.served_model",

@@ -81,3 +81,4 @@ class DeploymentServingStack(cdk.Stack):
                 create_namespace=False,  # the namespaces stack applies it
             ),
         )
+        self.objects = self.model.objects

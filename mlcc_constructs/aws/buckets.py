@@ -21,7 +21,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_names, bucket_patterns
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.core.support.typecheck import check_fields
 
 BucketRef = s3.IBucket | str
@@ -156,18 +156,11 @@ def resolve_bucket(
     ``${profile}`` of a descriptor key."""
     if not isinstance(ref, str):
         return ref
-    construct_id = "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", ref)) + "Bucket"
-    name = _bucket_name(scope, ref, profile=profile, props=props, field=field)
-    existing = scope.node.try_find_child(construct_id)
-    if existing is not None:
-        return cast(s3.IBucket, existing)
-    return s3.Bucket.from_bucket_name(scope, construct_id, name)
-
-
-def _bucket_name(scope: Construct, ref: str, *, profile: str | None, props: str, field: str) -> str:
-    """The concrete name of a descriptor key or a literal bucket name."""
-    keys = bucket_patterns()
-    if ref in keys:
+    problem = bucket_ref_problem(ref, where=props, pointer=f"/{field}")
+    if problem is not None:
+        raise MlccError(problem)
+    name = ref
+    if ref in bucket_patterns():
         if profile is None:
             raise fail(
                 f"bucket {ref!r} is given by descriptor key but no profile is set",
@@ -176,15 +169,34 @@ def _bucket_name(scope: Construct, ref: str, *, profile: str | None, props: str,
                 "the bucket object",
             )
         account, region = concrete_environment(scope)
-        return bucket_name(ref, account=account, region=region, profile=profile)
-    if _BUCKET_NAME.match(ref) and ".." not in ref:
-        return ref
-    what = "an ARN is not a bucket" if ref.startswith("arn:") else "not a bucket"
+        name = bucket_name(ref, account=account, region=region, profile=profile)
+    construct_id = "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", ref)) + "Bucket"
+    existing = scope.node.try_find_child(construct_id)
+    if existing is not None:
+        return cast(s3.IBucket, existing)
+    return s3.Bucket.from_bucket_name(scope, construct_id, name)
+
+
+def bucket_ref_problem(ref: object, *, where: str, pointer: str) -> Problem | None:
+    """The problem of a bucket given as text (``None``: an object, a descriptor key or a valid
+    bucket name): an ARN, a deploy-time token, or no bucket name at all."""
+    if not isinstance(ref, str):
+        return None
+    keys = bucket_patterns()
+    if ref in keys or (
+        _BUCKET_NAME.match(ref) and ".." not in ref and not cdk.Token.is_unresolved(ref)
+    ):
+        return None
     if cdk.Token.is_unresolved(ref):
-        what = "a bucket name known only at deploy time is not a bucket"
-    raise fail(
-        what,
-        where=f"{props}.{field}",
+        message = "a bucket name known only at deploy time is not a bucket"
+    elif ref.startswith("arn:"):
+        message = "an ARN is not a bucket"
+    else:
+        message = "not a bucket"
+    return Problem(
+        message=message,
+        where=where,
+        pointer=pointer,
         value=ref,
         allowed=f"an s3.IBucket, a key of stacks/buckets.json ({', '.join(sorted(keys))}) or "
         "an S3 bucket name (3-63 lower-case letters, digits, '.', '-')",

@@ -41,10 +41,15 @@ def catalog_families() -> tuple[str, ...]:
 
 
 def capacity_problems(
-    families: Sequence[str], types: Sequence[str], *, where: str
+    families: Sequence[str],
+    types: Sequence[str],
+    *,
+    where: str,
+    fields: tuple[str, str] = ("instance_families", "instance_types"),
 ) -> list[Problem]:
     """Every family that is not one of the catalog's and every type the catalog does not know
-    (``where``: the props, e.g. ``GpuNodePoolProps``)."""
+    (``where``: the props, e.g. ``GpuNodePoolProps``; ``fields``: the names of the two
+    fields there)."""
     problems: list[Problem] = []
     for index, family in enumerate(families):
         if family not in catalog_families():
@@ -52,7 +57,7 @@ def capacity_problems(
                 Problem(
                     message="not an instance family of the instance catalog",
                     where=where,
-                    pointer=json_pointer("instance_families", index),
+                    pointer=json_pointer(fields[0], index),
                     value=family,
                     allowed=", ".join(catalog_families()),
                     fix="name the family of a catalog instance type (ml.g5.12xlarge: g5)",
@@ -63,9 +68,7 @@ def capacity_problems(
             lookup(name)
         except MlccError as error:
             problems.extend(
-                dataclasses.replace(
-                    problem, where=where, pointer=json_pointer("instance_types", index)
-                )
+                dataclasses.replace(problem, where=where, pointer=json_pointer(fields[1], index))
                 for problem in error.problems
             )
     return problems

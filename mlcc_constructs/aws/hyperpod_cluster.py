@@ -42,7 +42,12 @@ from aws_cdk import (
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, nag_text
-from mlcc_constructs.aws.buckets import BucketRef, concrete_environment, resolve_bucket
+from mlcc_constructs.aws.buckets import (
+    BucketRef,
+    bucket_ref_problem,
+    concrete_environment,
+    resolve_bucket,
+)
 from mlcc_constructs.core.adapters.s3_layout import S3Location, hyperpod_lifecycle_prefix
 from mlcc_constructs.core.platform.hyperpod import (
     ON_CREATE,
@@ -52,6 +57,7 @@ from mlcc_constructs.core.platform.hyperpod import (
 )
 from mlcc_constructs.core.platform.hyperpod_iam import hyperpod_instance_statements
 from mlcc_constructs.core.platform.iam_statement import Arns
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 NODE_RECOVERY = "Automatic"
@@ -108,6 +114,12 @@ class HyperPodClusterProps:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        problems = [
+            bucket_ref_problem(
+                self.artifacts_bucket, where="HyperPodClusterProps", pointer="/artifacts_bucket"
+            ),
+        ]
+        raise_if_any(problem for problem in problems if problem is not None)
 
 
 class HyperPodCluster(Construct):

@@ -33,7 +33,12 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, irsa_principal
-from mlcc_constructs.aws.buckets import BucketRef, concrete_environment, resolve_bucket
+from mlcc_constructs.aws.buckets import (
+    BucketRef,
+    bucket_ref_problem,
+    concrete_environment,
+    resolve_bucket,
+)
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.core.platform.alb_controller_iam import alb_controller_statements
 from mlcc_constructs.core.platform.hyperpod_iam import (
@@ -53,6 +58,7 @@ from mlcc_constructs.core.platform.inference_operator import (
 )
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.plan import MANAGED_BY
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 DEPENDENCY_IDS: Mapping[str, str] = {
@@ -92,6 +98,12 @@ class HyperPodInferenceOperatorProps:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        problems = [
+            bucket_ref_problem(
+                self.tls_bucket, where="HyperPodInferenceOperatorProps", pointer="/tls_bucket"
+            ),
+        ]
+        raise_if_any(problem for problem in problems if problem is not None)
 
 
 class HyperPodInferenceOperator(Construct):

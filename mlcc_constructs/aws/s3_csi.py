@@ -29,8 +29,9 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text
-from mlcc_constructs.aws.buckets import BucketRef, resolve_bucket
+from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem, resolve_bucket
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"
@@ -100,6 +101,14 @@ class S3CsiDriverProps:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        problems = [
+            *(
+                bucket_ref_problem(ref, where="S3CsiDriverProps", pointer=f"/read_buckets/{index}")
+                for index, ref in enumerate(self.read_buckets)
+            ),
+            bucket_ref_problem(self.tls_bucket, where="S3CsiDriverProps", pointer="/tls_bucket"),
+        ]
+        raise_if_any(problem for problem in problems if problem is not None)
 
 
 class S3CsiDriver(Construct):

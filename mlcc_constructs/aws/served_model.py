@@ -118,6 +118,23 @@ class ServedModel(Construct):
         super().__init__(scope, id)
         prepared = props.deployment
         objects: Sequence[Mapping[str, Any]] = [entry.object for entry in prepared.objects]
+        # The one place that asks which kinds need the operator's CRDs.
+        waits = [needs_operator(obj) for obj in objects]
+        operator = (
+            props.operator.addon
+            if isinstance(props.operator, HyperPodInferenceOperator)
+            else props.operator
+        )
+        if operator is None and any(waits):
+            obj = objects[waits.index(True)]
+            metadata = obj.get("metadata") or {}
+            raise fail(
+                f"the deployment's {obj.get('kind')} {metadata.get('namespace')}/"
+                f"{metadata.get('name')} needs the CRD of the EKS add-on {ADDON_NAME}, and no "
+                "operator is given",
+                where=self.node.path,
+                fix="pass operator=<the cluster's HyperPodInferenceOperator> in ServedModelProps",
+            )
         namespace = prepared.spec.namespace
         self.namespace: KubernetesObjects | None = None
         if props.create_namespace and namespace not in BUILT_IN_NAMESPACES:
@@ -138,22 +155,8 @@ class ServedModel(Construct):
         )
         if self.namespace is not None:
             self.objects.node.add_dependency(self.namespace)
-        operator = (
-            props.operator.addon
-            if isinstance(props.operator, HyperPodInferenceOperator)
-            else props.operator
-        )
-        for manifest, obj in zip(self.objects.manifests.values(), objects, strict=True):
-            if not needs_operator(obj):  # the one place that asks which kinds need it
-                continue
-            if operator is None:
-                metadata = obj.get("metadata") or {}
-                raise fail(
-                    f"the deployment's {obj.get('kind')} {metadata.get('namespace')}/"
-                    f"{metadata.get('name')} needs the CRD of the EKS add-on {ADDON_NAME}, and "
-                    "no operator is given",
-                    where=self.node.path,
-                    fix="pass operator=<the cluster's HyperPodInferenceOperator> in "
-                    "ServedModelProps",
-                )
-            manifest.node.add_dependency(operator)
+        for manifest, waits_for_operator in zip(
+            self.objects.manifests.values(), waits, strict=True
+        ):
+            if waits_for_operator and operator is not None:
+                manifest.node.add_dependency(operator)

@@ -1,5 +1,6 @@
-"""``ServingCluster``: an EKS Auto Mode cluster ready to serve models, and ``IServingCluster``,
-what serving on a cluster needs (``ServingCluster.from_cluster_attributes`` for a team's own).
+"""``ServingCluster``: an EKS Auto Mode cluster ready to serve models. It is an
+:class:`~mlcc_constructs.aws.imported_cluster.IServingCluster`, what serving on a cluster needs;
+``ServingCluster.from_cluster_attributes`` makes one of a team's own cluster.
 
 ``ServingCluster`` creates (children; their ids are a contract, see *Logical ids*):
 
@@ -45,7 +46,6 @@ import importlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import aws_cdk as cdk
 from aws_cdk import (
@@ -57,12 +57,15 @@ from aws_cdk import (
 )
 from constructs import Construct
 
-from mlcc_constructs.aws._iam import nag_text
-from mlcc_constructs.aws.buckets import BucketRef, resolve_bucket
+from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
+from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem
 from mlcc_constructs.aws.gpu_node_pool import GpuNodePool, GpuNodePoolProps, capacity_problems
+from mlcc_constructs.aws.imported_cluster import (
+    ImportedServingCluster,
+    ImportedServingClusterProps,
+    IServingCluster,
+)
 from mlcc_constructs.aws.s3_csi import (
-    READ_BUCKET_ACTIONS,
-    READ_OBJECT_ACTIONS,
     S3CsiDriver,
     S3CsiDriverProps,
     S3CsiParentIds,
@@ -77,7 +80,6 @@ from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import (
     MlccError,
     Problem,
-    fail,
     json_pointer,
     raise_if_any,
 )
@@ -90,17 +92,6 @@ _CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
 _KUBERNETES_VERSION = re.compile(r"^1\.[0-9]+$")
 _PROPS = "ServingClusterProps"
 
-# AWS-managed policies aws_eks_v2.Cluster attaches (Auto Mode): cdk-nag IAM4 findings.
-_EKS_MANAGED_POLICIES = (
-    ("AmazonEKSClusterPolicy", "cluster role"),
-    ("AmazonEKSComputePolicy", "cluster role"),
-    ("AmazonEKSBlockStoragePolicy", "cluster role"),
-    ("AmazonEKSLoadBalancingPolicy", "cluster role"),
-    ("AmazonEKSNetworkingPolicy", "cluster role"),
-    ("AmazonEKSWorkerNodePolicy", "Auto Mode node role"),
-    ("AmazonEC2ContainerRegistryReadOnly", "Auto Mode node role"),
-)
-_LAMBDA_POLICY = "Policy::arn:<AWS::Partition>:iam::aws:policy/service-role/"
 _CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API,
     eks.ClusterLoggingTypes.AUDIT,
@@ -108,34 +99,6 @@ _CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.CONTROLLER_MANAGER,
     eks.ClusterLoggingTypes.SCHEDULER,
 )
-
-
-class IServingCluster(Protocol):
-    """What serving on an EKS cluster needs: :class:`ServingCluster` (created) and
-    :meth:`ServingCluster.from_cluster_attributes` (a team's own) both provide it.
-
-    ``cluster``: the cluster; its kubectl provider applies Kubernetes objects
-    (:class:`~mlcc_constructs.aws.served_model.ServedModel`).
-    ``oidc_provider``: its IAM OIDC provider (IRSA trust of the HyperPod inference operator).
-    ``vpc``: its VPC (the HyperPod cluster's subnets).
-    ``cluster_name``: its name (text where known: IAM ARNs, cdk-nag acknowledgements).
-    """
-
-    @property
-    def cluster(self) -> eks.ICluster | eks.Cluster: ...
-
-    @property
-    def oidc_provider(self) -> iam.IOpenIdConnectProvider: ...
-
-    @property
-    def vpc(self) -> ec2.IVpc: ...
-
-    @property
-    def cluster_name(self) -> str: ...
-
-    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
-        """Let the cluster's S3 CSI driver mount ``bucket`` read-only; returns the bucket."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,7 +161,10 @@ class ServingClusterProps:
                 *_network_problems(self),
                 *_version_problems(self),
                 *capacity_problems(
-                    [*self.gpu_instance_families], [*self.gpu_instance_types], where=_PROPS
+                    self.gpu_instance_families,
+                    self.gpu_instance_types,
+                    where=_PROPS,
+                    fields=("gpu_instance_families", "gpu_instance_types"),
                 ),
             ]
         )
@@ -217,7 +183,7 @@ def _problem(field: str, message: str, value: object, *, allowed: str = "", fix:
 
 def _resource_problems(props: ServingClusterProps) -> list[Problem]:
     """Text where a resource object belongs (jsii interfaces pass the type check)."""
-    problems = []
+    problems: list[Problem | None] = []
     if isinstance(props.vpc, str):
         problems.append(
             _problem(
@@ -239,6 +205,9 @@ def _resource_problems(props: ServingClusterProps) -> list[Problem]:
                     fix="pass iam.Role.from_role_arn(scope, id, arn)",
                 )
             )
+    for index, bucket in enumerate(props.read_buckets):
+        problems.append(bucket_ref_problem(bucket, where=_PROPS, pointer=f"/read_buckets/{index}"))
+    problems.append(bucket_ref_problem(props.tls_bucket, where=_PROPS, pointer="/tls_bucket"))
     if isinstance(props.kubectl_layer, str):
         problems.append(
             _problem(
@@ -249,7 +218,7 @@ def _resource_problems(props: ServingClusterProps) -> list[Problem]:
                 fix="pass the layer object (e.g. KubectlV35Layer(scope, id))",
             )
         )
-    return problems
+    return [problem for problem in problems if problem is not None]
 
 
 def _network_problems(props: ServingClusterProps) -> list[Problem]:
@@ -370,7 +339,7 @@ class ServingCluster(Construct):
             cluster_logging=list(_CONTROL_PLANE_LOGS),
         )
         self.cluster_name: str = props.cluster_name or self.cluster.cluster_name
-        self._acknowledge_cluster_findings()
+        acknowledge_cluster_findings(self.cluster)
         admin = eks.AccessPolicy.from_access_policy_name(
             ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
         )
@@ -436,158 +405,6 @@ class ServingCluster(Construct):
         """Let the S3 CSI driver mount ``bucket`` read-only (see
         :meth:`~mlcc_constructs.aws.s3_csi.S3CsiDriver.grant_read`); returns the bucket."""
         return self.s3_csi.grant_read(bucket)
-
-    def _acknowledge_cluster_findings(self) -> None:
-        """cdk-nag findings of what aws_eks_v2 creates (its IAM and Lambda runtimes are
-        aws-cdk-lib's, which the project pins), named by this cluster's logical ids."""
-        stack = cdk.Stack.of(self)
-        handler = self.cluster.node.find_child("KubectlProvider").node.find_child("Handler")
-        function = handler.node.default_child
-        condition = handler.node.find_child("HasEcrPublic")
-        assert isinstance(function, cdk.CfnElement) and isinstance(condition, cdk.CfnElement)
-        ecr_public = (
-            f'{{"Fn::If":["{stack.get_logical_id(condition)}",{{"Fn::Join":["",["arn:",'
-            '{"Ref":"AWS::Partition"},":iam::aws:policy/'
-            'AmazonElasticContainerRegistryPublicReadOnly"]]},{"Ref":"AWS::NoValue"}]}'
-        )
-        findings: list[tuple[str, str]] = [
-            (
-                f"AwsSolutions-IAM4[{_LAMBDA_POLICY}AWSLambdaBasicExecutionRole]",
-                "the kubectl provider's Lambdas (aws_eks_v2) write their logs with the "
-                "AWS-managed basic execution policy",
-            ),
-            (
-                f"AwsSolutions-IAM4[{_LAMBDA_POLICY}AWSLambdaVPCAccessExecutionRole]",
-                "the kubectl provider's Lambdas run in the private subnets (the API endpoint is "
-                "private or CIDR-limited) and need the AWS-managed policy that manages their "
-                "network interfaces",
-            ),
-            (
-                f"AwsSolutions-IAM4[Policy::{ecr_public}]",
-                "aws_eks_v2 attaches ECR Public read-only to the kubectl handler only in "
-                "partitions that have ECR Public (Helm charts from public.ecr.aws); it grants "
-                "no write",
-            ),
-            (
-                f"AwsSolutions-IAM5[Resource::<{stack.get_logical_id(function)}.Arn>:*]",
-                "the custom-resource framework may invoke every version of the kubectl handler "
-                "and nothing else",
-            ),
-            (
-                "AwsSolutions-L1",
-                "the kubectl handler's runtime is chosen by aws-cdk-lib (pinned in "
-                "requirements.lock); it moves with aws-cdk-lib upgrades",
-            ),
-        ]
-        findings += [
-            (
-                f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/{policy}]",
-                f"the EKS {role} must carry the AWS-managed {policy}: EKS (Auto Mode) "
-                "requires exactly these policies and AWS keeps them current with the service",
-            )
-            for policy, role in _EKS_MANAGED_POLICIES
-        ]
-        for finding, reason in findings:
-            cdk.Validations.of(self.cluster).acknowledge(
-                cdk.Acknowledgment(id=finding, reason=reason)
-            )
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImportedServingClusterProps:
-    """Props of :class:`ImportedServingCluster` (``ServingCluster.from_cluster_attributes``).
-
-    ``cluster``: the team's cluster; to apply objects it needs its kubectl provider
-    (``eks.Cluster.from_cluster_attributes(..., kubectl_provider=...)``).
-    ``oidc_provider``: the cluster's IAM OIDC provider.
-    ``vpc``: the cluster's VPC; default ``None``: the cluster's own ``vpc`` attribute.
-    ``cluster_name``: the cluster's name as text; default ``None``: the cluster's
-    ``cluster_name`` attribute.
-    ``s3_csi_role``: the role of the cluster's Mountpoint S3 CSI driver, which
-    :meth:`ImportedServingCluster.grant_model_read` grants to; default ``None``: no grants.
-    """
-
-    cluster: eks.ICluster | eks.Cluster
-    oidc_provider: iam.IOpenIdConnectProvider
-    vpc: ec2.IVpc | None = None
-    cluster_name: str | None = None
-    s3_csi_role: iam.IRole | None = None
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-        if isinstance(self.cluster, str):
-            raise fail(
-                "a cluster name is not a cluster",
-                where="ImportedServingClusterProps",
-                pointer="/cluster",
-                value=self.cluster,
-                fix="pass eks.Cluster.from_cluster_attributes(scope, id, cluster_name=..., "
-                "kubectl_provider=...)",
-            )
-
-
-class ImportedServingCluster(Construct):
-    """A cluster the team owns, as an :class:`IServingCluster`: nothing is created, except the
-    S3 CSI role's policy that :meth:`grant_model_read` adds."""
-
-    def __init__(self, scope: Construct, id: str, *, props: ImportedServingClusterProps) -> None:
-        super().__init__(scope, id)
-        self._props = props
-
-    @property
-    def cluster(self) -> eks.ICluster | eks.Cluster:
-        return self._props.cluster
-
-    @property
-    def oidc_provider(self) -> iam.IOpenIdConnectProvider:
-        return self._props.oidc_provider
-
-    @property
-    def vpc(self) -> ec2.IVpc:
-        vpc = self._props.vpc
-        if vpc is None:
-            try:
-                vpc = self._props.cluster.vpc
-            except RuntimeError as error:  # jsii: an imported cluster without a VPC
-                raise fail(
-                    "the imported cluster has no VPC",
-                    where=self.node.path,
-                    fix="pass vpc= to ServingCluster.from_cluster_attributes",
-                ) from error
-        return vpc
-
-    @property
-    def cluster_name(self) -> str:
-        return self._props.cluster_name or self._props.cluster.cluster_name
-
-    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
-        """Grant the S3 CSI role (``s3_csi_role``) read access to ``bucket`` (an object or a
-        literal name); returns the bucket."""
-        role = self._props.s3_csi_role
-        if role is None:
-            raise fail(
-                "the imported cluster has no S3 CSI role to grant to",
-                where=self.node.path,
-                fix="pass s3_csi_role= to ServingCluster.from_cluster_attributes",
-            )
-        resolved = resolve_bucket(
-            self, bucket, profile=None, props="ImportedServingCluster", field="bucket"
-        )
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=list(READ_BUCKET_ACTIONS), resources=[resolved.bucket_arn])
-        )
-        objects = resolved.arn_for_objects("*")
-        role.add_to_principal_policy(
-            iam.PolicyStatement(actions=list(READ_OBJECT_ACTIONS), resources=[objects])
-        )
-        cdk.Validations.of(self).acknowledge(
-            cdk.Acknowledgment(
-                id=f"AwsSolutions-IAM5[Resource::{nag_text(cdk.Stack.of(self), objects)}]",
-                reason="s3:GetObject on the objects of one named bucket the CSI driver mounts "
-                "read-only",
-            )
-        )
-        return resolved
 
 
 def _new_vpc(scope: Construct, zones: Sequence[str]) -> ec2.Vpc:
