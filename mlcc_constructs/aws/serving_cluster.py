@@ -17,9 +17,10 @@
   unless ``endpoint_public_cidrs`` lists networks.
 * ``GpuCapacity`` (only with GPU families or types): the :class:`GpuNodePool`.
 * ``OidcProvider``: the native ``AWS::IAM::OIDCProvider`` of the cluster (IRSA).
-* ``S3CsiDriver`` with ``S3CsiRole`` and ``S3CsiDriverAddon`` (created in this construct's
-  scope, :class:`~mlcc_constructs.aws.s3_csi.S3CsiParentIds`): the Mountpoint S3 CSI driver,
-  its node pod tolerating the GPU taint, reading ``read_buckets`` (and the TLS bucket).
+* ``S3CsiDriver`` and beside it ``S3CsiRole`` and ``S3CsiDriverAddon``
+  (:class:`~mlcc_constructs.aws.s3_csi.S3CsiParentIds`): the Mountpoint S3 CSI driver, its node
+  pod tolerating the GPU taint, reading ``read_buckets`` (and the TLS bucket; more with
+  :meth:`ServingCluster.grant_model_read`).
 
 **Logical ids.** CloudFormation logical ids come from construct paths, and a changed logical
 id replaces the resource. The children's ids above are a contract: a team's
@@ -30,8 +31,9 @@ the stack's own children (``Cluster``, ``S3CsiRole``, ``S3CsiDriverAddon``, poli
 are created in the stack with the same ids, and their construct paths are exactly what they
 were. Not a construct id ``Default`` (which CDK leaves out of logical ids): CDK also writes
 construct paths into templates (the VPC's ``Name`` tags, the kubectl provider's description),
-and those would change; nor overridden logical ids: construct paths keep matching the ids
-``cdk diff`` and cdk-nag print, and no hashed suffix is hard-coded.
+and the stack-level singletons (the ``CfnJson`` provider) would move in the template: measured,
+that is 61 changed lines of the eks-cluster template; nor overridden logical ids: construct
+paths keep matching the ids ``cdk diff`` and cdk-nag print, and no hashed suffix is hard-coded.
 
 **Availability zones.** A VPC created in a stack with an explicit environment checks its zones
 against the stack's (a context lookup): answer it offline with
