@@ -64,12 +64,14 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     namespaces = ServingNamespacesStack(
         app, environment=environment, cluster=cluster_stack.cluster, plan=plan
     )
-    for unit in plan.units:
+    # The plan keeps the deployments' order: one unit per deployment.
+    for unit, deployment in zip(plan.units, app_deployments(app), strict=True):
         DeploymentServingStack(
             app,
             environment=environment,
             cluster=cluster_stack.cluster,
             unit=unit,
+            deployment=deployment.prepared,
             namespaces=namespaces,
             operator=operator,
         )

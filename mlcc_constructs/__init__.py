@@ -18,11 +18,20 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ModelBuckets as ModelBuckets,
         ModelBucketsProps as ModelBucketsProps,
     )
+    from mlcc_constructs.aws.gpu_node_pool import (
+        GpuNodePool as GpuNodePool,
+        GpuNodePoolProps as GpuNodePoolProps,
+    )
     from mlcc_constructs.aws.hyperpod_cluster import (
         HyperPodCluster as HyperPodCluster,
         HyperPodClusterProps as HyperPodClusterProps,
         ImportedHyperPodCluster as ImportedHyperPodCluster,
         ImportedHyperPodClusterProps as ImportedHyperPodClusterProps,
+    )
+    from mlcc_constructs.aws.imported_cluster import (
+        ImportedServingCluster as ImportedServingCluster,
+        ImportedServingClusterProps as ImportedServingClusterProps,
+        IServingCluster as IServingCluster,
     )
     from mlcc_constructs.aws.inference_components import (
         AdapterInferenceComponents as AdapterInferenceComponents,
@@ -43,6 +52,14 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         S3CsiDriver as S3CsiDriver,
         S3CsiDriverProps as S3CsiDriverProps,
         S3CsiParentIds as S3CsiParentIds,
+    )
+    from mlcc_constructs.aws.served_model import (
+        ServedModel as ServedModel,
+        ServedModelProps as ServedModelProps,
+    )
+    from mlcc_constructs.aws.serving_cluster import (
+        ServingCluster as ServingCluster,
+        ServingClusterProps as ServingClusterProps,
     )
     from mlcc_constructs.core.adapters.lora_rank import (
         AdapterRank as AdapterRank,
@@ -145,6 +162,15 @@ _LAZY: dict[str, str] = {
     "HyperPodInferenceOperatorProps": "mlcc_constructs.aws.inference_operator",
     "Namespaces": "mlcc_constructs.k8s.namespaces",
     "NamespacesProps": "mlcc_constructs.k8s.namespaces",
+    "ServingCluster": "mlcc_constructs.aws.serving_cluster",
+    "ServingClusterProps": "mlcc_constructs.aws.serving_cluster",
+    "IServingCluster": "mlcc_constructs.aws.imported_cluster",
+    "ImportedServingCluster": "mlcc_constructs.aws.imported_cluster",
+    "ImportedServingClusterProps": "mlcc_constructs.aws.imported_cluster",
+    "GpuNodePool": "mlcc_constructs.aws.gpu_node_pool",
+    "GpuNodePoolProps": "mlcc_constructs.aws.gpu_node_pool",
+    "ServedModel": "mlcc_constructs.aws.served_model",
+    "ServedModelProps": "mlcc_constructs.aws.served_model",
     "plan_serving": "mlcc_constructs.core.serving.plan",
     "manifest_logical_id": "mlcc_constructs.core.serving.manifest_ids",
 }

@@ -8,7 +8,8 @@ import weakref
 
 import aws_cdk as cdk
 
-from mlcc_constructs.core.platform.inference_operator import needs_operator
+from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.spec.app_deployments import (
     CONTEXT_KEY,
     AppDeployment,
@@ -43,5 +44,5 @@ def hyperpod_needs(deployments: tuple[AppDeployment, ...]) -> list[tuple[str, st
     return [
         (d.where, d.prepared.resolution.instance.name)
         for d in deployments
-        if any(needs_operator(entry.object) for entry in d.prepared.objects)
+        if any(requirement(entry.object) == ADDON_NAME for entry in d.prepared.objects)
     ]

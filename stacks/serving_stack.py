@@ -1,7 +1,7 @@
 """Serving stacks: ``mlcc-<profile>-serving`` (the namespaces) and one
-``mlcc-<profile>-serving-<target>-<namespace>-<name>`` stack per deployment, each object
-applied by the cluster's kubectl provider as its own resource (core/serving/plan.py says why
-the split is per deployment)."""
+``mlcc-<profile>-serving-<target>-<namespace>-<name>`` stack per deployment, a
+:class:`ServedModel` whose objects the cluster's kubectl provider applies, each as its own
+resource (core/serving/plan.py says why the split is per deployment)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
-from mlcc_constructs.core.platform.inference_operator import ADDON_NAME, needs_operator
+from mlcc_constructs.aws.served_model import ServedModel, ServedModelProps
 from mlcc_constructs.core.serving.plan import SERVING, ServingPlan, ServingUnit
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from stacks.app_context import AppEnvironment
 
 
@@ -44,10 +44,11 @@ class ServingNamespacesStack(cdk.Stack):
 
 
 class DeploymentServingStack(cdk.Stack):
-    """Every object of one deployment, in apply order (the render pipeline's list). An object
-    whose CRD the HyperPod inference operator add-on installs (an ``InferenceEndpointConfig``)
-    depends on that add-on (``operator``), so the CRD exists before it is applied: the stack
-    deploys after ``mlcc-<profile>-inference-operator``."""
+    """Every object of one deployment, in apply order (the render pipeline's list): its
+    :class:`ServedModel` (``model``). Its namespace is the namespaces stack's; an object whose
+    CRD the HyperPod inference operator add-on installs (an ``InferenceEndpointConfig``)
+    depends on that add-on (``operator``), so the stack deploys after
+    ``mlcc-<profile>-inference-operator``."""
 
     def __init__(
         self,
@@ -56,9 +57,12 @@ class DeploymentServingStack(cdk.Stack):
         environment: AppEnvironment,
         cluster: eks.Cluster,
         unit: ServingUnit,
+        deployment: PreparedDeployment,
         namespaces: ServingNamespacesStack,
         operator: IDependable | None = None,
     ) -> None:
+        """``unit``: the deployment's place in the serving plan (stack name);
+        ``deployment``: the prepared deployment it applies."""
         super().__init__(
             scope,
             environment.stack_name(unit.suffix),
@@ -67,17 +71,14 @@ class DeploymentServingStack(cdk.Stack):
             description=f"mlcc serving: the objects of deployment {unit.suffix}",
         )
         self.add_stack_dependency(namespaces, "its namespace exists first")
-        self.objects = KubernetesObjects(
-            self, "Objects", props=KubernetesObjectsProps(cluster=cluster, objects=unit.objects)
+        self.model = ServedModel(
+            self,
+            "Model",
+            props=ServedModelProps(
+                deployment=deployment,
+                cluster=cluster,
+                operator=operator,
+                create_namespace=False,  # the namespaces stack applies it
+            ),
         )
-        for manifest, obj in zip(self.objects.manifests.values(), unit.objects, strict=True):
-            if not needs_operator(obj):
-                continue
-            if operator is None:
-                raise fail(
-                    f"the deployment's {obj.get('kind')} needs the EKS add-on {ADDON_NAME}, "
-                    "and the app installs none",
-                    where=unit.where,
-                    fix="set hyperpod_instance_groups or hyperpod_cluster_name in cdk.json",
-                )
-            manifest.node.add_dependency(operator)
+        self.objects = self.model.objects

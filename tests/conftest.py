@@ -6,7 +6,11 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
+import zipfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -124,3 +128,27 @@ def pods() -> Iterator[list[FakePod]]:
     yield started
     for pod in started:
         pod.close()
+
+
+@dataclass(frozen=True)
+class BuiltWheel:
+    """The package's wheel and its files extracted (what an install puts on ``sys.path``)."""
+
+    wheel: Path
+    site: Path
+
+
+@pytest.fixture(scope="session")
+def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> BuiltWheel:
+    """The wheel built from the checkout, once per test process (about 2 s)."""
+    folder = tmp_path_factory.mktemp("wheel")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+         "-w", str(folder), str(REPO)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    (wheel,) = folder.glob("mlcc_constructs-*.whl")
+    site = folder / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(site)
+    return BuiltWheel(wheel=wheel, site=site)

@@ -44,7 +44,6 @@ from mlcc_constructs.core.platform.hyperpod_iam import (
     keda_statements,
 )
 from mlcc_constructs.core.platform.iam_statement import Arns, wildcard_actions
-from mlcc_constructs.core.platform.inference_operator import needs_operator
 from mlcc_constructs.core.support.errors import MlccError
 
 NAMES = bucket_names(account="123456789012", region="us-east-1", profile="dev")
@@ -321,12 +320,6 @@ def test_no_statement_has_a_wildcard_action() -> None:
     assert wildcard_actions(every) == []
     # Every wildcard resource says why (the cdk-nag acknowledgement's reason).
     assert [s.sid for s in every if any("*" in r for r in s.resources) and not s.why] == []
-
-
-def test_needs_operator_reads_the_api_group() -> None:
-    assert needs_operator({"apiVersion": "inference.sagemaker.aws.amazon.com/v1"})
-    assert not needs_operator({"apiVersion": "apps/v1", "kind": "Deployment"})
-    assert not needs_operator({"apiVersion": "v1", "kind": "Namespace"})
 
 
 # --- the created cluster ---------------------------------------------------------------------

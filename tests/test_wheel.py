@@ -9,17 +9,13 @@ import sys
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+from conftest import BuiltWheel
 
 
-def test_installed_wheel_renders_from_its_own_files(tmp_path: Path) -> None:
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(tmp_path / "wheel"), str(REPO)],
-        check=True, capture_output=True,
-    )  # fmt: skip
-    (wheel,) = (tmp_path / "wheel").glob("mlcc_constructs-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
+def test_installed_wheel_renders_from_its_own_files(
+    tmp_path: Path, built_wheel: BuiltWheel
+) -> None:
+    names = set(zipfile.ZipFile(built_wheel.wheel).namelist())
     for shipped in (
         "mlcc_constructs/engines/vllm/manifest.json",
         "mlcc_constructs/engines/manifest.schema.json",
@@ -32,8 +28,7 @@ def test_installed_wheel_renders_from_its_own_files(tmp_path: Path) -> None:
         "mlcc_constructs/examples/cachebackend.yaml",
     ):
         assert shipped in names, shipped
-    site = tmp_path / "site"
-    zipfile.ZipFile(wheel).extractall(site)
+    site = built_wheel.site
     code = (
         "import json, mlcc_constructs.core._resources as r; "
         "from mlcc_constructs import render, RenderContext; "

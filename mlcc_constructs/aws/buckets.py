@@ -11,16 +11,30 @@ access logs can only be delivered to an SSE-S3 bucket anyway.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from mlcc_constructs.core.platform.buckets import bucket_names, bucket_patterns
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.platform.buckets import bucket_name, bucket_names, bucket_patterns
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.core.support.typecheck import check_fields
+
+BucketRef = s3.IBucket | str
+"""A bucket a construct reads or writes: the team's own ``s3.IBucket`` (created in the app,
+or imported with ``s3.Bucket.from_bucket_name``), a descriptor key of ``stacks/buckets.json``
+(``"core"``, ``"tls"``, ...: the app's buckets, named with the props' ``profile``), or any
+other valid S3 bucket name, taken literally (``"acme-tls-certs"``). Descriptor keys win: a
+bucket whose name is one of them is passed as an object. Never an ARN."""
+
+# S3 general purpose bucket names (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
+# bucketnamingrules.html): 3-63 lower-case letters, digits, '.' and '-', starting and ending
+# with a letter or digit.
+_BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -130,3 +144,62 @@ class ModelBuckets(Construct):
 
 def _construct_id(key: str) -> str:
     return "".join(part.capitalize() for part in key.split("_"))
+
+
+def resolve_bucket(
+    scope: Construct, ref: BucketRef, *, profile: str | None, props: str, field: str
+) -> s3.IBucket:
+    """The bucket ``ref`` names (see :data:`BucketRef`) as an ``s3.IBucket``: an object as
+    given; a descriptor key or a literal name imported into ``scope`` by name, once per name
+    (child ``<Name>Bucket``, e.g. ``CoreBucket``: an import creates no resource). ``props`` and
+    ``field`` name the prop in errors (``S3CsiDriverProps``, ``tls_bucket``); ``profile`` fills
+    ``${profile}`` of a descriptor key."""
+    if not isinstance(ref, str):
+        return ref
+    problem = bucket_ref_problem(ref, where=props, pointer=f"/{field}")
+    if problem is not None:
+        raise MlccError(problem)
+    name = ref
+    if ref in bucket_patterns():
+        if profile is None:
+            raise fail(
+                f"bucket {ref!r} is given by descriptor key but no profile is set",
+                where=f"{props}.profile",
+                fix="pass profile=... (fills ${profile} in stacks/buckets.json) or pass "
+                "the bucket object",
+            )
+        account, region = concrete_environment(scope)
+        name = bucket_name(ref, account=account, region=region, profile=profile)
+    construct_id = "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", ref)) + "Bucket"
+    existing = scope.node.try_find_child(construct_id)
+    if existing is not None:
+        return cast(s3.IBucket, existing)
+    return s3.Bucket.from_bucket_name(scope, construct_id, name)
+
+
+def bucket_ref_problem(ref: object, *, where: str, pointer: str) -> Problem | None:
+    """The problem of a bucket given as text (``None``: an object, a descriptor key or a valid
+    bucket name): an ARN, a deploy-time token, or no bucket name at all."""
+    if not isinstance(ref, str):
+        return None
+    keys = bucket_patterns()
+    if ref in keys or (
+        _BUCKET_NAME.match(ref) and ".." not in ref and not cdk.Token.is_unresolved(ref)
+    ):
+        return None
+    if cdk.Token.is_unresolved(ref):
+        message = "a bucket name known only at deploy time is not a bucket"
+    elif ref.startswith("arn:"):
+        message = "an ARN is not a bucket"
+    else:
+        message = "not a bucket"
+    return Problem(
+        message=message,
+        where=where,
+        pointer=pointer,
+        value=ref,
+        allowed=f"an s3.IBucket, a key of stacks/buckets.json ({', '.join(sorted(keys))}) or "
+        "an S3 bucket name (3-63 lower-case letters, digits, '.', '-')",
+        fix="pass the bucket object (s3.Bucket.from_bucket_name(scope, id, name) for a bucket "
+        "the app does not create)",
+    )

@@ -8,8 +8,8 @@
   (:func:`mlcc_constructs.core.platform.hyperpod_iam.hyperpod_instance_statements`): no wildcard
   action.
 * ``LifecycleScripts``: the lifecycle scripts (``mlcc_constructs/data/hyperpod-lifecycle``),
-  a CDK asset copied into the artifacts bucket of ``stacks/buckets.json`` under a
-  content-addressed prefix
+  a CDK asset copied into the artifacts bucket (the app's ``artifacts`` bucket of
+  ``stacks/buckets.json``, or the team's own) under a content-addressed prefix
   (:func:`mlcc_constructs.core.adapters.s3_layout.hyperpod_lifecycle_prefix`).
 * ``VpcCniAddon``, ``KubeProxyAddon``, ``CoreDnsAddon``: the networking add-ons HyperPod nodes
   need on an EKS Auto Mode cluster. Auto Mode nodes bring their own networking and DNS, so the
@@ -42,9 +42,13 @@ from aws_cdk import (
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, nag_text
-from mlcc_constructs.aws.buckets import concrete_environment
-from mlcc_constructs.core.adapters.s3_layout import hyperpod_lifecycle_prefix
-from mlcc_constructs.core.platform.buckets import bucket_name
+from mlcc_constructs.aws.buckets import (
+    BucketRef,
+    bucket_ref_problem,
+    concrete_environment,
+    resolve_bucket,
+)
+from mlcc_constructs.core.adapters.s3_layout import S3Location, hyperpod_lifecycle_prefix
 from mlcc_constructs.core.platform.hyperpod import (
     ON_CREATE,
     InstanceGroup,
@@ -53,9 +57,11 @@ from mlcc_constructs.core.platform.hyperpod import (
 )
 from mlcc_constructs.core.platform.hyperpod_iam import hyperpod_instance_statements
 from mlcc_constructs.core.platform.iam_statement import Arns
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 NODE_RECOVERY = "Automatic"
+_ANY_BUCKET = "bucket-known-at-deploy-time"  # stands in for a token name (the key is the same)
 # Add-on name -> child id. Versions: EKS's default for the cluster's Kubernetes version.
 NETWORKING_ADDONS = (
     ("vpc-cni", "VpcCniAddon"),
@@ -87,8 +93,11 @@ class HyperPodClusterProps:
     ``subnet_ids``: the private subnets of the EKS cluster's VPC the nodes run in.
     ``security_group_ids``: the nodes' security groups (the EKS cluster security group lets
     them reach the control plane and the cluster's other nodes).
-    ``profile``: fills ``${profile}`` of the artifacts bucket's name in ``stacks/buckets.json``.
-    ``artifacts_bucket``: default ``artifacts``: the descriptor key of the scripts' bucket.
+    ``profile``: fills ``${profile}`` of the artifacts bucket's name when it is a descriptor
+    key of ``stacks/buckets.json``; default ``None`` (required then).
+    ``artifacts_bucket``: the bucket the lifecycle scripts are copied into: the team's
+    ``s3.IBucket``, a descriptor key or a literal name
+    (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"artifacts"`` (the descriptor's).
     ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs; default: the
     cluster's name attribute.
     """
@@ -99,12 +108,18 @@ class HyperPodClusterProps:
     groups: Sequence[InstanceGroup]
     subnet_ids: Sequence[str]
     security_group_ids: Sequence[str]
-    profile: str
-    artifacts_bucket: str = "artifacts"
+    profile: str | None = None
+    artifacts_bucket: BucketRef = "artifacts"
     eks_cluster_name: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
+        problems = [
+            bucket_ref_problem(
+                self.artifacts_bucket, where="HyperPodClusterProps", pointer="/artifacts_bucket"
+            ),
+        ]
+        raise_if_any(problem for problem in problems if problem is not None)
 
 
 class HyperPodCluster(Construct):
@@ -115,10 +130,15 @@ class HyperPodCluster(Construct):
         super().__init__(scope, id)
         stack = cdk.Stack.of(self)
         account, region = concrete_environment(self)
-        artifacts = bucket_name(
-            props.artifacts_bucket, account=account, region=region, profile=props.profile
+        self.artifacts_bucket = resolve_bucket(
+            self,
+            props.artifacts_bucket,
+            profile=props.profile,
+            props="HyperPodClusterProps",
+            field="artifacts_bucket",
         )
-        scripts = hyperpod_lifecycle_prefix(artifacts, lifecycle_hash())
+        artifacts = self.artifacts_bucket.bucket_name
+        scripts = _lifecycle_prefix(artifacts)
         self.role = iam.Role(
             self,
             "Role",
@@ -138,7 +158,7 @@ class HyperPodCluster(Construct):
             self,
             "LifecycleScripts",
             sources=[s3deploy.Source.asset(str(lifecycle_dir()))],
-            destination_bucket=s3.Bucket.from_bucket_name(self, "ArtifactsBucket", artifacts),
+            destination_bucket=self.artifacts_bucket,
             destination_key_prefix=scripts.key,
             # The prefix is content-addressed: nothing under it ever needs deleting, and a
             # replaced script's old prefix stays readable for nodes created from it.
@@ -150,7 +170,7 @@ class HyperPodCluster(Construct):
             if handler.node.id.startswith("Custom::CDKBucketDeployment"):
                 for finding, reason in (
                     *_DEPLOYMENT_FINDINGS,
-                    *_handler_grants(artifacts, account, region),
+                    *_handler_grants(stack, self.artifacts_bucket, account, region),
                 ):
                     cdk.Validations.of(handler).acknowledge(
                         cdk.Acknowledgment(id=finding, reason=reason)
@@ -190,7 +210,18 @@ class HyperPodCluster(Construct):
         self.cluster_name: str = props.cluster_name
 
 
-def _handler_grants(artifacts: str, account: str, region: str) -> list[tuple[str, str]]:
+def _lifecycle_prefix(bucket_name: str) -> S3Location:
+    """The scripts' content-addressed prefix in the bucket named ``bucket_name``. A name that
+    is a token (a bucket the app creates) is checked by S3, not here; the key is the same."""
+    if not cdk.Token.is_unresolved(bucket_name):
+        return hyperpod_lifecycle_prefix(bucket_name, lifecycle_hash())
+    key = hyperpod_lifecycle_prefix(_ANY_BUCKET, lifecycle_hash()).key
+    return S3Location(bucket=bucket_name, key=key)
+
+
+def _handler_grants(
+    stack: cdk.Stack, artifacts: s3.IBucket, account: str, region: str
+) -> list[tuple[str, str]]:
     """The IAM5 findings of the BucketDeployment handler's own grants (aws-cdk-lib's
     ``grantRead`` of the CDK asset bucket, ``grantReadWrite`` of the artifacts bucket)."""
     reason = (
@@ -199,15 +230,13 @@ def _handler_grants(artifacts: str, account: str, region: str) -> list[tuple[str
         "HyperPod roles of this app hold no wildcard action"
     )
     actions = ("s3:Abort*", "s3:DeleteObject*", "s3:GetBucket*", "s3:GetObject*", "s3:List*")
-    buckets = (
-        f"cdk-{cdk.DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-{account}-{region}",
-        artifacts,
+    assets = f"cdk-{cdk.DefaultStackSynthesizer.DEFAULT_QUALIFIER}-assets-{account}-{region}"
+    objects = (
+        f"arn:<AWS::Partition>:s3:::{assets}/*",
+        nag_text(stack, artifacts.arn_for_objects("*")),
     )
     found = [(f"AwsSolutions-IAM5[Action::{action}]", reason) for action in actions]
-    return found + [
-        (f"AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:s3:::{bucket}/*]", reason)
-        for bucket in buckets
-    ]
+    return found + [(f"AwsSolutions-IAM5[Resource::{text}]", reason) for text in objects]
 
 
 def _instance_group(

@@ -7,7 +7,7 @@ Children:
   service account ``hyperpod-inference-system:hyperpod-inference-controller-manager`` (IRSA,
   ``sub`` and ``aud`` pinned) and by ``sagemaker.amazonaws.com``, as the setup page documents;
   permissions of :func:`mlcc_constructs.core.platform.hyperpod_iam.inference_operator_statements`
-  (the TLS bucket is the real one of ``stacks/buckets.json``).
+  (on the real TLS bucket: the app's ``tls`` bucket of ``stacks/buckets.json``, or the team's).
 * ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
   each trusted by exactly its service account.
 * ``Namespace``: ``hyperpod-inference-system`` (the setup page creates it before the add-on),
@@ -29,14 +29,18 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, irsa_principal
-from mlcc_constructs.aws.buckets import concrete_environment
+from mlcc_constructs.aws.buckets import (
+    BucketRef,
+    bucket_ref_problem,
+    concrete_environment,
+    resolve_bucket,
+)
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.core.platform.alb_controller_iam import alb_controller_statements
-from mlcc_constructs.core.platform.buckets import bucket_name
 from mlcc_constructs.core.platform.hyperpod_iam import (
     inference_operator_statements,
     keda_statements,
@@ -54,6 +58,7 @@ from mlcc_constructs.core.platform.inference_operator import (
 )
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.prepare.names import MANAGED_BY
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 DEPENDENCY_IDS: Mapping[str, str] = {
@@ -72,9 +77,11 @@ class HyperPodInferenceOperatorProps:
     ``hyperpod_cluster_arn``: the HyperPod cluster the operator serves on.
     ``role_name``: the execution role's name (it must start with ``SageMakerHyperPodInference-``
     for AWS's managed policy to pass it; this construct grants passing exactly this role).
-    ``profile``: fills ``${profile}`` of the TLS bucket's name in ``stacks/buckets.json``.
-    ``tls_bucket``: default ``tls``: the descriptor key of the bucket the operator writes TLS
-    certificates to.
+    ``profile``: fills ``${profile}`` of the TLS bucket's name when it is a descriptor key of
+    ``stacks/buckets.json``; default ``None`` (required then).
+    ``tls_bucket``: the bucket the operator writes TLS certificates to: the team's
+    ``s3.IBucket``, a descriptor key or a literal name
+    (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"tls"`` (the descriptor's).
     ``addon_version``: default: the version pinned in ``versions.json``.
     ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs (so cdk-nag's
     finding ids are known when the roles are built); default: the cluster's name attribute.
@@ -84,26 +91,38 @@ class HyperPodInferenceOperatorProps:
     oidc_provider: iam.IOpenIdConnectProvider
     hyperpod_cluster_arn: str
     role_name: str
-    profile: str
-    tls_bucket: str = "tls"
+    profile: str | None = None
+    tls_bucket: BucketRef = "tls"
     addon_version: str | None = None
     eks_cluster_name: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
+        problems = [
+            bucket_ref_problem(
+                self.tls_bucket, where="HyperPodInferenceOperatorProps", pointer="/tls_bucket"
+            ),
+        ]
+        raise_if_any(problem for problem in problems if problem is not None)
 
 
 class HyperPodInferenceOperator(Construct):
-    """The operator add-on (``addon``) with its roles and dependencies."""
+    """The operator add-on (``addon``) with its roles and dependencies; ``tls_bucket`` (and
+    ``tls_bucket_name``) is the bucket its certificates go to."""
 
     def __init__(self, scope: Construct, id: str, *, props: HyperPodInferenceOperatorProps) -> None:
         super().__init__(scope, id)
         account, region = concrete_environment(self)
         arns = Arns(partition=cdk.Aws.PARTITION, region=region, account=account)
         provider = props.oidc_provider
-        self.tls_bucket = bucket_name(
-            props.tls_bucket, account=account, region=region, profile=props.profile
+        self.tls_bucket: s3.IBucket = resolve_bucket(
+            self,
+            props.tls_bucket,
+            profile=props.profile,
+            props="HyperPodInferenceOperatorProps",
+            field="tls_bucket",
         )
+        self.tls_bucket_name: str = self.tls_bucket.bucket_name
         self.execution_role = iam.Role(
             self,
             "ExecutionRole",
@@ -124,7 +143,7 @@ class HyperPodInferenceOperator(Construct):
             self.execution_role,
             inference_operator_statements(
                 arns,
-                tls_bucket=self.tls_bucket,
+                tls_bucket=self.tls_bucket_name,
                 eks_cluster_name=props.eks_cluster_name or props.cluster.cluster_name,
                 role_name=props.role_name,
             ),
@@ -162,7 +181,7 @@ class HyperPodInferenceOperator(Construct):
         ]
         configuration = addon_configuration(
             execution_role_arn=self.execution_role.role_arn,
-            tls_bucket=self.tls_bucket,
+            tls_bucket=self.tls_bucket_name,
             hyperpod_cluster_arn=props.hyperpod_cluster_arn,
             alb_role_arn=self.alb_role.role_arn,
             keda_role_arn=self.keda_role.role_arn,

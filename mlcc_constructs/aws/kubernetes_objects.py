@@ -21,6 +21,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
 from mlcc_constructs.core.serving.manifest_ids import unique_ids
+from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.typecheck import check_fields
 
 
@@ -52,6 +53,14 @@ class KubernetesObjects(Construct):
 
     def __init__(self, scope: Construct, id: str, *, props: KubernetesObjectsProps) -> None:
         super().__init__(scope, id)
+        if props.cluster.kubectl_provider is None:
+            raise fail(
+                "the cluster has no kubectl provider to apply Kubernetes objects with",
+                where=self.node.path,
+                fix="create the cluster with kubectl_provider_options=..., or import it with "
+                "eks.Cluster.from_cluster_attributes(..., kubectl_provider="
+                "eks.KubectlProvider.from_kubectl_provider_attributes(...))",
+            )
         ids = unique_ids(props.objects, where=self.node.path)
         manifests: dict[str, eks.KubernetesManifest] = {}
         previous: eks.KubernetesManifest | None = None

@@ -4,9 +4,10 @@ The driver mounts S3 prefixes into pods (the model volume, and LoRA adapters und
 its role only reads: ``s3:ListBucket`` and ``s3:GetBucketLocation`` on the buckets,
 ``s3:GetObject`` on their objects. The TLS bucket gets the same read access and nothing
 more: the HyperPod inference operator writes the certificates with its own role; the CSI
-driver only mounts them for the pods that read them. Buckets are objects (``IBucket``) or
-descriptor keys of ``stacks/buckets.json``, never ARN strings, so a grant cannot name a
-wildcard bucket.
+driver only mounts them for the pods that read them. Buckets are objects (``IBucket``),
+descriptor keys of ``stacks/buckets.json`` or literal bucket names
+(:data:`mlcc_constructs.aws.buckets.BucketRef`), never ARN strings, so a grant cannot name a
+wildcard bucket. :meth:`S3CsiDriver.grant_read` adds a bucket after construction.
 
 Logical ids: by default the role and the add-on are this construct's children ``Role`` and
 ``Addon``. ``parent_ids`` creates them directly in the parent scope instead; the app's
@@ -28,10 +29,9 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text
-from mlcc_constructs.aws.buckets import concrete_environment
-from mlcc_constructs.core.platform.buckets import bucket_name
+from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem, resolve_bucket
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 ADDON_NAME = "aws-mountpoint-s3-csi-driver"
@@ -40,8 +40,6 @@ AUDIENCE = "sts.amazonaws.com"
 READ_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
 READ_OBJECT_ACTIONS = ("s3:GetObject",)
 DEFAULT_READ_BUCKETS = ("core", "training", "adapters")
-
-BucketRef = s3.IBucket | str
 
 
 def pinned_addon_version(addon: str = ADDON_NAME) -> str:
@@ -73,12 +71,14 @@ class S3CsiDriverProps:
 
     ``cluster``: the EKS cluster the add-on is installed on.
     ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
-    ``read_buckets``: buckets the driver mounts read-only; default: the descriptor's
+    ``read_buckets``: buckets the driver mounts read-only (objects, descriptor keys or
+    literal names: :data:`mlcc_constructs.aws.buckets.BucketRef`); default: the descriptor's
     ``core``, ``training`` and ``adapters`` buckets.
-    ``tls_bucket``: the bucket the HyperPod operator writes TLS certificates to; default:
-    the descriptor's ``tls`` bucket.
+    ``tls_bucket``: the bucket the HyperPod operator writes TLS certificates to (read access
+    for the pods that mount them); default: the descriptor's ``tls`` bucket; ``None``: no TLS
+    statement (a cluster without the HyperPod inference operator).
     ``profile``: fills ``${profile}`` when a bucket is given by descriptor key; required
-    then (account and region come from the stack).
+    then (account and region come from the stack); default ``None``.
     ``addon_version``: default: the version pinned in ``versions.json``.
     ``resolve_conflicts``: ``ResolveConflicts`` of the add-on; default ``OVERWRITE``.
     ``configuration_values``: the add-on's configuration (its schema: ``aws eks
@@ -92,7 +92,7 @@ class S3CsiDriverProps:
     cluster: eks.ICluster | eks.Cluster
     oidc_provider: iam.IOpenIdConnectProvider
     read_buckets: Sequence[BucketRef] = DEFAULT_READ_BUCKETS
-    tls_bucket: BucketRef = "tls"
+    tls_bucket: BucketRef | None = "tls"
     profile: str | None = None
     addon_version: str | None = None
     resolve_conflicts: str = "OVERWRITE"
@@ -101,6 +101,14 @@ class S3CsiDriverProps:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        problems = [
+            *(
+                bucket_ref_problem(ref, where="S3CsiDriverProps", pointer=f"/read_buckets/{index}")
+                for index, ref in enumerate(self.read_buckets)
+            ),
+            bucket_ref_problem(self.tls_bucket, where="S3CsiDriverProps", pointer="/tls_bucket"),
+        ]
+        raise_if_any(problem for problem in problems if problem is not None)
 
 
 class S3CsiDriver(Construct):
@@ -108,7 +116,6 @@ class S3CsiDriver(Construct):
 
     def __init__(self, scope: Construct, id: str, *, props: S3CsiDriverProps) -> None:
         super().__init__(scope, id)
-        stack = cdk.Stack.of(self)
         owner: Construct = scope if props.parent_ids else self
         role_id = props.parent_ids.role if props.parent_ids else "Role"
         addon_id = props.parent_ids.addon if props.parent_ids else "Addon"
@@ -125,40 +132,23 @@ class S3CsiDriver(Construct):
                 props.oidc_provider, conditions={"StringEquals": condition}
             ),
         )
-        self.read_buckets = tuple(self._bucket(ref, props) for ref in props.read_buckets)
-        self.tls_bucket = self._bucket(props.tls_bucket, props)
-        if self.read_buckets:
-            self.role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="ReadModelBuckets",
-                    actions=list(READ_BUCKET_ACTIONS),
-                    resources=[bucket.bucket_arn for bucket in self.read_buckets],
-                )
-            )
-            self.role.add_to_policy(
-                iam.PolicyStatement(
-                    sid="ReadModelObjects",
-                    actions=list(READ_OBJECT_ACTIONS),
-                    resources=[bucket.arn_for_objects("*") for bucket in self.read_buckets],
-                )
-            )
-        self.role.add_to_policy(
-            iam.PolicyStatement(
-                sid="TlsBucket",
-                actions=sorted(READ_BUCKET_ACTIONS + READ_OBJECT_ACTIONS),
-                resources=[self.tls_bucket.bucket_arn, self.tls_bucket.arn_for_objects("*")],
-            )
+        self._profile = props.profile
+        self._read_statements: tuple[iam.PolicyStatement, iam.PolicyStatement] | None = None
+        self._read_buckets: list[s3.IBucket] = []
+        for ref in props.read_buckets:
+            self.grant_read(ref)
+        self.tls_bucket: s3.IBucket | None = (
+            self._bucket(props.tls_bucket, "tls_bucket") if props.tls_bucket is not None else None
         )
-        # Object-level grants are "<bucket>/*" by nature; acknowledge exactly those.
-        for bucket in (*self.read_buckets, self.tls_bucket):
-            objects = nag_text(stack, bucket.arn_for_objects("*"))
-            cdk.Validations.of(self.role).acknowledge(
-                cdk.Acknowledgment(
-                    id=f"AwsSolutions-IAM5[Resource::{objects}]",
-                    reason="s3:GetObject on the objects of one named bucket the CSI driver "
-                    "mounts read-only; no wildcard bucket and no wildcard action",
+        if self.tls_bucket is not None:
+            self.role.add_to_policy(
+                iam.PolicyStatement(
+                    sid="TlsBucket",
+                    actions=sorted(READ_BUCKET_ACTIONS + READ_OBJECT_ACTIONS),
+                    resources=[self.tls_bucket.bucket_arn, self.tls_bucket.arn_for_objects("*")],
                 )
             )
+            self._acknowledge_objects(self.tls_bucket)
         self.addon = eks.CfnAddon(
             owner,
             addon_id,
@@ -174,17 +164,42 @@ class S3CsiDriver(Construct):
             ),
         )
 
-    def _bucket(self, ref: BucketRef, props: S3CsiDriverProps) -> s3.IBucket:
-        if not isinstance(ref, str):
-            return ref
-        if props.profile is None:
-            raise fail(
-                f"bucket {ref!r} is given by descriptor key but no profile is set",
-                where="S3CsiDriverProps.profile",
-                fix="pass profile=... (fills ${profile} in stacks/buckets.json) or pass "
-                "the bucket object",
+    @property
+    def read_buckets(self) -> tuple[s3.IBucket, ...]:
+        """The buckets the driver mounts read-only (the props', then :meth:`grant_read`'s)."""
+        return tuple(self._read_buckets)
+
+    def grant_read(self, bucket: BucketRef) -> s3.IBucket:
+        """Let the driver mount ``bucket`` read-only: ``s3:ListBucket`` and
+        ``s3:GetBucketLocation`` on it, ``s3:GetObject`` on its objects (the statements
+        ``ReadModelBuckets`` and ``ReadModelObjects``). Returns the bucket object."""
+        resolved = self._bucket(bucket, "read_buckets")
+        if self._read_statements is None:
+            self._read_statements = (
+                iam.PolicyStatement(sid="ReadModelBuckets", actions=list(READ_BUCKET_ACTIONS)),
+                iam.PolicyStatement(sid="ReadModelObjects", actions=list(READ_OBJECT_ACTIONS)),
             )
-        account, region = concrete_environment(self)
-        name = bucket_name(ref, account=account, region=region, profile=props.profile)
-        construct_id = "".join(part.capitalize() for part in ref.split("_")) + "Bucket"
-        return s3.Bucket.from_bucket_name(self, construct_id, name)
+            for statement in self._read_statements:
+                self.role.add_to_policy(statement)
+        buckets, objects = self._read_statements
+        buckets.add_resources(resolved.bucket_arn)
+        objects.add_resources(resolved.arn_for_objects("*"))
+        self._read_buckets.append(resolved)
+        self._acknowledge_objects(resolved)
+        return resolved
+
+    def _acknowledge_objects(self, bucket: s3.IBucket) -> None:
+        # Object-level grants are "<bucket>/*" by nature; acknowledge exactly those.
+        objects = nag_text(cdk.Stack.of(self), bucket.arn_for_objects("*"))
+        cdk.Validations.of(self.role).acknowledge(
+            cdk.Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::{objects}]",
+                reason="s3:GetObject on the objects of one named bucket the CSI driver "
+                "mounts read-only; no wildcard bucket and no wildcard action",
+            )
+        )
+
+    def _bucket(self, ref: BucketRef, field: str) -> s3.IBucket:
+        return resolve_bucket(
+            self, ref, profile=self._profile, props="S3CsiDriverProps", field=field
+        )

@@ -35,7 +35,6 @@ NAMESPACE = "hyperpod-inference-system"
 CONTROLLER_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
 ALB_SERVICE_ACCOUNT = "aws-load-balancer-controller"
 KEDA_SERVICE_ACCOUNT = "keda-operator"
-OPERATOR_API_GROUP = "inference.sagemaker.aws.amazon.com"
 # The EKS add-ons the operator add-on refuses to install without (besides the Mountpoint S3
 # CSI driver, which the eks-cluster stack installs), with the minimum versions the setup page
 # names. EKS installs its default version of each for the cluster's Kubernetes version.
@@ -73,10 +72,3 @@ def addon_configuration(
             "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda_role_arn}}},
         },
     }
-
-
-def needs_operator(obj: Mapping[str, Any]) -> bool:
-    """Whether a Kubernetes object is of a kind whose CRD the operator add-on installs."""
-    api_version = str(obj.get("apiVersion", ""))
-    group = api_version.rpartition("/")[0]
-    return group == OPERATOR_API_GROUP

@@ -1,0 +1,143 @@
+"""``IServingCluster``: what serving on an EKS cluster needs, and ``ImportedServingCluster``: a
+cluster the team owns as one (``ServingCluster.from_cluster_attributes``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+import aws_cdk as cdk
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
+from constructs import Construct
+
+from mlcc_constructs.aws._iam import nag_text
+from mlcc_constructs.aws.buckets import BucketRef, resolve_bucket
+from mlcc_constructs.aws.s3_csi import READ_BUCKET_ACTIONS, READ_OBJECT_ACTIONS
+from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.typecheck import check_fields
+
+
+class IServingCluster(Protocol):
+    """What serving on an EKS cluster needs: :class:`ServingCluster` (created) and
+    :meth:`ServingCluster.from_cluster_attributes` (a team's own) both provide it.
+
+    ``cluster``: the cluster; its kubectl provider applies Kubernetes objects
+    (:class:`~mlcc_constructs.aws.served_model.ServedModel`).
+    ``oidc_provider``: its IAM OIDC provider (IRSA trust of the HyperPod inference operator).
+    ``vpc``: its VPC (the HyperPod cluster's subnets).
+    ``cluster_name``: its name (text where known: IAM ARNs, cdk-nag acknowledgements).
+    """
+
+    @property
+    def cluster(self) -> eks.ICluster | eks.Cluster: ...
+
+    @property
+    def oidc_provider(self) -> iam.IOpenIdConnectProvider: ...
+
+    @property
+    def vpc(self) -> ec2.IVpc: ...
+
+    @property
+    def cluster_name(self) -> str: ...
+
+    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
+        """Let the cluster's S3 CSI driver mount ``bucket`` read-only; returns the bucket."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImportedServingClusterProps:
+    """Props of :class:`ImportedServingCluster` (``ServingCluster.from_cluster_attributes``).
+
+    ``cluster``: the team's cluster; to apply objects it needs its kubectl provider
+    (``eks.Cluster.from_cluster_attributes(..., kubectl_provider=...)``).
+    ``oidc_provider``: the cluster's IAM OIDC provider.
+    ``vpc``: the cluster's VPC; default ``None``: the cluster's own ``vpc`` attribute.
+    ``cluster_name``: the cluster's name as text; default ``None``: the cluster's
+    ``cluster_name`` attribute.
+    ``s3_csi_role``: the role of the cluster's Mountpoint S3 CSI driver, which
+    :meth:`ImportedServingCluster.grant_model_read` grants to; default ``None``: no grants.
+    """
+
+    cluster: eks.ICluster | eks.Cluster
+    oidc_provider: iam.IOpenIdConnectProvider
+    vpc: ec2.IVpc | None = None
+    cluster_name: str | None = None
+    s3_csi_role: iam.IRole | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
+        if isinstance(self.cluster, str):
+            raise fail(
+                "a cluster name is not a cluster",
+                where="ImportedServingClusterProps",
+                pointer="/cluster",
+                value=self.cluster,
+                fix="pass eks.Cluster.from_cluster_attributes(scope, id, cluster_name=..., "
+                "kubectl_provider=...)",
+            )
+
+
+class ImportedServingCluster(Construct):
+    """A cluster the team owns, as an :class:`IServingCluster`: nothing is created, except the
+    S3 CSI role's policy that :meth:`grant_model_read` adds."""
+
+    def __init__(self, scope: Construct, id: str, *, props: ImportedServingClusterProps) -> None:
+        super().__init__(scope, id)
+        self._props = props
+
+    @property
+    def cluster(self) -> eks.ICluster | eks.Cluster:
+        return self._props.cluster
+
+    @property
+    def oidc_provider(self) -> iam.IOpenIdConnectProvider:
+        return self._props.oidc_provider
+
+    @property
+    def vpc(self) -> ec2.IVpc:
+        vpc = self._props.vpc
+        if vpc is None:
+            try:
+                vpc = self._props.cluster.vpc
+            except RuntimeError as error:  # jsii: an imported cluster without a VPC
+                raise fail(
+                    "the imported cluster has no VPC",
+                    where=self.node.path,
+                    fix="pass vpc= to ServingCluster.from_cluster_attributes",
+                ) from error
+        return vpc
+
+    @property
+    def cluster_name(self) -> str:
+        return self._props.cluster_name or self._props.cluster.cluster_name
+
+    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
+        """Grant the S3 CSI role (``s3_csi_role``) read access to ``bucket`` (an object or a
+        literal name); returns the bucket."""
+        role = self._props.s3_csi_role
+        if role is None:
+            raise fail(
+                "the imported cluster has no S3 CSI role to grant to",
+                where=self.node.path,
+                fix="pass s3_csi_role= to ServingCluster.from_cluster_attributes",
+            )
+        resolved = resolve_bucket(
+            self, bucket, profile=None, props="ImportedServingCluster", field="bucket"
+        )
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(READ_BUCKET_ACTIONS), resources=[resolved.bucket_arn])
+        )
+        objects = resolved.arn_for_objects("*")
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=list(READ_OBJECT_ACTIONS), resources=[objects])
+        )
+        # The grant is the role's policy (an imported role's: created beside it).
+        cdk.Validations.of(role).acknowledge(
+            cdk.Acknowledgment(
+                id=f"AwsSolutions-IAM5[Resource::{nag_text(cdk.Stack.of(self), objects)}]",
+                reason="s3:GetObject on the objects of one named bucket the CSI driver mounts "
+                "read-only",
+            )
+        )
+        return resolved

@@ -1,0 +1,164 @@
+"""``ServedModel``: one prepared deployment applied to an EKS cluster by CloudFormation.
+
+The objects are exactly the render pipeline's (:attr:`PreparedDeployment.objects`, what ``mlcc
+render`` prints), in apply order, each its own ``KubernetesManifest`` applied by the cluster's
+kubectl provider (:class:`~mlcc_constructs.aws.kubernetes_objects.KubernetesObjects`): its
+logical id is a function of the object's kind, namespace and name
+(:mod:`mlcc_constructs.core.serving.manifest_ids`), wherever the construct sits, so moving a
+deployment between stacks or constructs never renames its resources.
+
+Children:
+
+* ``Namespace`` (with ``create_namespace``, unless the namespace is one every cluster has): the
+  deployment's ``Namespace``, retained when it leaves the stack (it may hold objects the app does
+  not own); every object depends on it.
+* ``Objects``: the deployment's objects. An object of a kind whose CRD the SageMaker HyperPod
+  inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
+  the CRD exists before it is applied (and the object is deleted before the add-on); such an
+  object without an operator is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aws_cdk import aws_eks_v2 as eks
+from constructs import Construct, IDependable
+
+from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
+from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from mlcc_constructs.core.serving.kinds.namespace import namespace_object
+from mlcc_constructs.core.serving.kinds.registry import requirement
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
+from mlcc_constructs.core.support.typecheck import field_problems
+
+# Namespaces every Kubernetes cluster has: never created (nor labelled) by a ServedModel.
+BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+_PROPS = "ServedModelProps"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServedModelProps:
+    """Props of :class:`ServedModel`.
+
+    ``deployment``: the prepared deployment (``prepare(spec, context=RenderContext(...))``).
+    ``cluster``: the EKS cluster whose kubectl provider applies the objects (any
+    ``eks.ICluster`` with a kubectl provider: ``ServingCluster.cluster``, or the team's own).
+    ``operator``: what objects of the HyperPod inference operator's kinds wait for: the
+    :class:`~mlcc_constructs.aws.inference_operator.HyperPodInferenceOperator` (its add-on) or
+    any ``IDependable`` that installs the CRDs; default ``None``: the deployment may have no
+    such object (a ``hyperpod-eks`` deployment is refused).
+    ``create_namespace``: default ``True``: apply the deployment's ``Namespace`` (retained)
+    before its objects, unless it is built in (``default``, ``kube-system``, ...); ``False``
+    when the namespace exists or another construct applies it (several deployments of one
+    namespace: the app's ``mlcc-<profile>-serving`` stack).
+    """
+
+    deployment: PreparedDeployment
+    cluster: eks.ICluster | eks.Cluster
+    operator: HyperPodInferenceOperator | IDependable | None = None
+    create_namespace: bool = True
+
+    def __post_init__(self) -> None:
+        raise_if_any(_text_problems(self) or field_problems(self, where=_PROPS))
+
+
+def _text_problems(props: ServedModelProps) -> list[Problem]:
+    """What the type check cannot see (jsii interfaces accept anything) or would print as a
+    whole spec: a spec not prepared, a name where a resource belongs."""
+    problems = []
+    if isinstance(props.deployment, DeploymentSpec):
+        problems.append(
+            Problem(
+                message="a DeploymentSpec is not a prepared deployment",
+                where=_PROPS,
+                pointer="/deployment",
+                allowed="PreparedDeployment",
+                fix="pass prepare(spec, context=RenderContext(account=..., region=..., "
+                "profile=...))",
+            )
+        )
+    if isinstance(props.cluster, str):
+        problems.append(
+            Problem(
+                message="a cluster name is not a cluster",
+                where=_PROPS,
+                pointer="/cluster",
+                value=props.cluster,
+                allowed="eks.ICluster",
+                fix="pass the cluster (ServingCluster.cluster, or "
+                "eks.Cluster.from_cluster_attributes(scope, id, cluster_name=..., "
+                "kubectl_provider=...))",
+            )
+        )
+    if isinstance(props.operator, str):
+        problems.append(
+            Problem(
+                message="an add-on name is not an operator",
+                where=_PROPS,
+                pointer="/operator",
+                value=props.operator,
+                allowed="HyperPodInferenceOperator or an IDependable (its add-on)",
+                fix="pass the HyperPodInferenceOperator construct",
+            )
+        )
+    return problems
+
+
+class ServedModel(Construct):
+    """One deployment's objects on a cluster (children: see the module). ``objects`` applies
+    them (``objects.manifests``: logical id -> ``KubernetesManifest``); ``namespace`` is the
+    ``Namespace``'s, or ``None``."""
+
+    def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
+        super().__init__(scope, id)
+        prepared = props.deployment
+        objects: Sequence[Mapping[str, Any]] = [entry.object for entry in prepared.objects]
+        # The kinds registry says which objects need an add-on's CRD (an IEC: the operator's).
+        required = [requirement(obj) for obj in objects]
+        waits = [addon == ADDON_NAME for addon in required]
+        operator = (
+            props.operator.addon
+            if isinstance(props.operator, HyperPodInferenceOperator)
+            else props.operator
+        )
+        if operator is None and any(waits):
+            obj = objects[waits.index(True)]
+            metadata = obj.get("metadata") or {}
+            raise fail(
+                f"the deployment's {obj.get('kind')} {metadata.get('namespace')}/"
+                f"{metadata.get('name')} needs the CRD of the EKS add-on {ADDON_NAME}, and no "
+                "operator is given",
+                where=self.node.path,
+                fix="pass operator=<the cluster's HyperPodInferenceOperator> in ServedModelProps",
+            )
+        namespace = prepared.spec.namespace
+        self.namespace: KubernetesObjects | None = None
+        if props.create_namespace and namespace not in BUILT_IN_NAMESPACES:
+            self.namespace = KubernetesObjects(
+                self,
+                "Namespace",
+                props=KubernetesObjectsProps(
+                    cluster=props.cluster,
+                    objects=[namespace_object(namespace)],
+                    ordered=False,
+                    retain=True,
+                ),
+            )
+        self.objects = KubernetesObjects(
+            self,
+            "Objects",
+            props=KubernetesObjectsProps(cluster=props.cluster, objects=objects),
+        )
+        if self.namespace is not None:
+            self.objects.node.add_dependency(self.namespace)
+        for manifest, waits_for_operator in zip(
+            self.objects.manifests.values(), waits, strict=True
+        ):
+            if waits_for_operator and operator is not None:
+                manifest.node.add_dependency(operator)
