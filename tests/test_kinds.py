@@ -323,3 +323,18 @@ def test_the_iec_states_read_are_states_of_the_crd(shared_dir: Path) -> None:
     (v1,) = (v for v in crd["spec"]["versions"] if v["name"] == "v1")
     states = v1["schema"]["openAPIV3Schema"]["properties"]["status"]["properties"]["state"]
     assert {READY_STATE, FAILED_STATE} <= set(states["enum"])
+
+
+def test_a_team_tls_bucket_names_the_iec_certificate_output() -> None:
+    spec = DeploymentSpec(
+        engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="m",
+        target="hyperpod-eks", namespace="inference",
+    )  # fmt: skip
+    context = RenderContext(region="us-east-1", tls_bucket="acme-tls-certs")
+    (iec,) = (e.object for e in prepare(spec, context=context).objects)
+    assert iec["spec"]["tlsConfig"] == {
+        "tlsCertificateOutputS3Uri": "s3://acme-tls-certs/inference/m"
+    }
+    with pytest.raises(MlccError) as caught:
+        RenderContext(tls_bucket="Not_A_Bucket")
+    assert [p.pointer for p in caught.value.problems] == ["/tls_bucket"]

@@ -191,7 +191,10 @@ def _tls_uri(
     model_region: str | None,
     problems: list[Problem],
 ) -> str | None:
-    """``s3://<tls bucket>/<namespace>/<name>``; a missing account/region/profile is a problem."""
+    """``s3://<tls bucket>/<namespace>/<name>``: the context's TLS bucket, else the ``tls``
+    bucket of ``stacks/buckets.json``, for which a missing account/region/profile is a problem."""
+    if context.tls_bucket is not None:
+        return f"s3://{context.tls_bucket}/{spec.namespace}/{spec.name}"
     values = {
         "account": context.account or inferred.get("account"),
         "region": context.region or model_region,
