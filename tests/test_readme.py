@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -63,3 +64,27 @@ def test_the_cdk8s_plus_example_runs_and_scales_the_library_deployment(tmp_path:
         "matchLabels": {"app.kubernetes.io/name": "llama"}
     }
     assert "replicas" not in by_kind["Deployment"]["spec"]  # the HPA owns the count
+
+
+def test_the_serving_cluster_example_synthesises(tmp_path: Path) -> None:
+    (block,) = [b for b in _python_blocks() if "ServingClusterProps" in b]
+    (tmp_path / "example.py").write_text(block)
+    env = {
+        **os.environ,
+        "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION": "20",
+        "PYTHONPATH": str(README.parent),
+        "CDK_OUTDIR": str(tmp_path / "cdk.out"),
+    }
+    subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, check=True)
+    template = json.loads((tmp_path / "cdk.out" / "AcmeServing.template.json").read_text())
+    types = [r["Type"] for r in template["Resources"].values()]
+    assert types.count("AWS::EC2::VPC") == 1  # the team's VPC, not a second one
+    manifests = [
+        json.loads(r["Properties"]["Manifest"])[0]
+        for r in template["Resources"].values()
+        if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
+    ]
+    assert [m["kind"] for m in manifests if m["metadata"].get("namespace") == "team-a"][-2:] == [
+        "Deployment",
+        "Service",
+    ]
