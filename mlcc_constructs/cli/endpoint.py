@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 DEFAULT_TARGET = "eks"
 DEFAULT_TIMEOUT = "30"
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SHOWN_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -87,6 +88,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME",
         help="the environment variable holding the API key (sent as Authorization: Bearer); "
         "the key itself is never a flag, and never printed",
+    )
+    check.add_argument(
+        "--api-key",
+        default=None,
+        metavar="KEY",
+        help="refused (a flag value ends up in shell history and process lists): use --api-key-env",
     )
     check.add_argument(
         "--timeout",
@@ -158,6 +165,14 @@ def _where_problems(args: argparse.Namespace) -> list[Problem]:
 def _key_problems(args: argparse.Namespace) -> tuple[str | None, list[Problem]]:
     """The API key from the variable ``--api-key-env`` names (its value is never shown)."""
     name = args.api_key_env
+    if args.api_key is not None:
+        return None, [
+            Problem(  # no value: it is the key
+                message="the API key is never a flag value",
+                where="--api-key",
+                fix="export NAME=<the API key> and pass --api-key-env NAME",
+            )
+        ]
     if name is None:
         return None, []
     if not _ENV_NAME.match(name):
@@ -173,11 +188,13 @@ def _key_problems(args: argparse.Namespace) -> tuple[str | None, list[Problem]]:
     key = os.environ.get(name)
     if not key:
         state = "not set" if key is None else "empty"
+        # a conventional name is shown; anything else may be a key given here by mistake
+        shown = name if _SHOWN_NAME.match(name) else "NAME"
         return None, [
             Problem(
-                message=f"the variable {name} is {state}",
+                message=f"the variable {shown} is {state}",
                 where="--api-key-env",
-                fix=f"export {name}=<the endpoint's API key>",
+                fix=f"export {shown}=<the endpoint's API key>",
             )
         ]
     return key, []

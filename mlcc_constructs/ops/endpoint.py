@@ -108,6 +108,12 @@ class EndpointCheck:
     clock: Callable[[], float] = time.perf_counter
     calls: list[Call] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
+    # what the calls found so far (a failed call keeps what came before it)
+    _ids: tuple[str, ...] | None = field(default=None, init=False)
+    _ttft: float | None = field(default=None, init=False)
+    _total: float | None = field(default=None, init=False)
+    _tokens: int = field(default=0, init=False)
+    _reply: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
         self.url = self.url.rstrip("/")
@@ -121,39 +127,36 @@ class EndpointCheck:
     def run(self, model: str, adapters: Sequence[str]) -> Outcome:
         """Both calls (the completion only when the model is listed); every problem found is
         in :attr:`problems`, the API key in none of them."""
-        ids: tuple[str, ...] | None = None
-        stream: tuple[float | None, float | None, int, str] = (None, None, 0, "")
         try:
-            ids = self._models(model, adapters)
-            if model in ids:
-                stream = self._chat(model)
+            self._models(model, adapters)
+            if self._ids is not None and model in self._ids:
+                self._chat(model)
         except _Stop:
             pass
         self.problems = [
             replace(p, message=answers.redacted(p.message, self.api_key)) for p in self.problems
         ]
-        ttft, total, tokens, reply = stream
         return Outcome(
-            models=ids,
-            ttft_ms=ttft,
-            total_ms=total,
-            tokens=tokens,
-            reply=answers.redacted(reply, self.api_key),
+            models=self._ids,
+            ttft_ms=self._ttft,
+            total_ms=self._total,
+            tokens=self._tokens,
+            reply=answers.redacted(self._reply, self.api_key),
             calls=tuple(self.calls),
         )
 
     # -- the two calls ------------------------------------------------------------------
 
-    def _models(self, model: str, adapters: Sequence[str]) -> tuple[str, ...]:
+    def _models(self, model: str, adapters: Sequence[str]) -> None:
         timed = self._send("GET", answers.MODELS_PATH, None)
         body = self._body(timed)
         ids: tuple[str, ...] = self._checked(lambda: answers.model_ids(body, timed.where))
+        self._ids = ids
         self.problems += answers.listing_problems(
             ids, model=model, adapters=adapters, where=timed.where
         )
-        return ids
 
-    def _chat(self, model: str) -> tuple[float | None, float | None, int, str]:
+    def _chat(self, model: str) -> None:
         body = json.dumps(answers.chat_request(model)).encode()
         timed = self._send("POST", answers.CHAT_PATH, body)
         assert timed.response is not None
@@ -168,11 +171,10 @@ class EndpointCheck:
                     fix="check --url: the server must honour stream: true",
                 )
             )
-        ttft: float | None = None
-        tokens, reply, done = 0, "", False
+        done = False
         try:
             while not done:
-                line = self._line(timed, first=ttft is None, tokens=tokens)
+                line = self._line(timed)
                 if not line:
                     break
                 text = line.decode("utf-8", "replace")
@@ -183,18 +185,16 @@ class EndpointCheck:
                     continue
                 done = event.done
                 if event.text:
-                    tokens += 1
-                    reply += event.text
-                    if ttft is None:
-                        ttft = self._ms(timed.started)
+                    self._tokens += 1
+                    self._reply += event.text
+                    if self._ttft is None:
+                        self._ttft = self._ms(timed.started)
         finally:
             self._record(timed)
-        total = self._ms(timed.started)
-        problem = answers.stream_end_problem(timed.where, tokens=tokens, done=done)
+        problem = answers.stream_end_problem(timed.where, tokens=self._tokens, done=done)
         if problem is not None:
-            self.problems += problem.problems
-            return ttft, None, tokens, reply
-        return ttft, total, tokens, reply
+            self._fail(problem.problems[0])
+        self._total = self._ms(timed.started)
 
     # -- HTTP ---------------------------------------------------------------------------
 
@@ -260,7 +260,7 @@ class EndpointCheck:
             self._record(timed)
         return data.decode("utf-8", "replace")
 
-    def _line(self, timed: _Timed, *, first: bool, tokens: int) -> bytes:
+    def _line(self, timed: _Timed) -> bytes:
         """The next line of the stream (``b""`` at its end)."""
         assert timed.response is not None
         try:
@@ -269,7 +269,10 @@ class EndpointCheck:
         except http.client.IncompleteRead:
             return b""  # the server closed the stream mid-chunk
         except Exception as error:
-            self._fail(self._transport_problem(error, timed.where, first=first, tokens=tokens))
+            first = self._ttft is None
+            self._fail(
+                self._transport_problem(error, timed.where, first=first, tokens=self._tokens)
+            )
 
     def _transport_problem(
         self, error: Exception, where: str, *, first: bool, tokens: int

@@ -86,7 +86,7 @@ def http_problem(
     """The problem of an answer that is not 200 (redirects: :func:`redirect_problem`)."""
     message = f"{status} {reason}".strip()
     text = server_message(body)
-    if text:
+    if text and text.lower() != reason.lower():
         message += f": {text}"
     if status in (401, 403):
         fix = (
