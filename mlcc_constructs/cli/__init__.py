@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "adapter",
     "model",
     "rollout",
+    "endpoint",
 )
 
 
@@ -40,6 +41,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "adapter": "adapter",
     "model": "model",
     "rollout": "rollout",
+    "endpoint": "endpoint",
 }
 
 
