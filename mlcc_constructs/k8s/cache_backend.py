@@ -23,6 +23,7 @@ from mlcc_constructs.core.cache import (
     parse_cache_backend,
 )
 from mlcc_constructs.core.support.errors import MlccError
+from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +71,14 @@ class CacheBackend(constructs.Construct):
     :param props: name, spec, namespace and labels (:class:`CacheBackendProps`).
     """
 
+    @replaced_keywords(
+        PropsMigration(
+            construct="CacheBackend",
+            props="CacheBackendProps",
+            required=("name", "spec"),
+            optional=("namespace", "labels"),
+        )
+    )
     def __init__(self, scope: constructs.Construct, id: str, *, props: CacheBackendProps) -> None:
         super().__init__(scope, id)
         self.props: CacheBackendProps = props

@@ -9,6 +9,7 @@ import constructs
 
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import entry, require_kind
@@ -37,6 +38,9 @@ class EngineConfigMap(constructs.Construct):
     """ConfigMap ``<name>-config`` holding exactly the engine env the resolver computed
     (child ``Resource``)."""
 
+    @replaced_keywords(
+        PropsMigration(construct="EngineConfigMap", props="EngineConfigMapProps", prepared=True)
+    )
     def __init__(
         self, scope: constructs.Construct, id: str, *, props: EngineConfigMapProps
     ) -> None:

@@ -19,6 +19,7 @@ import jsii
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import require_kind
@@ -72,6 +73,14 @@ class EngineDeployment(constructs.Construct):
 
     container_name = ENGINE_CONTAINER
 
+    @replaced_keywords(
+        PropsMigration(
+            construct="EngineDeployment",
+            props="EngineDeploymentProps",
+            prepared=True,
+            optional=("config_map",),
+        )
+    )
     def __init__(
         self, scope: constructs.Construct, id: str, *, props: EngineDeploymentProps
     ) -> None:

@@ -8,6 +8,7 @@ import cdk8s
 import constructs
 
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import api_object
 from mlcc_constructs.k8s._entries import entry, require_kind
@@ -40,6 +41,11 @@ class InferenceEndpointConfig(constructs.Construct):
     ``stacks/buckets.json`` for the deployment's account, region and profile.
     """
 
+    @replaced_keywords(
+        PropsMigration(
+            construct="InferenceEndpointConfig", props="InferenceEndpointConfigProps", prepared=True
+        )
+    )
     def __init__(
         self, scope: constructs.Construct, id: str, *, props: InferenceEndpointConfigProps
     ) -> None:

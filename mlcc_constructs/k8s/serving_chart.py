@@ -13,6 +13,7 @@ from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, 
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 from mlcc_constructs.core.support.typecheck import check_fields
 from mlcc_constructs.k8s._api import _RenderedObject, api_object
 from mlcc_constructs.k8s._entries import kind_targets
@@ -52,6 +53,14 @@ class ServingChart(cdk8s.Chart):
     ``HorizontalPodAutoscaler`` (``target=``) and ``NetworkPolicy`` (``selector=``, ``peer=``).
     """
 
+    @replaced_keywords(
+        PropsMigration(
+            construct="ServingChart",
+            props="ServingChartProps",
+            required=("spec",),
+            optional=("context", "registry"),
+        )
+    )
     def __init__(self, scope: constructs.Construct, id: str, *, props: ServingChartProps) -> None:
         super().__init__(scope, id, disable_resource_name_hashes=True)
         self.props = props
