@@ -24,6 +24,7 @@ from mlcc_constructs.core.cache import (
 )
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
+from mlcc_constructs.core.support.typecheck import check_fields
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +43,9 @@ class CacheBackendProps:
     spec: CacheBackendSpec
     namespace: str | None = None
     labels: Mapping[str, str] | None = None
+
+    def __post_init__(self) -> None:
+        check_fields(self)
 
 
 @jsii.implements(constructs.IValidation)
@@ -62,9 +66,9 @@ class _Admission:
 class CacheBackend(constructs.Construct):
     """An ``inferencecache.io/v1alpha1`` CacheBackend object (child ``Resource``).
 
-    Admission runs on construction (raises :class:`MlccError` with every problem; a spec
-    from :meth:`CacheBackendSpec.from_dict` is already admitted and is not re-checked) and
-    again at synth on the emitted JSON.
+    Admission runs on construction (raises :class:`MlccError` with every problem; it runs once
+    per spec object: a spec from :func:`~mlcc_constructs.core.cache.parse_spec` or an earlier
+    construct is not re-checked) and again at synth on the emitted JSON.
 
     :param scope: the parent construct (a cdk8s Chart or below).
     :param id: the construct id.
