@@ -172,7 +172,7 @@ def _spec(case: str, target: str, delivery: str) -> DeploymentSpec:
 def _cli_argv(capsys: pytest.CaptureFixture[str], case: str, target: str) -> list[str]:
     values = CASES[case]
     args = ["argv", "--engine", values["engine"], "--model", values.get("model", S3_MODEL)]
-    args += ["--instance-type", "ml.g5.12xlarge", "--target", target]
+    args += ["--instance-type", "ml.g5.12xlarge", "--target", target, "--name", "llm"]
     args += ["--lora"] if values.get("lora") else []
     args += ["--quantization", values["quantization"]] if "quantization" in values else []
     for key, value in values.get("env", {}).items():
@@ -237,7 +237,8 @@ def test_a_flag_from_tier2_and_the_cache_adapter_is_passed_once(
     # same name in place, the others follow host and port.
     assert argv[3:] == [
         "--enable-metrics", "--max-running-requests", "32", "--model-path", "/opt/ml/model",
-        "--tp-size", "4", "--host", "0.0.0.0", "--port", "30000", "--enable-lmcache",
+        "--served-model-name", "cached", "--tp-size", "4", "--host", "0.0.0.0", "--port",
+        "30000", "--enable-lmcache",
         "--lmcache-config-file", "/var/run/inference-cache/lmcache/client.yaml",
         "--context-length", "32768",
     ]  # fmt: skip

@@ -136,6 +136,7 @@ def test_composable_config_map_and_deployment() -> None:
     assert config.data == {
         "VLLM_MODEL": "/opt/ml/model",
         "VLLM_TENSOR_PARALLEL_SIZE": "4",
+        "VLLM_SERVED_MODEL_NAME": "llama-vllm",
         "VLLM_ENABLE_LORA": "true",
     }
     # one engine-env ConfigMap (the one passed in) and the deployment's wrapper ConfigMap

@@ -46,6 +46,7 @@ def test_vllm_capabilities() -> None:
         "model": "MODEL",
         "tensor_parallel_degree": "TENSOR_PARALLEL_SIZE",
         "quantization": "QUANTIZATION",
+        "served_model_name": "SERVED_MODEL_NAME",
         "lora_enable": "ENABLE_LORA",
         "lora_max": "MAX_LORAS",
         "lora_max_rank": "MAX_LORA_RANK",
@@ -61,6 +62,7 @@ def test_vllm_capabilities() -> None:
 def test_sglang_declares_the_dynamic_lora_group_only() -> None:
     assert _suffixes("sglang")["model"] == "MODEL_PATH"
     assert _suffixes("sglang")["tensor_parallel_degree"] == "TP_SIZE"
+    assert _suffixes("sglang")["served_model_name"] == "SERVED_MODEL_NAME"
     lora_enable = BUILTINS["sglang"].capability("lora_enable")
     assert lora_enable is not None
     assert lora_enable.value_type == "boolean"

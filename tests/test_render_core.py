@@ -110,9 +110,25 @@ def test_snapshot_set_matches_the_built_in_engines() -> None:
 @pytest.mark.parametrize(
     ("extra", "expected"),
     [
-        ({}, ["VLLM_MODEL", "VLLM_TENSOR_PARALLEL_SIZE"]),
-        ({"quantization": "awq"}, ["VLLM_MODEL", "VLLM_TENSOR_PARALLEL_SIZE", "VLLM_QUANTIZATION"]),
-        ({"lora": True}, ["VLLM_MODEL", "VLLM_TENSOR_PARALLEL_SIZE", "VLLM_ENABLE_LORA"]),
+        ({}, ["VLLM_MODEL", "VLLM_TENSOR_PARALLEL_SIZE", "VLLM_SERVED_MODEL_NAME"]),
+        (
+            {"quantization": "awq"},
+            [
+                "VLLM_MODEL",
+                "VLLM_TENSOR_PARALLEL_SIZE",
+                "VLLM_QUANTIZATION",
+                "VLLM_SERVED_MODEL_NAME",
+            ],
+        ),
+        (
+            {"lora": True},
+            [
+                "VLLM_MODEL",
+                "VLLM_TENSOR_PARALLEL_SIZE",
+                "VLLM_SERVED_MODEL_NAME",
+                "VLLM_ENABLE_LORA",
+            ],
+        ),
     ],
 )
 def test_vllm_tier1_keys_are_exactly_the_pinned_set(
@@ -201,8 +217,9 @@ def test_args_delivery_argv_equals_mlcc_argv(
             e["name"].startswith("MLCC_") for e in container.get("environmentVariables", [])
         )
     expected = mlcc_argv(
-        capsys, "--engine", engine, "--model", MODEL, "--instance-type", "ml.g5.12xlarge", *flags
-    )
+        capsys, "--engine", engine, "--model", MODEL, "--instance-type", "ml.g5.12xlarge",
+        "--name", f"llama-{engine}", *flags,
+    )  # fmt: skip
     assert container["command"] + container.get("args", []) == expected
 
 
@@ -245,7 +262,8 @@ def test_the_mounted_wrapper_runs_on_its_own_in_a_stock_image(tmp_path: Path) ->
     )
     assert json.loads(out.stdout) == [
         "vllm", "serve", "/opt/ml/model", "--enable-lora", "--max-num-seqs", "8",
-        "--tensor-parallel-size", "4", "--host", "0.0.0.0", "--port", "8000",
+        "--served-model-name", "llama-vllm", "--tensor-parallel-size", "4", "--host", "0.0.0.0",
+        "--port", "8000",
     ]  # fmt: skip
 
 
@@ -268,6 +286,7 @@ def test_the_inlined_wrapper_runs_the_hyperpod_worker(engine: str) -> None:
         check=True,
     )
     args = ["--engine", engine, "--model", MODEL, "--instance-type", "ml.g5.12xlarge"]
+    args += ["--name", f"llama-{engine}"]
     assert json.loads(out.stdout) == resolve_argv(args, target="hyperpod-eks")
 
 
@@ -282,8 +301,15 @@ def resolve_argv(args: list[str], *, target: str) -> list[str]:
         instance_type=options["--instance-type"],
         target=target,
         engine_version="9.9.9",
+        # the rendered deployment serves under its name where the engine has the setting
+        served_model_name=options.get("--name") if _serves_by_name(options["--engine"]) else None,
     )
     return resolve(spec).argv()
+
+
+def _serves_by_name(engine: str) -> bool:
+    manifest = next(m for m in builtin_engines() if m.engine == engine)
+    return manifest.capability("served_model_name") is not None
 
 
 def test_model_b_engine_keeps_the_image_entrypoint_and_refuses_args() -> None:

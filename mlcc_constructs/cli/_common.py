@@ -18,6 +18,7 @@ SPEC_FLAGS: dict[str, str] = {
     "model": "model",
     "instance_type": "instance_type",
     "name": "name",
+    "served_model_name": "served_model_name",
     "namespace": "namespace",
     "target": "target",
     "image": "image",
@@ -85,6 +86,11 @@ def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = 
         "--tp", type=int, default=None, help="tensor-parallel degree (default: the GPU count)"
     )
     parser.add_argument("--quantization", default=None, help="quantization method, e.g. awq")
+    parser.add_argument(
+        "--served-model-name",
+        default=None,
+        help="the model name clients send (OpenAI API 'model'; default: the deployment's name)",
+    )
     parser.add_argument("--lora", action="store_true", help="serve LoRA adapters")
     parser.add_argument(
         "--set",

@@ -55,7 +55,8 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
         dest="pick",
         default=None,
         metavar="NAME",
-        help="with -f: the deployment of the file to show (required when it holds several)",
+        help="with -f: the deployment of the file to show (required when it holds several); "
+        "without: the deployment's name (the default served model name)",
     )
     add_deployment_options(parser, required=False)
     parser.add_argument(
@@ -91,6 +92,7 @@ def _resolve(args: argparse.Namespace) -> tuple[Any, list[str]]:
     )
 
     _require_flags(args)
+    args.name = args.pick  # without -f, --name names the deployment (as mlcc render's does)
     loaded = spec_from_args(args)
     try:
         _, resolution, fit_warnings = resolve_deployment_for_its_target(

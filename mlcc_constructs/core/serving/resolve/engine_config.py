@@ -10,7 +10,7 @@ from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.lora_fit import lora_fit, lora_memory_cap
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
-from mlcc_constructs.core.serving.resolve.settings import read_settings
+from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings
 from mlcc_constructs.core.serving.resolve.tiers import resolve_for_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
@@ -35,11 +35,32 @@ def resolve_deployment(
     spec = with_pinned_engine_version(spec)
     settings = read_settings(spec, registry)  # the user's env, parsed once for every reader
     fit = lora_fit(spec, settings)
+    computed, notes = dict(fit.computed), list(fit.warnings)
+    served, served_notes = served_model_name(spec, settings)
+    computed.update(served)
+    notes += served_notes
     resolution = resolve_for_target(
-        spec, settings=settings, target=target, computed=fit.computed, problems=list(fit.problems)
+        spec, settings=settings, target=target, computed=computed, problems=list(fit.problems)
     )
     lora_memory_cap(spec, resolution, settings)
-    return spec, resolution, list(fit.warnings)
+    return spec, resolution, notes
+
+
+def served_model_name(
+    spec: DeploymentSpec, settings: EngineSettings
+) -> tuple[dict[str, str], list[str]]:
+    """The computed Tier-1 ``served_model_name``: the deployment's name, so clients call it by
+    the name they deployed it under (a ``served_model_name`` the user sets wins). An engine
+    that declares no such setting serves under its model path, and a note says so."""
+    if spec.served_model_name is not None or spec.name is None:
+        return {}, []
+    manifest = settings.manifest
+    if manifest.capability("served_model_name") is not None:
+        return {"served_model_name": spec.name}, []
+    return {}, [
+        f"{manifest.engine} declares no served_model_name setting: it serves the model under "
+        "its own default name (often the model path), which clients must send as 'model'"
+    ]
 
 
 def resolve_deployment_for_its_target(

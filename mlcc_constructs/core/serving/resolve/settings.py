@@ -236,6 +236,8 @@ class _Reader:
             )
         if spec.quantization is not None:
             self._option("quantization", spec.quantization, "/quantization")
+        if spec.served_model_name is not None:
+            self._option("served_model_name", spec.served_model_name, "/served_model_name")
         if spec.lora:
             self._option("lora_enable", TRUE, "/lora")
         return EngineSettings(

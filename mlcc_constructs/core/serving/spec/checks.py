@@ -30,6 +30,9 @@ _DNS1123_SUBDOMAIN = re.compile(
     r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 )
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+# An OpenAI API model id: one token a client sends in JSON and an engine takes as one argument
+# (vLLM and SGLang take any text, Hugging Face ids included; whitespace would split it).
+SERVED_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$")
 _MAX_SUBDOMAIN = 253
 
 
@@ -111,4 +114,14 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                     value=rank,
                 )
             )
+    if spec.served_model_name is not None and not SERVED_MODEL_NAME.match(spec.served_model_name):
+        problems.append(
+            Problem(
+                message="not a served model name",
+                pointer="/served_model_name",
+                value=spec.served_model_name,
+                allowed="1-128 letters, digits and . _ : / @ + -, starting with a letter or digit",
+                fix="e.g. chat-8b or org/model-8b-instruct",
+            )
+        )
     return problems

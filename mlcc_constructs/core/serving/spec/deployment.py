@@ -96,6 +96,10 @@ class DeploymentSpec:
         Hugging Face ``org/name``.
     ``instance_type``: ``ml.g5.12xlarge`` or the EKS node name ``g5.12xlarge``.
     ``name``: DNS-1123 name of the Kubernetes objects. Default: none (required to render).
+    ``served_model_name``: The name the engine serves the model under: what clients send as the
+        OpenAI API's ``model`` and what ``/v1/models`` lists (LoRA adapters keep their own
+        names). Passed through the engine's own setting (its manifest's ``served_model_name``
+        capability). Default: the deployment's ``name``.
     ``namespace``: Kubernetes namespace. Default: ``default``.
     ``target``: ``eks`` or ``hyperpod-eks``. Default: ``eks``.
     ``image``: Container image. Default: the engine's pinned image from versions.json.
@@ -130,6 +134,7 @@ class DeploymentSpec:
     model: str
     instance_type: str
     name: str | None = None
+    served_model_name: str | None = None
     namespace: str = "default"
     target: str = "eks"
     image: str | None = None
