@@ -22,7 +22,10 @@ renderers' dicts), so this costs a walk of the instance (~9 us per deployment), 
 # per deployment). Ours was not 1.5x faster end to end anywhere, so the library answers; its
 # import is paid only where a verdict is asked (render, validation, plugin manifests), never by
 # `mlcc env` or `mlcc argv` without plugins. fastjsonschema 2.22.3 (drafts 4-7 only) was slower
-# everywhere: 2.1x in process, 1.9x (render 500) to 4.7x (render 1).
+# everywhere: 2.1x in process, 1.9x (render 500) to 4.7x (render 1). Re-measured as adopted
+# (this module, its JSON-data walk included, against the deleted code; 20 paired rounds, CPU,
+# median): render 500 0.98, dist/ 500 0.93, render 1 1.11, validate 1.28; in process 0.015 ms
+# per deployment.
 
 from __future__ import annotations
 
