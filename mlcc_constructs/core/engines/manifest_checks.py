@@ -12,7 +12,7 @@ from typing import Any
 
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.support.errors import Problem, json_pointer
-from mlcc_constructs.core.support.schema_compile import Check, compile_schema
+from mlcc_constructs.core.support.schema_verdict import Verdict, verdict
 
 
 def manifest_problems(document: Any, where: str) -> list[Problem]:
@@ -22,7 +22,7 @@ def manifest_problems(document: Any, where: str) -> list[Problem]:
 
 
 def _problems_from_schema(document: Any, where: str) -> list[Problem]:
-    if _schema_check()(document):  # the common case, without importing jsonschema
+    if _schema_verdict()(document):  # the common case, without importing jsonschema
         return []
     problems = []
     for error in sorted(_schema_validator().iter_errors(document), key=_error_order):
@@ -78,15 +78,17 @@ def _error_order(error: Any) -> tuple[list[str], str]:
 
 
 @cache
-def _schema() -> Any:
-    return json.loads(shipped_path("engines/manifest.schema.json").read_text(encoding="utf-8"))
+def _schema() -> dict[str, Any]:
+    text = shipped_path("engines/manifest.schema.json").read_text(encoding="utf-8")
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 @cache
-def _schema_check() -> Check:
-    """The manifest schema compiled: jsonschema words a manifest's problems only when it has
-    some (it costs more to import than a whole ``mlcc validate``)."""
-    return compile_schema(_schema())
+def _schema_verdict() -> Verdict:
+    """jsonschema-rs's verdict on a manifest: jsonschema words a manifest's problems only when it
+    has some (it costs more to import than a whole ``mlcc validate``)."""
+    return verdict(_schema())
 
 
 @cache

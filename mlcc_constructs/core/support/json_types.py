@@ -1,5 +1,5 @@
-"""JSON Schema's view of Python values, shared by the subset validator (``schema_check``) and
-the compiled validators (``schema_compile``): its ``type`` names and its equality."""
+"""JSON Schema's view of Python values, for the subset validator (``schema_check``): its ``type``
+names and its equality."""
 
 from __future__ import annotations
 

@@ -4,8 +4,8 @@
 of a CRD, a JSON schema of exactly the fields the library emits with the CRD's own constraints
 (required fields, patterns, ranges, enums), the fix to print per failed keyword, and the CRD
 it was taken from. The schema is made strict when loaded (:func:`strict`): a misspelt field
-fails, where the API server would silently prune it. A compiled predicate answers valid or not
-on the hot path; jsonschema gives the messages only for an invalid object.
+fails, where the API server would silently prune it. jsonschema-rs answers valid or not on the
+hot path; jsonschema gives the messages only for an invalid object.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.support.errors import Problem, json_pointer
-from mlcc_constructs.core.support.schema_compile import Check, compile_schema
+from mlcc_constructs.core.support.schema_verdict import Verdict, verdict
 
 RULES_DIR = "crd_rules"
 
@@ -45,7 +45,7 @@ class CrdRules:
 
     def problems(self, obj: Mapping[str, Any]) -> list[Problem]:
         """Every violation of the rules by ``obj``, with the fix the data file names."""
-        if _check(self.file)(obj):
+        if _verdict(self.file)(obj):
             return []
         document = self.document
         label = f"{obj.get('kind', '?')}/{obj.get('metadata', {}).get('name', '?')}"
@@ -90,13 +90,14 @@ def _document(file: str) -> Mapping[str, Any]:
 
 
 @cache
-def _strict_schema(file: str) -> Any:
-    return strict(_document(file)["schema"])
+def _strict_schema(file: str) -> dict[str, Any]:
+    schema: dict[str, Any] = strict(_document(file)["schema"])
+    return schema
 
 
 @cache
-def _check(file: str) -> Check:
-    return compile_schema(_strict_schema(file))
+def _verdict(file: str) -> Verdict:
+    return verdict(_strict_schema(file))
 
 
 @cache

@@ -1,7 +1,8 @@
 """Core kinds (ConfigMap, Deployment, Service, ...) against the strict OpenAPI schemas bundled
 with ``kubernetes-validate`` (offline), for the Kubernetes version pinned in
-``data/versions.json``: a compiled predicate answers valid or not on the hot path, and
-jsonschema gives the messages only when an object is invalid."""
+``data/versions.json``: jsonschema-rs answers valid or not on the hot path, and jsonschema
+gives the messages only when an object is invalid (both from one self-contained document per
+kind)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from typing import Any
 
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
-from mlcc_constructs.core.support.schema_compile import Check, compile_schema
+from mlcc_constructs.core.support.schema_verdict import Verdict, verdict
 
 
 def kubernetes_version() -> str:
@@ -58,52 +59,42 @@ def _raw_definitions() -> dict[str, Any]:
     return raw
 
 
-_RESOLVED: dict[str, dict[str, Any]] = {}
-
-
-def _definition(name: str) -> dict[str, Any]:
-    """Shared definition ``name`` with every reference replaced by the referenced schema itself
-    (resolved on first use, so only what the rendered kinds reach is ever inlined).
-
-    Resolving ``$ref`` through a registry on every validation costs about a third of the time;
-    these schemas only put annotations (``description``, ``x-kubernetes-*``) beside a ``$ref``,
-    so replacing the reference node with its target keeps the validation identical. Recursive
-    definitions become cyclic dicts, which the validators walk only as deep as the instance
-    goes.
-    """
-    found = _RESOLVED.get(name)
-    if found is None:
-        found = _RESOLVED[name] = {}  # the placeholder a recursive reference points at
-        found.update(_inline(_raw_definitions()[name]))
-    return found
-
-
-def _inline(node: Any) -> Any:
-    if isinstance(node, dict):
-        ref = node.get("$ref")
-        if isinstance(ref, str) and _DEFS_REF in ref:
-            return _definition(ref.split(_DEFS_REF, 1)[1])
-        return {key: _inline(value) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_inline(value) for value in node]
-    return node
-
-
 @cache
 def _core_schema(kind: str, api_version: str) -> dict[str, Any] | None:
+    """A kind's strict schema as one self-contained document: its file, with its references
+    into ``_definitions.json`` made local and the shared definitions they reach (directly or
+    through each other) under ``$defs``; ``None`` when the version bundles no such kind."""
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     path = _schema_dir().joinpath(f"{kind.lower()}-{group_version}.json")
     if not path.is_file():
         return None
-    schema: dict[str, Any] = _inline(json.loads(path.read_text(encoding="utf-8")))
-    return schema
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    definitions = _raw_definitions()
+    reached: dict[str, Any] = {}
+    stack: list[Any] = [document]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and _DEFS_REF in ref:
+                name = ref.split(_DEFS_REF, 1)[1]
+                if ref != _DEFS_REF + name:  # the kind's file: "/api/_definitions.json#/$defs/"
+                    node["$ref"] = _DEFS_REF + name  # (the cached definitions refer locally)
+                if name not in reached:
+                    reached[name] = definitions[name]
+                    stack.append(definitions[name])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    document["$defs"] = reached
+    return document
 
 
 @cache
-def _core_check(kind: str, api_version: str) -> Check | None:
-    """The compiled strict schema of a kind: the fast yes/no on the hot path."""
+def _core_verdict(kind: str, api_version: str) -> Verdict | None:
+    """jsonschema-rs's verdict on a kind: the fast yes/no on the hot path."""
     schema = _core_schema(kind, api_version)
-    return None if schema is None else compile_schema(schema)
+    return None if schema is None else verdict(schema)
 
 
 @cache
@@ -112,7 +103,7 @@ def _core_validator(kind: str, api_version: str) -> Any:
     import jsonschema
 
     schema = _core_schema(kind, api_version)
-    assert schema is not None  # asked only after _core_check found the kind
+    assert schema is not None  # asked only after _core_verdict found the kind
     return jsonschema.Draft202012Validator(schema)
 
 
@@ -128,8 +119,8 @@ def _path(parts: Iterable[object]) -> str:
 def core_object_problems(obj: Mapping[str, Any]) -> list[Problem]:
     """Strict schema problems of one core-kind object (empty when it is valid)."""
     kind, api_version = str(obj.get("kind", "")), str(obj.get("apiVersion", ""))
-    check = _core_check(kind, api_version)
-    if check is None:
+    is_valid = _core_verdict(kind, api_version)
+    if is_valid is None:
         return [
             Problem(
                 message=f"no Kubernetes {kubernetes_version()} schema for this kind",
@@ -139,7 +130,7 @@ def core_object_problems(obj: Mapping[str, Any]) -> list[Problem]:
                 fix="render only core kinds here; custom resources have their own rules",
             )
         ]
-    if check(obj):
+    if is_valid(obj):
         return []
     validator = _core_validator(kind, api_version)
     errors = sorted(validator.iter_errors(dict(obj)), key=lambda e: [str(p) for p in e.path])
