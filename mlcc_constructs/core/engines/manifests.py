@@ -111,6 +111,18 @@ class EngineManifest:
         return str(value) if value is not None else None
 
     @property
+    def api_key_env(self) -> str | None:
+        """The variable the engine reads its API key from (``VLLM_API_KEY``), if it has one."""
+        value = (self.raw.get("api_key") or {}).get("env")
+        return str(value) if value is not None else None
+
+    @property
+    def api_key_flag(self) -> str | None:
+        """The flag the engine takes its API key after (``--api-key``), if it takes one."""
+        value = (self.raw.get("api_key") or {}).get("flag")
+        return str(value) if value is not None else None
+
+    @property
     def reserved_keys(self) -> dict[str, str]:
         """Env keys the wrapper sets itself (host/port flags) → the flag they would collide with."""
         flags = (self.launch.get(f) for f in ("port_flag", "host_flag"))

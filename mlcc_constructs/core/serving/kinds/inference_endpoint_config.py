@@ -86,7 +86,7 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
         model_source["modelLocation"] = source.location
     else:
         hf: dict[str, Any] = {"modelId": source.hf_id}
-        token = spec.secret_env.get(HF_TOKEN)
+        token = box.secret_env.get(HF_TOKEN)
         if token is not None:
             hf["tokenSecretRef"] = {"name": token.name, "key": token.key}
         model_source["huggingFaceModel"] = hf

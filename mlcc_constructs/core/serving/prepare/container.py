@@ -39,6 +39,7 @@ from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.secrets import SecretsPlan
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.spec.deployment import ConfigDelivery, DeploymentSpec, SecretRef
 from mlcc_constructs.core.wrapper import ENGINE_ENV, KEYS_ENV, MANIFEST_ENV, MANIFEST_JSON_ENV
@@ -93,9 +94,14 @@ class Container:
 
 
 def describe_container(
-    spec: DeploymentSpec, target: TargetDescriptor, resolution: Resolution, image: str
+    spec: DeploymentSpec,
+    target: TargetDescriptor,
+    resolution: Resolution,
+    image: str,
+    secrets: SecretsPlan,
 ) -> Container:
-    """The engine container of ``spec`` on ``target`` (module doc: delivery, resources)."""
+    """The engine container of ``spec`` on ``target`` (module doc: delivery, resources);
+    ``secrets``: where its Secret-backed variables and the API key's flag come from."""
     manifest = resolution.manifest
     launch = manifest.launch
     by_env = spec.config_delivery == "env"
@@ -105,15 +111,18 @@ def describe_container(
 
     command: tuple[str, ...] | None = None
     args: tuple[str, ...] = ()
+    key_args = secrets.args
     if manifest.entrypoint == "wrapper":
         if not by_env:
             argv = resolution.argv()
             split = len(launch["command"])
-            command, args = tuple(argv[:split]), tuple(argv[split:])
+            command, args = tuple(argv[:split]), (*argv[split:], *key_args)
         elif mounted:
             command = MOUNTED_WRAPPER_COMMAND
         else:  # no volumes: the wrapper script travels in the command itself
             command = ("python3", "-c", wrapper_script())
+        if by_env:  # the wrapper merges the container's args into its flags
+            args = key_args
 
     wrapper_env: tuple[tuple[str, str], ...] = ()
     if runs_wrapper:
@@ -141,7 +150,7 @@ def describe_container(
         wrapper_env=wrapper_env,
         wrapper_files=wrapper_files,
         plain_env=resolution.plain,
-        secret_env=spec.secret_env,
+        secret_env=secrets.env,
         port=int(launch["port"]),
         health_path=str(launch["health_path"]),
         metrics_path=launch.get("metrics_path"),

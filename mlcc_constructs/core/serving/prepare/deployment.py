@@ -29,10 +29,12 @@ from mlcc_constructs.core.serving.prepare.names import (
     object_names,
 )
 from mlcc_constructs.core.serving.prepare.pod import pod_template
+from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.endpoint import endpoint_problems
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
 if TYPE_CHECKING:
@@ -44,8 +46,8 @@ class PreparedDeployment(DeploymentFacts):
     """A deployment's facts (:class:`DeploymentFacts`) and its objects, rendered from them.
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
-    ``pod_template``, ``model_region``, ``tls_uri``, ``cache``, ``warnings``: documented on
-    :class:`DeploymentFacts`), and
+    ``pod_template``, ``model_region``, ``tls_uri``, ``secrets``, ``cache``, ``warnings``:
+    documented on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -129,7 +131,7 @@ def prepare(
 
         cache_problems, cache = admit_for_deployment(spec.cache_backend, resolution, target)
         problems += cache_problems
-    for key in spec.secret_env:
+    for key in [*spec.secret_env, *([manifest.api_key_env] if spec.api_key_secret else [])]:
         if key in resolution.env:
             problems.append(
                 Problem(
@@ -161,11 +163,24 @@ def prepare(
             f"service_account_role_arn is ignored on {target.name}: "
             + target.notes.get("service_account_role_arn", "it renders no ServiceAccount")
         )
+    # The load balancer's region: the cluster's (context), else the spec's.
+    region = context.region or spec.region
+    problems += endpoint_problems(
+        spec.endpoint, api_key=spec.api_key_secret is not None, region=region
+    )
+    for index, namespace in enumerate(spec.allow_from):
+        problems += namespace_problems(namespace, pointer=f"/allow_from/{index}")
+    names = object_names(spec.name or "", spec.namespace)
+    secrets = None
+    if target is not None:
+        secrets, secret_problems = plan_secrets(
+            spec, manifest, target, names, region=region, account=context.account
+        )
+        problems += secret_problems
     if problems:
         raise MlccError(problems)
-    assert spec.name is not None and image is not None and target is not None  # checked above
-    names = object_names(spec.name, spec.namespace)
-    container = describe_container(spec, target, resolution, image)
+    assert image is not None and target is not None and secrets is not None  # checked above
+    container = describe_container(spec, target, resolution, image, secrets)
     facts = DeploymentFacts(
         spec=spec,
         target=target,
@@ -177,6 +192,7 @@ def prepare(
         ),
         model_region=model_region,
         tls_uri=tls_uri,
+        secrets=secrets,
         cache=cache,
         warnings=tuple(warnings),
     )

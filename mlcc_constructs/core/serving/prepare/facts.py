@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import Container
 from mlcc_constructs.core.serving.prepare.names import Names
+from mlcc_constructs.core.serving.prepare.secrets import SecretsPlan
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelSource
 
@@ -36,6 +37,8 @@ class DeploymentFacts:
         already applied. ``None`` where the platform makes the pods (an IEC's operator).
     ``model_region``: The model bucket's region (``s3://`` models).
     ``tls_uri``: Where the IEC writes its TLS certificate (targets with ``tls_bucket``).
+    ``secrets``: Where the secrets come from: Kubernetes Secrets as named, Secrets Manager
+        values through the deployment's SecretProviderClass.
     ``cache``: The admitted CacheBackend, or ``None``.
     ``warnings``: Resolver and render notes for the user.
     """
@@ -48,6 +51,7 @@ class DeploymentFacts:
     pod_template: Mapping[str, Any] | None
     model_region: str | None
     tls_uri: str | None
+    secrets: SecretsPlan
     cache: Admission | None
     warnings: tuple[str, ...]
 

@@ -76,6 +76,8 @@ class Names:
     ``wrapper``
     ``claim``
     ``volume``: The cluster-scoped PersistentVolume: ``<namespace>-<name>-model``.
+    ``secrets``: The SecretProviderClass and the Kubernetes Secret it syncs from Secrets
+        Manager: ``<name>-secrets``.
     """
 
     base: str
@@ -84,6 +86,7 @@ class Names:
     wrapper: str
     claim: str
     volume: str
+    secrets: str
 
 
 def object_names(name: str, namespace: str) -> Names:
@@ -95,6 +98,7 @@ def object_names(name: str, namespace: str) -> Names:
         wrapper=f"{name}-wrapper",
         claim=f"{name}-model",
         volume=f"{namespace}-{name}-model",
+        secrets=f"{name}-secrets",
     )
 
 

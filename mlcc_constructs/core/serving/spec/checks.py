@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from mlcc_constructs.core.platform.buckets import REGION
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 
 INT32_MAX = 2**31 - 1
@@ -87,6 +87,8 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
             )
         )
     for env_name, ref in spec.secret_env.items():
+        if not isinstance(ref, SecretRef):
+            continue  # a Secrets Manager secret: prepare's plan_secrets checks it
         if len(ref.name) > _MAX_SUBDOMAIN or not _DNS1123_SUBDOMAIN.match(ref.name):
             problems.append(
                 Problem(

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
+from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -110,7 +111,10 @@ class DeploymentSpec:
     ``lora``: Serve LoRA adapters (the engine's LoRA companion contract). Default: off.
     ``env``: User env: ``<PREFIX>*`` keys (Tier-2, or Tier-1 overrides) and plain env. Default:
         none.
-    ``secret_env``: Env values from Secrets, e.g. ``{"HF_TOKEN": SecretRef(...)}``. Default: none.
+    ``secret_env``: Env values from secrets: a Kubernetes Secret's key
+        (``{"HF_TOKEN": SecretRef(...)}``) or an AWS Secrets Manager secret
+        (``SecretsManagerSecret(secret="team/hf-token")``, synced into the deployment's own
+        Secret: nobody makes one by hand). Default: none.
     ``engine_version``: Engine version for version gates. Default: unknown (gates fail open, with a
         warning).
     ``config_delivery``: ``env``: the image runs the wrapper; ``args``: argv computed at synth.
@@ -128,6 +132,14 @@ class DeploymentSpec:
     ``cache_backend``: LMCache wiring injected into the eks Deployment (an inferencecache.io
         CacheBackend ``spec``, admission-checked). Its runtime must be the engine manifest's
         ``cache_runtime``. Default: none.
+    ``endpoint``: How clients reach the engine (:class:`Endpoint`: an Ingress on eks). Default:
+        an ``internal`` load balancer, HTTP, a host of its own.
+    ``api_key_secret``: The name or ARN of a Secrets Manager secret holding the API key clients
+        send (``Authorization: Bearer <key>``); the engine reads it through its own setting
+        (engine manifest ``api_key``), never from a template, ConfigMap or plain env value.
+        Default: none (no key: reachable only inside the VPC and the allowed namespaces).
+    ``allow_from``: Namespaces whose pods may call the engine port directly (the NetworkPolicy
+        admits only these and the load balancer). Default: none.
     """
 
     engine: str
@@ -143,7 +155,7 @@ class DeploymentSpec:
     quantization: str | None = None
     lora: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
-    secret_env: Mapping[str, SecretRef] = field(default_factory=dict)
+    secret_env: Mapping[str, SecretRef | SecretsManagerSecret] = field(default_factory=dict)
     engine_version: str | None = None
     config_delivery: ConfigDelivery = "env"
     region: str | None = None
@@ -153,6 +165,9 @@ class DeploymentSpec:
     model_config: Mapping[str, Any] | None = None
     gpu_memory_utilization: float = 0.9
     cache_backend: CacheBackendSpec | None = None
+    endpoint: Endpoint = field(default_factory=Endpoint)
+    api_key_secret: str | None = None
+    allow_from: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         # Freeze what callers may pass as plain dicts and lists; anything else is left for
@@ -161,7 +176,7 @@ class DeploymentSpec:
             value = getattr(self, name)
             if isinstance(value, Mapping):
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
-        for name in ("lora_adapters", "lora_tune_ranks"):
+        for name in ("lora_adapters", "lora_tune_ranks", "allow_from"):
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))
