@@ -56,8 +56,8 @@ from mlcc_constructs.core.platform.inference_operator import (
     addon_configuration,
     service_account_subject,
 )
+from mlcc_constructs.core.platform.labels import MANAGED_BY
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.serving.prepare.names import MANAGED_BY
 from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 

@@ -100,7 +100,10 @@ def render_context(loaded: Any, fallback: dict[str, str] | None = None) -> Any:
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     fallback = _cdk_context() if fallback is None else fallback
-    return RenderContext(**{k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT})
+    values = {k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT}
+    return RenderContext(
+        account=values["account"], region=values["region"], profile=values["profile"]
+    )
 
 
 def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:

@@ -22,6 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
+from mlcc_constructs.core.platform.labels import MANAGED_BY
 
 NODE_POOL_NAME = "mlcc-gpu"
 GPU_TAINT_KEY = GPU_RESOURCE
@@ -55,7 +56,7 @@ def gpu_node_pool(families: Iterable[str], *, name: str = NODE_POOL_NAME) -> dic
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
-        "metadata": {"name": name, "labels": {"app.kubernetes.io/managed-by": "mlcc-constructs"}},
+        "metadata": {"name": name, "labels": dict(MANAGED_BY)},
         "spec": {
             "template": {
                 "spec": {

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mlcc_constructs.core.platform.labels import MANAGED_BY
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.registry import Kind, Readiness
-from mlcc_constructs.core.serving.prepare.names import MANAGED_BY
 
 # Pod Security Admission: report (audit, warn) what the restricted profile would refuse, but
 # do not enforce it: the HyperPod inference operator creates pods in these namespaces too.

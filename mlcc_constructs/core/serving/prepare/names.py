@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from mlcc_constructs.core.platform.labels import MANAGED_BY as MANAGED_BY  # its old home
 from mlcc_constructs.core.support.errors import Problem
 
 MAX_NAME = 63
@@ -103,8 +104,6 @@ def object_names(name: str, namespace: str) -> Names:
 
 
 ENGINE_LABEL = "mlcc-constructs/engine"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "mlcc-constructs"}
-"""The label every object the library renders carries."""
 NAME_LABEL = "app.kubernetes.io/name"
 
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 
+from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 
@@ -23,15 +26,28 @@ class RenderContext:
     ``tls_bucket``: The name of the bucket an IEC writes its TLS certificate to, for a team whose
         operator writes to its own bucket. Default: the ``tls`` bucket of
         ``stacks/buckets.json`` for the account, region and profile.
+    ``load_balancer_cidrs``: The CIDRs of the subnets the cluster's load balancers live in, by
+        scheme (``internal``, ``internet-facing``): the only sources outside ``allow_from`` the
+        deployment's NetworkPolicy admits. Default: those of the VPC a ``ServingCluster``
+        creates (:data:`~mlcc_constructs.core.platform.load_balancing.REFERENCE_CIDRS`);
+        ``IServingCluster.load_balancer_cidrs`` for any other cluster.
     """
 
     account: str | None = None
     region: str | None = None
     profile: str | None = None
     tls_bucket: str | None = None
+    load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None
 
     def __post_init__(self) -> None:
+        if self.load_balancer_cidrs is not None and isinstance(self.load_balancer_cidrs, Mapping):
+            frozen = {k: tuple(v) for k, v in self.load_balancer_cidrs.items()}
+            object.__setattr__(self, "load_balancer_cidrs", MappingProxyType(frozen))
         check_fields(self)
+        if self.load_balancer_cidrs is not None:
+            from mlcc_constructs.core.platform.load_balancing import cidr_problems
+
+            raise_if_any(cidr_problems(self.load_balancer_cidrs, pointer="/load_balancer_cidrs"))
         if self.tls_bucket is not None:
             from mlcc_constructs.core.adapters.path_names import check_bucket
 

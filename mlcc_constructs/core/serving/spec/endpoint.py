@@ -250,3 +250,13 @@ def secret_problems(
             )
         ]
     return []
+
+
+def secret_resource(secret: str, *, partition: str, region: str, account: str) -> str:
+    """The IAM resource of a Secrets Manager secret given by name or ARN: an ARN as is, a name
+    as ``arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-??????`` (the six
+    characters Secrets Manager appends to the name in the ARN; the AWS provider's README scopes
+    its Pod Identity policy the same way)."""
+    if secret.startswith("arn:"):
+        return secret
+    return f"arn:{partition}:secretsmanager:{region}:{account}:secret:{secret}-??????"
