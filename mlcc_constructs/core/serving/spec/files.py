@@ -21,8 +21,15 @@ from typing import Any
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.support.documents import load_document, parse_json, parse_yaml, read_text
-from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer
+from mlcc_constructs.core.support.errors import (
+    MlccError,
+    Problem,
+    fail,
+    json_pointer,
+    raise_if_any,
+)
 from mlcc_constructs.core.support.schema_check import iter_errors
 
 SCHEMA_FILE = "deployment-spec.schema.json"
@@ -131,10 +138,12 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
     spec_fields = {f.name for f in fields(DeploymentSpec)}
     values: dict[str, Any] = {k: v for k, v in document.items() if k in spec_fields}
     values["env"] = dict(document.get("env", {}))
-    values["secret_env"] = {
-        k: SecretRef(name=v["name"], key=v["key"])
-        for k, v in document.get("secret_env", {}).items()
-    }
+    values["secret_env"], problems = _secret_env(document.get("secret_env", {}))
+    if "endpoint" in document:
+        values["endpoint"] = Endpoint(**document["endpoint"])
+    if "allow_from" in document:
+        values["allow_from"] = tuple(document["allow_from"])
+    raise_if_any(problems)
     if "lora_adapters" in document:
         from mlcc_constructs.core.adapters.lora_rank import AdapterRank
 
@@ -145,6 +154,39 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
         values["cache_backend"] = parse_spec(document["cache_backend"], path="/cache_backend")
     context = RenderContext(**{k: document.get(k) for k in CONTEXT_FIELDS})
     return SpecFile(spec=DeploymentSpec(**values), context=context)
+
+
+_SECRET_FORMS = ({"name", "key"}, {"secrets_manager"}, {"secrets_manager", "json_key"})
+
+
+def _secret_env(
+    document: Mapping[str, Mapping[str, str]],
+) -> tuple[dict[str, SecretRef | SecretsManagerSecret], list[Problem]]:
+    """``secret_env`` entries: ``{name, key}`` (a Kubernetes Secret) or ``{secrets_manager,
+    json_key?}`` (a Secrets Manager secret); anything else is a problem naming the entry."""
+    refs: dict[str, SecretRef | SecretsManagerSecret] = {}
+    problems = []
+    for variable, entry in document.items():
+        given = set(entry)
+        if given not in _SECRET_FORMS:
+            problems.append(
+                Problem(
+                    message="a secret_env entry is a Kubernetes Secret's key or a Secrets "
+                    "Manager secret",
+                    pointer=json_pointer("secret_env", variable),
+                    value=sorted(given),
+                    allowed="{name, key} or {secrets_manager[, json_key]}",
+                    fix=f"{variable}: {{secrets_manager: team/secret}} (synced for you) or "
+                    f"{variable}: {{name: <Secret>, key: <key>}}",
+                )
+            )
+        elif "name" in entry:
+            refs[variable] = SecretRef(name=entry["name"], key=entry["key"])
+        else:
+            refs[variable] = SecretsManagerSecret(
+                secret=entry["secrets_manager"], json_key=entry.get("json_key")
+            )
+    return refs, problems
 
 
 def _not_a_mapping(document: object, where: str) -> MlccError:
