@@ -60,7 +60,7 @@ def verdict(schema: dict[str, Any]) -> Verdict:
 
 def _json_data(value: Any) -> bool:
     """Whether ``value`` holds only what jsonschema-rs reads as jsonschema does: dicts, lists,
-    strings, ints, bools, ``None`` and finite floats (exact types, no subclasses)."""
+    strings, ints, bools, ``None`` and finite floats (exact types, no subclasses), string keys."""
     kind = type(value)
     if kind is dict or kind is list:
         return _json_items(value)
@@ -68,7 +68,13 @@ def _json_data(value: Any) -> bool:
 
 
 def _json_items(node: dict[str, Any] | list[Any]) -> bool:
-    values: Iterable[Any] = node.values() if type(node) is dict else node
+    values: Iterable[Any] = node
+    if type(node) is dict:
+        # jsonschema-rs reads a non-string key as its text in some places (a {1: "x"} object
+        # then passes a string-keyed rule jsonschema refuses): such data is jsonschema's.
+        if any(type(key) is not str for key in node):
+            return False
+        values = node.values()
     for value in values:
         kind = type(value)
         if kind in _SCALARS:
