@@ -72,19 +72,23 @@ def test_names_are_explicit(synthesized: dict[str, list[dict[str, Any]]]) -> Non
     names = {(o["kind"], o["metadata"]["name"]) for o in synthesized["vllm-eks"]}
     assert names == {
         ("ServiceAccount", "llama-vllm"),
+        ("NetworkPolicy", "llama-vllm"),
         ("ConfigMap", "llama-vllm-config"),
         ("ConfigMap", "llama-vllm-wrapper"),
         ("PersistentVolume", "default-llama-vllm-model"),
         ("PersistentVolumeClaim", "llama-vllm-model"),
         ("Deployment", "llama-vllm"),
         ("Service", "llama-vllm"),
+        ("Ingress", "llama-vllm"),
     }
     assert [o["kind"] for o in synthesized["vllm-args"]] == [
         "ServiceAccount",
+        "NetworkPolicy",
         "PersistentVolume",
         "PersistentVolumeClaim",
         "Deployment",
         "Service",
+        "Ingress",
     ]
 
 

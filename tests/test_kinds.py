@@ -45,10 +45,13 @@ def test_every_kind_module_registers_one_kind() -> None:
         "ConfigMap",
         "Deployment",
         "InferenceEndpointConfig",
+        "Ingress",
         "Namespace",
+        "NetworkPolicy",
         "NodePool",
         "PersistentVolume",
         "PersistentVolumeClaim",
+        "SecretProviderClass",
         "Service",
         "ServiceAccount",
     ]
@@ -79,8 +82,9 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
         kind_named("Deploymnet")
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
-        "ConfigMap, Deployment, InferenceEndpointConfig, Namespace, NodePool, PersistentVolume, "
-        "PersistentVolumeClaim, Service, ServiceAccount; fix: did you mean Deployment?)"
+        "ConfigMap, Deployment, InferenceEndpointConfig, Ingress, Namespace, NetworkPolicy, "
+        "NodePool, PersistentVolume, PersistentVolumeClaim, SecretProviderClass, Service, "
+        "ServiceAccount; fix: did you mean Deployment?)"
     )
 
 
@@ -110,6 +114,7 @@ def test_objects_come_in_apply_order_by_phase() -> None:
     prepared = prepare(sglang, context=CONTEXT)
     assert [e.id for e in prepared.objects] == [
         "ServiceAccount",
+        "NetworkPolicy",
         "ConfigMap",
         "WrapperConfigMap",
         "CacheConfigMap",
@@ -117,6 +122,7 @@ def test_objects_come_in_apply_order_by_phase() -> None:
         "ModelClaim",
         "Deployment",
         "Service",
+        "Ingress",
     ]
     phases = [kind_of(e.object).apply_phase for e in prepared.objects]  # type: ignore[union-attr]
     assert phases == sorted(phases)

@@ -75,12 +75,14 @@ def test_done_when_eks_passes_kubernetes_validate(
     documents = list(yaml.safe_load_all(out))
     assert [d["kind"] for d in documents] == [
         "ServiceAccount",
+        "NetworkPolicy",
         "ConfigMap",
         "ConfigMap",
         "PersistentVolume",
         "PersistentVolumeClaim",
         "Deployment",
         "Service",
+        "Ingress",
     ]
     for document in documents:
         assert core_object_problems(document) == []
@@ -96,6 +98,8 @@ def test_out_writes_one_file_per_object(
         "configmap-llama-sglang-config.yaml",
         "configmap-llama-sglang-wrapper.yaml",
         "deployment-llama-sglang.yaml",
+        "ingress-llama-sglang.yaml",
+        "networkpolicy-llama-sglang.yaml",
         "persistentvolume-default-llama-sglang-model.yaml",
         "persistentvolumeclaim-llama-sglang-model.yaml",
         "service-llama-sglang.yaml",

@@ -102,12 +102,14 @@ def test_the_gpu_pool_and_the_model_are_applied_in_order() -> None:
     assert [obj["kind"] for _, obj in model] == [
         "Namespace",
         "ServiceAccount",
+        "NetworkPolicy",
         "ConfigMap",
         "ConfigMap",
         "PersistentVolume",
         "PersistentVolumeClaim",
         "Deployment",
         "Service",
+        "Ingress",
     ]
     namespace_id = model[0][0]
     resource = _team()[1]["Resources"][namespace_id]

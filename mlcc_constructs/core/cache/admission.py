@@ -58,6 +58,14 @@ class Admission:
         return self.spec.lm_cache
 
     @property
+    def remote_port(self) -> int | None:
+        """The port of the external Redis behind the MP server (``remoteStorage.endpoint``),
+        which the engine pod connects to; ``None`` without one."""
+        remote = self.spec.remote_storage
+        found = split_endpoint(remote.endpoint) if remote and remote.endpoint else None
+        return found[1] if found else None
+
+    @property
     def server(self) -> PodLocalServer:
         """``spec.lmCache.podLocal.server``."""
         return self.lm_cache.server

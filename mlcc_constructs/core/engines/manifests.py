@@ -111,6 +111,11 @@ class EngineManifest:
         return str(value) if value is not None else None
 
     @property
+    def api_paths(self) -> tuple[str, ...]:
+        """The inference API's path prefixes a load balancer routes (empty: none declared)."""
+        return tuple(str(path) for path in (self.raw.get("api_paths") or {}).get("paths", ()))
+
+    @property
     def api_key_env(self) -> str | None:
         """The variable the engine reads its API key from (``VLLM_API_KEY``), if it has one."""
         value = (self.raw.get("api_key") or {}).get("env")

@@ -73,6 +73,8 @@ class Kind:
         kind the app renders itself (namespaces, the GPU node pool).
     ``requires``: the EKS add-on that installs this kind's CRD, applied before any object of
         it (``None``: the API server serves the kind, or a cluster operator brings it).
+    ``check``: what this kind says of a deployment it renders for, from its facts: problems
+        (refused) and warnings; ``None``: nothing beyond the object's own validation.
     ``engine``: for a workload kind (a target's ``workload``), the engine container of one of
         its objects, given the deployment's other objects (``envFrom`` ConfigMaps); ``None``
         for every other kind.
@@ -87,6 +89,7 @@ class Kind:
     readiness: Callable[[Mapping[str, Any]], Readiness]
     render: Callable[[DeploymentFacts], list[RenderedObject]] | None = None
     requires: str | None = None
+    check: Callable[[DeploymentFacts], tuple[list[Problem], list[str]]] | None = None
     engine: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], EngineView] | None = None
 
 
@@ -166,6 +169,20 @@ def render_objects(facts: DeploymentFacts) -> tuple[RenderedObject, ...]:
         for entry in kind.render(facts)
     ]
     return tuple(entry for _, entry in sorted(entries, key=lambda pair: pair[0]))
+
+
+def check_facts(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
+    """Every problem and warning the target's kinds have with a deployment
+    (:attr:`Kind.check`)."""
+    problems: list[Problem] = []
+    warnings: list[str] = []
+    for name in facts.target.kinds:
+        kind = kind_named(name)
+        if kind.check is not None:
+            found, notes = kind.check(facts)
+            problems += found
+            warnings += notes
+    return problems, warnings
 
 
 def of_kind(objects: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str, Any]]:

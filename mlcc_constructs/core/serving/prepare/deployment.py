@@ -12,15 +12,21 @@ nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
+from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.serving.kinds.registry import RenderedObject, render_objects
+from mlcc_constructs.core.serving.kinds.registry import (
+    RenderedObject,
+    check_facts,
+    render_objects,
+)
 from mlcc_constructs.core.serving.prepare.container import describe_container
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import (
@@ -35,7 +41,7 @@ from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import endpoint_problems
-from mlcc_constructs.core.support.errors import MlccError, Problem
+from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.cache.admission import Admission
@@ -46,8 +52,8 @@ class PreparedDeployment(DeploymentFacts):
     """A deployment's facts (:class:`DeploymentFacts`) and its objects, rendered from them.
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
-    ``pod_template``, ``model_region``, ``tls_uri``, ``secrets``, ``cache``, ``warnings``:
-    documented on :class:`DeploymentFacts`), and
+    ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
+    ``cache``, ``warnings``: documented on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -188,14 +194,27 @@ def prepare(
         names=names,
         container=container,
         pod_template=pod_template(
-            target=target, resolution=resolution, container=container, names=names, cache=cache
+            target=target,
+            resolution=resolution,
+            container=container,
+            names=names,
+            secrets=secrets,
+            cache=cache,
         ),
         model_region=model_region,
         tls_uri=tls_uri,
+        load_balancer_cidrs=(
+            ()
+            if spec.endpoint.scheme == "none"
+            else load_balancer_cidrs(context.load_balancer_cidrs, spec.endpoint.scheme)
+        ),
         secrets=secrets,
         cache=cache,
         warnings=tuple(warnings),
     )
+    kind_problems, kind_warnings = check_facts(facts)
+    raise_if_any(kind_problems)
+    facts = dataclasses.replace(facts, warnings=(*facts.warnings, *kind_warnings))
     shared = {f.name: getattr(facts, f.name) for f in fields(DeploymentFacts)}
     return PreparedDeployment(**shared, objects=render_objects(facts))
 

@@ -37,6 +37,8 @@ class DeploymentFacts:
         already applied. ``None`` where the platform makes the pods (an IEC's operator).
     ``model_region``: The model bucket's region (``s3://`` models).
     ``tls_uri``: Where the IEC writes its TLS certificate (targets with ``tls_bucket``).
+    ``load_balancer_cidrs``: The CIDRs of the subnets the endpoint's load balancers live in
+        (the render context's for its scheme); empty for scheme ``none``.
     ``secrets``: Where the secrets come from: Kubernetes Secrets as named, Secrets Manager
         values through the deployment's SecretProviderClass.
     ``cache``: The admitted CacheBackend, or ``None``.
@@ -51,6 +53,7 @@ class DeploymentFacts:
     pod_template: Mapping[str, Any] | None
     model_region: str | None
     tls_uri: str | None
+    load_balancer_cidrs: tuple[str, ...]
     secrets: SecretsPlan
     cache: Admission | None
     warnings: tuple[str, ...]

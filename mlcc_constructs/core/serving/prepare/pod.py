@@ -13,6 +13,10 @@ Decisions (for reviewers; delivery and resources: :mod:`.container`):
   (NCCL needs more than the 64 MiB default; a CacheBackend's L1 adds its own budget to it).
 * **Probes**: a startup probe allows 30 minutes (a cold start without prefetch measured ~15
   minutes), then readiness and liveness probes, all on the manifest's ``health_path``.
+* **Secrets Manager values** arrive through the Secrets Store CSI volume ``secrets``
+  (read-only at ``/mnt/secrets-store``): the driver syncs the deployment's Secret only while a
+  pod mounts it, and the container env references that Secret by key
+  (:mod:`.secrets`; the SecretProviderClass kind).
 * **Service links off** (``enableServiceLinks: false``): Kubernetes would otherwise inject
   ``<SERVICE>_PORT=tcp://...`` variables, and one whose service name starts with the engine's
   prefix (a Service ``vllm-x`` gives ``VLLM_X_PORT``) would reach the wrapper as a flag.
@@ -24,6 +28,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
+from mlcc_constructs.core.platform.secrets_store import CSI_DRIVER
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import (
     ENGINE_CONTAINER,
@@ -34,6 +39,11 @@ from mlcc_constructs.core.serving.prepare.container import (
     secret_env,
 )
 from mlcc_constructs.core.serving.prepare.names import Names, object_labels
+from mlcc_constructs.core.serving.prepare.secrets import (
+    MOUNT_PATH as SECRETS_MOUNT,
+    VOLUME as SECRETS_VOLUME,
+    SecretsPlan,
+)
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 
 if TYPE_CHECKING:
@@ -57,12 +67,13 @@ def pod_template(
     resolution: Resolution,
     container: Container,
     names: Names,
+    secrets: SecretsPlan,
     cache: Admission | None,
 ) -> dict[str, Any] | None:
     """The pod template (module doc), or ``None`` where the platform makes the pods."""
     if not target.pod_volumes:
         return None
-    template = _template(target, resolution, container, names)
+    template = _template(target, resolution, container, names, secrets)
     if cache is None:
         return template
     from mlcc_constructs.core.cache.inject import cache_config_map_name, inject_cache_backend
@@ -82,7 +93,11 @@ def engine_container(template: Mapping[str, Any]) -> Mapping[str, Any]:
 
 
 def _template(
-    target: TargetDescriptor, resolution: Resolution, box: Container, names: Names
+    target: TargetDescriptor,
+    resolution: Resolution,
+    box: Container,
+    names: Names,
+    secrets: SecretsPlan,
 ) -> dict[str, Any]:
     memory_gib = int(box.requests["memory"].removesuffix("Gi"))
     env = plain_env(box.wrapper_env)
@@ -134,6 +149,18 @@ def _template(
             {
                 "name": MODEL_VOLUME,
                 "persistentVolumeClaim": {"claimName": names.claim, "readOnly": True},
+            }
+        )
+    if secrets.syncs:  # the driver syncs the Secret the env reads only while a pod mounts it
+        mounts.append({"name": SECRETS_VOLUME, "mountPath": SECRETS_MOUNT, "readOnly": True})
+        volumes.append(
+            {
+                "name": SECRETS_VOLUME,
+                "csi": {
+                    "driver": CSI_DRIVER,
+                    "readOnly": True,
+                    "volumeAttributes": {"secretProviderClass": secrets.name},
+                },
             }
         )
     container["volumeMounts"] = mounts

@@ -30,7 +30,6 @@ API_KEY = "api-key"
 """The key of the API key in the synced Secret."""
 API_KEY_ENV = "MLCC_API_KEY"
 """The container variable a flag-only engine's key is expanded from (``$(MLCC_API_KEY)``)."""
-CSI_DRIVER = "secrets-store.csi.k8s.io"
 MOUNT_PATH = "/mnt/secrets-store"
 VOLUME = "secrets"
 

@@ -1,0 +1,78 @@
+"""``NetworkPolicy``: who may reach the engine pods and what they may reach.
+
+Ingress: the engine port from the load balancer subnets of the endpoint's scheme (their CIDRs:
+the render context's ``load_balancer_cidrs``; why those subnets hold only load balancers:
+:mod:`mlcc_constructs.core.platform.load_balancing`) and from pods of the ``allow_from``
+namespaces; nothing else (no other pod, not the rest of the VPC). Egress: DNS; HTTPS for a
+Hugging Face model (the Hub and its CDN have no fixed addresses); the CacheBackend's external
+Redis port. An ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI driver's
+pods, not in the engine pod.
+
+Enforced on EKS Auto Mode once the cluster side turns the VPC CNI's network policy controller
+on (the ``kube-system/amazon-vpc-cni`` ConfigMap). The VPC CNI applies policies to pods with
+owner references (a Deployment's), and needs the Service port equal to the container port,
+which the library's Service keeps (EKS User Guide networking/cni-network-policy.adoc).
+DNS is admitted by port to any address: Auto Mode serves cluster DNS from the node, not from
+pods a selector could name.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mlcc_constructs.core.serving.kinds._common import metadata
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
+from mlcc_constructs.core.serving.kinds.registry import Kind, RenderedObject, exists
+from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
+from mlcc_constructs.core.serving.prepare.names import pod_selector
+
+NAMESPACE_LABEL = "kubernetes.io/metadata.name"
+"""The label the API server sets on every namespace to its name."""
+
+
+def render(facts: DeploymentFacts) -> list[RenderedObject]:
+    """The deployment's NetworkPolicy (module doc)."""
+    spec, port = facts.spec, facts.container.port
+    engine_port = [{"protocol": "TCP", "port": port}]
+    ingress: list[dict[str, Any]] = []
+    if facts.load_balancer_cidrs:
+        blocks = [{"ipBlock": {"cidr": cidr}} for cidr in facts.load_balancer_cidrs]
+        ingress.append({"from": blocks, "ports": engine_port})
+    if spec.allow_from:
+        namespaces = [
+            {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}}}
+            for namespace in spec.allow_from
+        ]
+        ingress.append({"from": namespaces, "ports": engine_port})
+    egress: list[dict[str, Any]] = [
+        {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
+    ]
+    if facts.source.kind == "huggingface":
+        egress.append({"ports": [{"protocol": "TCP", "port": 443}]})
+    if facts.cache is not None and facts.cache.remote_port is not None:
+        egress.append({"ports": [{"protocol": "TCP", "port": facts.cache.remote_port}]})
+    policy: dict[str, Any] = {
+        "podSelector": {"matchLabels": pod_selector(facts.names)},
+        "policyTypes": ["Ingress", "Egress"],
+        "ingress": ingress,
+        "egress": egress,
+    }
+    network_policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": metadata(facts, facts.names.base),
+        "spec": policy,
+    }
+    return [RenderedObject("NetworkPolicy", network_policy)]
+
+
+KIND = Kind(
+    kind="NetworkPolicy",
+    api_version="networking.k8s.io/v1",
+    plural="networkpolicies",
+    namespaced=True,
+    apply_phase=15,
+    validate=core_object_problems,
+    readiness=exists,
+    render=render,
+)
