@@ -32,6 +32,13 @@ SPEC_FLAGS: dict[str, str] = {
     "account": "account",
     "profile": "profile",
     "service_account_role_arn": "role_arn",
+    "api_key_secret": "api_key_secret",
+}
+ENDPOINT_FLAGS: dict[str, str] = {
+    "scheme": "endpoint_scheme",
+    "certificate_arn": "certificate_arn",
+    "hostname": "hostname",
+    "group": "load_balancer_group",
 }
 REQUIRED = ("engine", "model", "instance_type")
 
@@ -137,6 +144,23 @@ def secret_refs(items: list[str]) -> dict[str, dict[str, str]]:
     return refs
 
 
+def secrets_manager_refs(items: list[str]) -> dict[str, dict[str, str]]:
+    """``["HF_TOKEN=team/hf#token"]`` -> ``{"HF_TOKEN": {"secrets_manager": "team/hf",
+    "json_key": "token"}}`` (``#`` is in no secret name or ARN)."""
+    refs: dict[str, dict[str, str]] = {}
+    for key, value in parse_assignments(items, "--secrets-manager-env").items():
+        secret, sep, json_key = value.partition("#")
+        if not secret or (sep and not json_key):
+            raise fail(
+                "--secrets-manager-env takes NAME=SECRET or NAME=SECRET#JSON_KEY",
+                where="--secrets-manager-env",
+                value=f"{key}={value}",
+                fix="e.g. --secrets-manager-env HF_TOKEN=team/hf-token",
+            )
+        refs[key] = {"secrets_manager": secret, **({"json_key": json_key} if sep else {})}
+    return refs
+
+
 def flag_layers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
     """One ``(--flag, {field: value})`` layer per deployment flag the user gave; ``--set`` and
     ``--secret-env`` become ``env`` and ``secret_env`` layers."""
@@ -149,6 +173,15 @@ def flag_layers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
         layers.append(("--set", {"env": parse_assignments(args.set)}))
     if getattr(args, "secret_env", None):
         layers.append(("--secret-env", {"secret_env": secret_refs(args.secret_env)}))
+    if getattr(args, "secrets_manager_env", None):
+        values = secrets_manager_refs(args.secrets_manager_env)
+        layers.append(("--secrets-manager-env", {"secret_env": values}))
+    for field, attribute in ENDPOINT_FLAGS.items():
+        value = getattr(args, attribute, None)
+        if value is not None:
+            layers.append((f"--{attribute.replace('_', '-')}", {"endpoint": {field: value}}))
+    if getattr(args, "allow_from", None):
+        layers.append(("--allow-from", {"allow_from": list(args.allow_from)}))
     return layers
 
 

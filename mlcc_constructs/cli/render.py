@@ -18,6 +18,8 @@ from mlcc_constructs.core.platform.targets import kubernetes_target_names
 from mlcc_constructs.core.support.errors import MlccError, fail
 
 _CONTEXT = ("account", "region", "profile")
+CIDRS_KEY = "load_balancer_cidrs"
+"""The cdk.json context key of the load balancer subnets' CIDRs (by scheme)."""
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -76,6 +78,53 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=SECRET:KEY",
         help="env from a Kubernetes Secret key, e.g. HF_TOKEN=hf-token:token; repeatable",
     )
+    parser.add_argument(
+        "--secrets-manager-env",
+        action="append",
+        default=[],
+        metavar="NAME=SECRET[#JSON_KEY]",
+        help="env from an AWS Secrets Manager secret (name or ARN; #KEY picks a JSON secret's "
+        "key), synced into the deployment's own Secret, e.g. HF_TOKEN=team/hf-token; repeatable",
+    )
+    parser.add_argument(
+        "--endpoint-scheme",
+        choices=["internal", "internet-facing", "none"],
+        default=None,
+        help="how clients reach the engine (eks: an Ingress on the Auto Mode load balancer; "
+        "default internal)",
+    )
+    parser.add_argument(
+        "--certificate-arn", default=None, help="ACM certificate: HTTPS, HTTP redirected"
+    )
+    parser.add_argument("--hostname", default=None, help="the host the Ingress answers")
+    parser.add_argument(
+        "--load-balancer-group",
+        default=None,
+        metavar="GROUP",
+        help="share one load balancer with the deployments of the same scheme and group",
+    )
+    parser.add_argument(
+        "--api-key-secret",
+        default=None,
+        metavar="SECRET",
+        help="Secrets Manager secret (name or ARN) holding the API key clients send",
+    )
+    parser.add_argument(
+        "--allow-from",
+        action="append",
+        default=[],
+        metavar="NAMESPACE",
+        help="a namespace whose pods may call the engine port directly; repeatable",
+    )
+    parser.add_argument(
+        "--load-balancer-cidrs",
+        action="append",
+        default=[],
+        metavar="SCHEME=CIDR,CIDR",
+        help="the subnets the cluster's load balancers of SCHEME live in (what the "
+        "NetworkPolicy admits; default: a ServingCluster VPC's, or ./cdk.json context "
+        "load_balancer_cidrs); repeatable",
+    )
     parser.add_argument("--region", default=None, help="AWS region (model and TLS buckets)")
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
@@ -83,7 +132,7 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     add_deployment_options(parser, required=False)
 
 
-def _cdk_context() -> dict[str, str]:
+def _cdk_context() -> dict[str, Any]:
     path = Path("cdk.json")
     if not path.is_file():
         return {}
@@ -91,26 +140,54 @@ def _cdk_context() -> dict[str, str]:
         context = json.loads(path.read_text(encoding="utf-8")).get("context", {})
     except (OSError, ValueError):
         return {}
-    return {k: str(context[k]) for k in _CONTEXT if isinstance(context.get(k), str)}
+    found: dict[str, Any] = {
+        k: str(context[k]) for k in _CONTEXT if isinstance(context.get(k), str)
+    }
+    if isinstance(context.get(CIDRS_KEY), dict):
+        found[CIDRS_KEY] = context[CIDRS_KEY]
+    return found
 
 
-def render_context(loaded: Any, fallback: dict[str, str] | None = None) -> Any:
+def render_context(
+    loaded: Any, fallback: dict[str, Any] | None = None, cidrs: list[str] | None = None
+) -> Any:
     """The render context of a loaded spec: its account, region and profile, else
-    ``./cdk.json``'s context (``fallback``: that context, when already read)."""
+    ``./cdk.json``'s context (``fallback``: that context, when already read); the load
+    balancer CIDRs of ``--load-balancer-cidrs`` (``cidrs``), else that context's."""
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     fallback = _cdk_context() if fallback is None else fallback
     values = {k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT}
     return RenderContext(
-        account=values["account"], region=values["region"], profile=values["profile"]
+        account=values["account"],
+        region=values["region"],
+        profile=values["profile"],
+        load_balancer_cidrs=parse_cidrs(cidrs) if cidrs else fallback.get(CIDRS_KEY),
     )
+
+
+def parse_cidrs(items: list[str]) -> dict[str, list[str]]:
+    """``["internal=10.1.0.0/24,10.1.1.0/24"]`` -> ``{"internal": [...]}`` (checked by
+    RenderContext)."""
+    found: dict[str, list[str]] = {}
+    for item in items:
+        scheme, sep, networks = item.partition("=")
+        if not sep or not scheme or not networks:
+            raise fail(
+                "--load-balancer-cidrs takes SCHEME=CIDR,CIDR",
+                where="--load-balancer-cidrs",
+                value=item,
+                fix="e.g. --load-balancer-cidrs internal=10.0.16.0/24,10.0.17.0/24",
+            )
+        found[scheme] = [n.strip() for n in networks.split(",")]
+    return found
 
 
 def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
     """The one deployment of the command line and its render context (for commands that take
     one deployment the way ``mlcc render`` reads it)."""
     loaded = spec_from_args(args)
-    return loaded, render_context(loaded)
+    return loaded, render_context(loaded, cidrs=getattr(args, "load_balancer_cidrs", None))
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -125,7 +202,7 @@ def run_render(args: argparse.Namespace) -> int:
         if isinstance(loaded, MlccError):
             problems.extend(loaded.problems)
             continue
-        context = render_context(loaded, fallback)
+        context = render_context(loaded, fallback, args.load_balancer_cidrs)
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))
         except MlccError as error:

@@ -133,7 +133,8 @@ def _prepared(args: argparse.Namespace) -> Any:
         )
     (loaded,) = specs
     try:
-        return prepare(loaded.spec, context=render_context(loaded), registry=registry_from(args))
+        context = render_context(loaded, cidrs=getattr(args, "load_balancer_cidrs", None))
+        return prepare(loaded.spec, context=context, registry=registry_from(args))
     except MlccError as error:
         raise loaded.locate(error) from None
 

@@ -18,10 +18,16 @@ order a process environment happens to list its variables in. Arguments the cont
 itself passes (a CacheBackend's flags) replace a flag group of the same name in place, else
 follow. The engine is exec'd with the environment minus every key that became a flag and
 minus the wrapper's own ``MLCC_*`` variables: it sees its flags plus its own variables.
+
+An engine whose API key goes in a config file (manifest ``api_key.config_file``, SGLang's
+``--config``) gets the key from ``MLCC_API_KEY`` (a Secret reference) written to a private
+file (mode 0600 in ``$TMPDIR``, else ``/tmp``) and that file's flag: the key is never on its
+command line and never in its environment.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -41,7 +47,9 @@ KEYS_ENV = "MLCC_ENGINE_KEYS"
 """Comma-separated env keys to translate: only what the library delivered, never an image's own."""
 PATH_ENV = "MLCC_ENGINE_PATH"
 """Plugin folders searched for the manifest (``os.pathsep``-separated)."""
-CONTROL_ENV = (ENGINE_ENV, MANIFEST_ENV, MANIFEST_JSON_ENV, KEYS_ENV, PATH_ENV)
+API_KEY_ENV = "MLCC_API_KEY"
+"""The API key, for an engine that reads it from a config file the wrapper writes."""
+CONTROL_ENV = (ENGINE_ENV, MANIFEST_ENV, MANIFEST_JSON_ENV, KEYS_ENV, PATH_ENV, API_KEY_ENV)
 """The wrapper's own variables: never passed on to the engine."""
 LIST_FORMS = ("spread", "repeat", "verbatim")
 """How a JSON array value becomes arguments (module doc)."""
@@ -278,6 +286,27 @@ def merge_args(argv: Sequence[str], extra: Sequence[str]) -> list[str]:
     return merged
 
 
+def key_config_args(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
+    """For an engine that reads its API key from a config file (``api_key.config_file``:
+    ``flag``, ``key``, ``suffix``) and an ``MLCC_API_KEY`` in ``env``: the key written as
+    ``{key: value}`` (JSON, which is YAML) to a new file only its owner reads, and
+    ``[flag, path]``; else ``[]``."""
+    config = (manifest.get("api_key") or {}).get("config_file")
+    value = env.get(API_KEY_ENV)
+    if not config or not value:
+        return []
+    folder = env.get("TMPDIR") or "/tmp"
+    # The engine is exec'd in this process, so its pid names the file; a restarted container
+    # finds its predecessor's file in the pod's /tmp, removes it and makes its own.
+    path = os.path.join(folder, f"mlcc-api-key-{os.getpid()}{config['suffix']}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump({config["key"]: value}, handle)
+    return [config["flag"], path]
+
+
 def find_manifest(engine: str, search_dirs: Sequence[Path]) -> Path:
     """The manifest of ``engine``: plugin folders first (in order), then the built-ins.
 
@@ -337,6 +366,7 @@ def main(args: Sequence[str] | None = None) -> int:
     try:
         manifest = _load_manifest(engine)
         argv = merge_args(build_argv(manifest, os.environ, keys=keys), extra)
+        argv += key_config_args(manifest, os.environ)
         environment = exec_env(manifest, os.environ, keys=keys)
     except (OSError, ValueError) as error:  # WrapperError is a ValueError
         print(f"mlcc wrapper: {error}", file=sys.stderr)

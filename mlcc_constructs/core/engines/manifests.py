@@ -122,10 +122,9 @@ class EngineManifest:
         return str(value) if value is not None else None
 
     @property
-    def api_key_flag(self) -> str | None:
-        """The flag the engine takes its API key after (``--api-key``), if it takes one."""
-        value = (self.raw.get("api_key") or {}).get("flag")
-        return str(value) if value is not None else None
+    def api_key_config_file(self) -> bool:
+        """The engine reads its API key from a config file the wrapper writes (SGLang)."""
+        return bool((self.raw.get("api_key") or {}).get("config_file"))
 
     @property
     def reserved_keys(self) -> dict[str, str]:

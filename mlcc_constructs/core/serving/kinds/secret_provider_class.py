@@ -45,8 +45,8 @@ def provider_objects(plan: SecretsPlan) -> list[dict[str, Any]]:
                 {"path": source.json_key, "objectAlias": synced.key}
             )
     for entry in by_secret.values():
-        # The whole value is mounted too; give it a file name of its own beside the keys.
-        entry.setdefault("objectAlias", f"{entry['jmesPath'][0]['objectAlias']}-source")
+        if "objectAlias" not in entry:  # the whole value is mounted too: a file of its own
+            entry["objectAlias"] = f"{entry['jmesPath'][0]['objectAlias']}-source"
     return list(by_secret.values())
 
 

@@ -111,18 +111,15 @@ def describe_container(
 
     command: tuple[str, ...] | None = None
     args: tuple[str, ...] = ()
-    key_args = secrets.args
     if manifest.entrypoint == "wrapper":
         if not by_env:
             argv = resolution.argv()
             split = len(launch["command"])
-            command, args = tuple(argv[:split]), (*argv[split:], *key_args)
+            command, args = tuple(argv[:split]), tuple(argv[split:])
         elif mounted:
             command = MOUNTED_WRAPPER_COMMAND
         else:  # no volumes: the wrapper script travels in the command itself
             command = ("python3", "-c", wrapper_script())
-        if by_env:  # the wrapper merges the container's args into its flags
-            args = key_args
 
     wrapper_env: tuple[tuple[str, str], ...] = ()
     if runs_wrapper:

@@ -7,8 +7,9 @@ through the Secrets Store CSI driver and the AWS provider (the EKS add-on
 the deployment's ``SecretProviderClass`` (``<name>-secrets``) lists them, the engine pod mounts
 it read-only, and the driver syncs them into the Kubernetes Secret ``<name>-secrets``, which
 the container env references by key. Nobody creates a Secret by hand, and no value is in a
-template, a ConfigMap, a plain env value or an argv: a flag-only engine (SGLang ``--api-key``)
-gets ``$(MLCC_API_KEY)``, which the kubelet expands from the container env at start. The pods
+template, a ConfigMap, a plain env value or an argv: an engine without a key variable of its
+own (SGLang) gets ``MLCC_API_KEY``, which the mlcc wrapper writes to a private config file
+for it (:func:`~mlcc_constructs.core.wrapper.key_config_args`) and drops from its env. The pods
 read the secrets as their own identity (EKS Pod Identity: the CDK side grants
 ``GetSecretValue`` on exactly these secrets to the deployment's ServiceAccount).
 """
@@ -25,11 +26,10 @@ from mlcc_constructs.core.serving.prepare.names import Names
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.serving.spec.endpoint import SecretsManagerSecret, secret_problems
 from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.wrapper import API_KEY_ENV
 
 API_KEY = "api-key"
 """The key of the API key in the synced Secret."""
-API_KEY_ENV = "MLCC_API_KEY"
-"""The container variable a flag-only engine's key is expanded from (``$(MLCC_API_KEY)``)."""
 MOUNT_PATH = "/mnt/secrets-store"
 VOLUME = "secrets"
 
@@ -51,14 +51,11 @@ class SecretsPlan:
     ``name``: The SecretProviderClass and the Secret it syncs (``<name>-secrets``).
     ``synced``: The Secrets Manager values, each under its key of that Secret.
     ``env``: Every Secret-backed variable of the engine container, as Kubernetes references.
-    ``args``: The API key's flag and its ``$(VAR)`` reference, for an engine that takes its key
-        as a flag; empty otherwise.
     """
 
     name: str
     synced: tuple[SyncedSecret, ...] = ()
     env: Mapping[str, SecretRef] = field(default_factory=lambda: MappingProxyType({}))
-    args: tuple[str, ...] = ()
 
     @property
     def syncs(self) -> bool:
@@ -84,7 +81,6 @@ def plan_secrets(
     problems: list[Problem] = []
     env: dict[str, SecretRef] = {}
     synced: list[SyncedSecret] = []
-    args: tuple[str, ...] = ()
     for variable, ref in spec.secret_env.items():
         if isinstance(ref, SecretRef):
             env[variable] = ref
@@ -98,7 +94,9 @@ def plan_secrets(
         problems += secret_problems(
             spec.api_key_secret, region=region, account=account, pointer=pointer
         )
-        key_variable = manifest.api_key_env or (API_KEY_ENV if manifest.api_key_flag else None)
+        key_variable = manifest.api_key_env or (
+            API_KEY_ENV if manifest.api_key_config_file else None
+        )
         if key_variable is None:
             problems.append(
                 Problem(
@@ -113,7 +111,7 @@ def plan_secrets(
         elif key_variable in env:
             problems.append(
                 Problem(
-                    message=f"the API key's key_variable {key_variable} is also set in secret_env",
+                    message=f"the API key's variable {key_variable} is also set in secret_env",
                     pointer=f"/secret_env/{key_variable}",
                     value=key_variable,
                     fix="keep only api_key_secret",
@@ -124,8 +122,17 @@ def plan_secrets(
                 SyncedSecret(key=API_KEY, source=SecretsManagerSecret(secret=spec.api_key_secret))
             )
             env[key_variable] = SecretRef(name=names.secrets, key=API_KEY)
-            if manifest.api_key_flag is not None:
-                args = (manifest.api_key_flag, f"$({API_KEY_ENV})")
+        if key_variable == API_KEY_ENV and spec.config_delivery == "args":
+            problems.append(
+                Problem(
+                    message=f"engine {manifest.engine!r} reads its API key from a config file "
+                    "the mlcc wrapper writes, and config_delivery args runs no wrapper",
+                    pointer="/config_delivery",
+                    value="args",
+                    allowed="env",
+                    fix="use config_delivery env (the image runs the mlcc wrapper)",
+                )
+            )
     if synced and not target.pod_volumes:
         note = target.notes.get("secrets_manager", "its pods take no volumes")
         problems.append(
@@ -137,7 +144,5 @@ def plan_secrets(
                 fix="use a Kubernetes Secret (secret_env SecretRef) on this target, or target eks",
             )
         )
-    plan = SecretsPlan(
-        name=names.secrets, synced=tuple(synced), env=MappingProxyType(env), args=args
-    )
+    plan = SecretsPlan(name=names.secrets, synced=tuple(synced), env=MappingProxyType(env))
     return plan, problems

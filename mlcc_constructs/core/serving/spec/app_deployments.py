@@ -62,5 +62,36 @@ def prepare_deployments(
             )
             continue
         found.append(AppDeployment(where=where, context=context, prepared=prepared))
+    problems += shared_host_problems(found)
     raise_if_any(problems)
     return tuple(found)
+
+
+def shared_host_problems(deployments: list[AppDeployment]) -> list[Problem]:
+    """Deployments sharing a load balancer (same ``scheme`` and ``group``) need hosts of their
+    own: two Ingresses of one group with the same host and paths give the ALB two rules for
+    the same requests, and one deployment would get the other's traffic."""
+    problems: list[Problem] = []
+    seen: dict[tuple[str, str, str | None], AppDeployment] = {}
+    for deployment in deployments:
+        endpoint = deployment.prepared.spec.endpoint
+        if endpoint.scheme == "none" or endpoint.group is None:
+            continue
+        key = (endpoint.scheme, endpoint.group, endpoint.hostname)
+        first = seen.setdefault(key, deployment)
+        if first is deployment:
+            continue
+        host = endpoint.hostname or "any host (no hostname)"
+        problems.append(
+            Problem(
+                message=f"shares load balancer group {endpoint.group!r} ({endpoint.scheme}) "
+                f"and {host} with {first.where} ({first.prepared.spec.name}): the load "
+                "balancer cannot tell their requests apart",
+                where=deployment.where,
+                pointer="/endpoint/hostname",
+                value=endpoint.hostname,
+                allowed="a hostname no other deployment of the group uses",
+                fix="give each deployment of the group its own endpoint.hostname, or its own group",
+            )
+        )
+    return problems

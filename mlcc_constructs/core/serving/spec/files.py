@@ -34,7 +34,7 @@ from mlcc_constructs.core.support.schema_check import iter_errors
 
 SCHEMA_FILE = "deployment-spec.schema.json"
 CONTEXT_FIELDS = ("account", "region", "profile")
-_MERGED = ("env", "secret_env")  # merged key by key across layers; other fields are replaced
+_MERGED = ("env", "secret_env", "endpoint")  # merged key by key; other fields are replaced
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -89,7 +89,8 @@ def merge_layers(
     layers: Sequence[tuple[str, Mapping[str, Any]]],
 ) -> tuple[dict[str, Any], dict[str, str]]:
     """One mapping from ``(where, mapping)`` layers, later layers winning field by field (``env``
-    and ``secret_env`` key by key), and the source of every field (JSON pointer → where)."""
+    ``secret_env`` and ``endpoint`` key by key), and the source of every field (JSON pointer →
+    where)."""
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for where, layer in layers:
