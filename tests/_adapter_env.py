@@ -101,14 +101,33 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
 class FakePod:
     """A serving pod: records LoRA calls, answers the model list with ``models``."""
 
-    def __init__(self, models: list[dict[str, Any]] | None = None, status: int = 200) -> None:
+    def __init__(
+        self,
+        models: list[dict[str, Any]] | None = None,
+        status: int = 200,
+        api_key: str | None = None,
+    ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.models = models or []
         self.status = status
+        self.api_key = api_key  # an engine started with an API key: 401 without it
         pod = self
 
         class Handler(BaseHTTPRequestHandler):
+            def _refused(self) -> bool:
+                if pod.api_key is None or self.headers.get("Authorization") == (
+                    f"Bearer {pod.api_key}"
+                ):
+                    return False
+                pod.calls.append(("401", self.path, None))
+                self.send_response(401)
+                self.end_headers()
+                self.wfile.write(b'{"error": "Unauthorized"}')
+                return True
+
             def do_GET(self) -> None:
+                if self._refused():
+                    return
                 pod.calls.append(("GET", self.path, None))
                 body = json.dumps({"object": "list", "data": pod.models}).encode()
                 self.send_response(pod.status)
@@ -118,6 +137,8 @@ class FakePod:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers["Content-Length"]))
+                if self._refused():
+                    return
                 pod.calls.append(("POST", self.path, json.loads(body)))
                 self.send_response(pod.status)
                 self.end_headers()

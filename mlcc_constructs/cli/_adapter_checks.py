@@ -85,6 +85,7 @@ class Inputs:
 
     core_bucket: str = ""
     timeout: float = 60.0
+    api_key: str | None = None
     pod_env: dict[str, str] = field(default_factory=dict)
     iec: Any = None
     manifest: EngineManifest | None = None
@@ -201,6 +202,10 @@ def _pod_problems(args: argparse.Namespace, inputs: Inputs) -> list[Problem]:
     for url in args.pod_url:
         problems += url_problems("--pod-url", url, path=False)
     inputs.timeout, found = timeout_problems("--timeout", args.timeout)
+    problems += found
+    from mlcc_constructs.cli._api_key import api_key_problems
+
+    inputs.api_key, found = api_key_problems(args)
     problems += found
     registry, found = checked("--plugin-dir", lambda: registry_from(args))
     problems += found
@@ -331,4 +336,6 @@ def pod_client(inputs: Inputs) -> Any:
 
     assert inputs.manifest is not None
     api = dict(inputs.manifest.adapter_api or {})
-    return PodClient({"list": MODEL_LIST_PATH, **api}, timeout=inputs.timeout)
+    return PodClient(
+        {"list": MODEL_LIST_PATH, **api}, timeout=inputs.timeout, api_key=inputs.api_key
+    )

@@ -49,6 +49,7 @@ from mlcc_constructs.cli._adapter_checks import (
     s3_client,
 )
 from mlcc_constructs.cli._adapter_inventory import no_pods, run_clean, run_list
+from mlcc_constructs.cli._api_key import add_api_key_options
 from mlcc_constructs.cli._common import ReportingParser, add_registry_options
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
@@ -183,6 +184,7 @@ def _add_pods(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--selector", default=None, help="pod label selector for --discover")
     parser.add_argument("--timeout", default="60", help="seconds per pod call (default: 60)")
+    add_api_key_options(parser)
     add_registry_options(parser)
 
 
@@ -249,7 +251,7 @@ def run_deliver(args: argparse.Namespace) -> int:
     if args.action == "plan" or args.dry_run:
         print_json({**plan.to_json(), "pods": pods})
         return 0
-    client = PodClient(deployment.adapter_api, timeout=inputs.timeout)
+    client = PodClient(deployment.adapter_api, timeout=inputs.timeout, api_key=inputs.api_key)
     applied = apply_delivery(s3, plan, deployment, base_model=args.base_model)
     results = roll_out(
         client, pods, name=args.name, path=applied.path, unload_first=operation == "update"
@@ -271,7 +273,7 @@ def run_remove(args: argparse.Namespace) -> int:
         deleted = remove_serving_copies(s3, deployment, args.name, dry_run=True)
         print_json({"lora_name": args.name, "pods": pods, "delete": deleted})
         return 0
-    client = PodClient(deployment.adapter_api, timeout=inputs.timeout)
+    client = PodClient(deployment.adapter_api, timeout=inputs.timeout, api_key=inputs.api_key)
     results = roll_out(client, pods, name=args.name, path=None, unload_first=True)
     if any(not r.ok for r in results):
         # keep the files while a pod may still serve them

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.cli._adapter_checks import ReportedError, print_json, reported
+from mlcc_constructs.cli._api_key import add_api_key_options, api_key_problems
 from mlcc_constructs.cli._common import ReportingParser
 from mlcc_constructs.cli._inputs import (
     at_flag,
@@ -34,8 +34,6 @@ if TYPE_CHECKING:
 
 DEFAULT_TARGET = "eks"
 DEFAULT_TIMEOUT = "30"
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SHOWN_NAME = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -82,19 +80,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME",
         help="a LoRA adapter /v1/models must list; repeatable",
     )
-    check.add_argument(
-        "--api-key-env",
-        default=None,
-        metavar="NAME",
-        help="the environment variable holding the API key (sent as Authorization: Bearer); "
-        "the key itself is never a flag, and never printed",
-    )
-    check.add_argument(
-        "--api-key",
-        default=None,
-        metavar="KEY",
-        help="refused (a flag value ends up in shell history and process lists): use --api-key-env",
-    )
+    add_api_key_options(check)
     check.add_argument(
         "--timeout",
         default=DEFAULT_TIMEOUT,
@@ -162,44 +148,6 @@ def _where_problems(args: argparse.Namespace) -> list[Problem]:
     return problems
 
 
-def _key_problems(args: argparse.Namespace) -> tuple[str | None, list[Problem]]:
-    """The API key from the variable ``--api-key-env`` names (its value is never shown)."""
-    name = args.api_key_env
-    if args.api_key is not None:
-        return None, [
-            Problem(  # no value: it is the key
-                message="the API key is never a flag value",
-                where="--api-key",
-                fix="export NAME=<the API key> and pass --api-key-env NAME",
-            )
-        ]
-    if name is None:
-        return None, []
-    if not _ENV_NAME.match(name):
-        return None, [
-            Problem(  # no value: a key passed here by mistake must not be printed
-                message="not an environment variable name",
-                where="--api-key-env",
-                allowed="letters, digits and '_', not starting with a digit",
-                fix="export NAME=<the API key> and pass --api-key-env NAME (the key is never "
-                "a flag value)",
-            )
-        ]
-    key = os.environ.get(name)
-    if not key:
-        state = "not set" if key is None else "empty"
-        # a conventional name is shown; anything else may be a key given here by mistake
-        shown = name if _SHOWN_NAME.match(name) else "NAME"
-        return None, [
-            Problem(
-                message=f"the variable {shown} is {state}",
-                where="--api-key-env",
-                fix=f"export {shown}=<the endpoint's API key>",
-            )
-        ]
-    return key, []
-
-
 def _ca_problems(path: str | None) -> list[Problem]:
     from mlcc_constructs.ops.endpoint import ssl_context
 
@@ -230,7 +178,7 @@ def run_check(args: argparse.Namespace) -> int:
     problems = _where_problems(args)
     problems += [p for a in args.adapter for p in text_problems("--adapter", a, what="adapter")]
     problems += text_problems("--model", args.model, what="model name")
-    key, found = _key_problems(args)
+    key, found = api_key_problems(args)
     problems += found
     timeout, found = timeout_problems("--timeout", args.timeout)
     problems += found

@@ -24,7 +24,6 @@ from typing import Any, NoReturn
 from mlcc_constructs.core.platform.targets import load_target
 from mlcc_constructs.core.serving.endpoint import answers
 from mlcc_constructs.core.serving.endpoint.address import (
-    INGRESS_PLURAL,
     EndpointAddress,
     endpoint_source,
     ingress_address,
@@ -50,15 +49,13 @@ def resolve(*, target: str, name: str, namespace: str) -> EndpointAddress:
     descriptor = load_target(target)
     fix = "check the kube context and --namespace, or pass --url"
     if endpoint_source(descriptor) == "ingress":
-        ingress = kubectl(
-            "get", INGRESS_PLURAL, name, "-n", namespace, "--ignore-not-found", fix=fix
-        )
+        ingress = kubectl("get", _ingresses(), name, "-n", namespace, "--ignore-not-found", fix=fix)
         return ingress_address(ingress, namespace=namespace, name=name)
     kind = kind_named(descriptor.workload or "")
     iec = kubectl("get", kind.plural, name, "-n", namespace, "--ignore-not-found", fix=fix)
     ingresses: list[Any] = []
     if iec is not None:
-        listed = kubectl("get", INGRESS_PLURAL, "-n", namespace, fix=fix) or {}
+        listed = kubectl("get", _ingresses(), "-n", namespace, fix=fix) or {}
         ingresses = list(listed.get("items") or [])
     return operator_address(iec, ingresses, kind=kind, namespace=namespace, name=name)
 
@@ -369,3 +366,10 @@ class EndpointCheck:
     def _fail(self, problem: Problem) -> NoReturn:
         self.problems.append(problem)
         raise _Stop
+
+
+def _ingresses() -> str:
+    """The Ingress kind's resource name, as ``kubectl get`` takes it (the kinds registry's)."""
+    from mlcc_constructs.core.serving.kinds.registry import kind_named
+
+    return kind_named("Ingress").plural

@@ -57,10 +57,17 @@ class PodClient:
 
     ``pod`` is a base URL such as ``http://10.0.0.12:8000``. vLLM and SGLang both take
     ``{"lora_name", "lora_path"}`` to load and ``{"lora_name"}`` to unload. An unload that
-    answers 404 (not loaded) counts as done: the goal, "not loaded", holds.
+    answers 404 (not loaded) counts as done: the goal, "not loaded", holds. ``api_key``: sent
+    as ``Authorization: Bearer`` (an engine with an API key guards these routes too).
     """
 
-    def __init__(self, adapter_api: Mapping[str, str], *, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        adapter_api: Mapping[str, str],
+        *,
+        timeout: float = 60.0,
+        api_key: str | None = None,
+    ) -> None:
         if not adapter_api.get("load") or not adapter_api.get("unload"):
             raise fail(
                 "the engine declares no dynamic LoRA API",
@@ -70,6 +77,7 @@ class PodClient:
             )
         self._api = dict(adapter_api)
         self._timeout = timeout
+        self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     def load(self, pod: str, lora_name: str, lora_path: str) -> PodResult:
         """Load ``lora_path`` as ``lora_name`` on ``pod``."""
@@ -85,7 +93,8 @@ class PodClient:
         if not self._api.get("list"):
             return PodModels(pod=pod, ok=False, status=None, detail="no model list endpoint")
         try:
-            with urllib.request.urlopen(url, timeout=self._timeout) as response:
+            request = urllib.request.Request(url, headers=self._auth)
+            with urllib.request.urlopen(request, timeout=self._timeout) as response:
                 body = response.read().decode("utf-8", "replace")
                 status = response.status
         except urllib.error.HTTPError as error:
@@ -109,7 +118,7 @@ class PodClient:
         request = urllib.request.Request(
             url,
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json"},
+            headers={"Content-Type": "application/json", **self._auth},
             method="POST",
         )
         try:

@@ -35,8 +35,6 @@ from mlcc_constructs.core.support.errors import fail
 
 EndpointSource = Literal["ingress", "operator"]
 
-INGRESS_PLURAL = "ingresses"
-"""``networking.k8s.io/v1`` Ingress, as ``kubectl get`` names it."""
 CERTIFICATE_ANNOTATION = "alb.ingress.kubernetes.io/certificate-arn"
 LISTEN_PORTS_ANNOTATION = "alb.ingress.kubernetes.io/listen-ports"
 OPERATOR_INGRESS_PREFIX = "alb-"
