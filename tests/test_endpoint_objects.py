@@ -510,3 +510,42 @@ def test_deployments_sharing_a_group_need_hosts_of_their_own() -> None:
         for name in ("a", "b")
     ]
     assert len(prepare_deployments(hosts, defaults={"region": "us-east-1"})) == 2
+
+
+# --- hyperpod-eks ----------------------------------------------------------------------
+
+
+def _iec(**values: Any) -> Mapping[str, Any]:
+    return _one(
+        _prepared(target="hyperpod-eks", model=S3_MODEL, **values), "InferenceEndpointConfig"
+    )
+
+
+def test_an_iec_gets_the_teams_certificate_for_its_hostname() -> None:
+    iec = _iec(endpoint=Endpoint(certificate_arn=CERT, hostname="llm.example.com"))
+    assert iec["spec"]["tlsConfig"]["customCertificateConfig"] == {
+        "acmArn": CERT,
+        "domainName": "llm.example.com",
+    }
+    assert iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"].startswith("s3://mlcc-tls-")
+    assert object_problems(iec) == []
+    assert "customCertificateConfig" not in _iec()["spec"]["tlsConfig"]
+
+
+@pytest.mark.parametrize(
+    ("endpoint", "pointer"),
+    [
+        (Endpoint(scheme="internet-facing", certificate_arn=CERT, hostname="a.example.com"),
+         "/endpoint/scheme"),
+        (Endpoint(scheme="none"), "/endpoint/scheme"),
+        (Endpoint(group="shared"), "/endpoint/group"),
+        (Endpoint(certificate_arn=CERT), "/endpoint/hostname"),
+        (Endpoint(certificate_arn=CERT, hostname="*.example.com"), "/endpoint/hostname"),
+    ],
+)  # fmt: skip
+def test_what_the_operator_cannot_do_is_refused_on_hyperpod(
+    endpoint: Endpoint, pointer: str
+) -> None:
+    with pytest.raises(MlccError) as caught:
+        _prepared(target="hyperpod-eks", model=S3_MODEL, endpoint=endpoint)
+    assert [p.pointer for p in caught.value.problems] == [pointer]

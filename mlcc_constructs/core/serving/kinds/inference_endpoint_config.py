@@ -17,6 +17,14 @@ Decisions (for reviewers):
   the joined text is ambiguous (``a-b``/``c`` and ``a``/``b-c``). ``metadata.name`` and
   ``modelName`` stay the deployment's name.
 
+* **Endpoint**: the operator makes one Application Load Balancer per IEC and terminates TLS
+  with its own self-signed certificate (written to the TLS bucket) unless
+  ``tlsConfig.customCertificateConfig`` names an ACM certificate and the domain it is for:
+  ``endpoint.certificate_arn`` and ``endpoint.hostname`` (the v1 CRD; add-on
+  v2.0.0-eksbuild.2, newer than operator 3.1, where the field appeared in the CRD history of
+  aws/sagemaker-hyperpod-cli). The IEC names neither a scheme nor a shared group, so
+  ``internet-facing``, ``none`` and ``group`` are refused (:func:`check`).
+
 * **Readiness**: the operator's ``status.state`` (an enum of the v1 CRD) is
   ``DeploymentComplete`` for the current generation; ``DeploymentFailed`` fails.
 """
@@ -41,6 +49,7 @@ from mlcc_constructs.core.serving.prepare.container import health_probes, plain_
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import MAX_NAME
 from mlcc_constructs.core.serving.spec.deployment import ModelSource
+from mlcc_constructs.core.support.errors import Problem
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 RULES = CrdRules(file="inferenceendpointconfigs.inference.sagemaker.aws.amazon.com.v1.json")
@@ -129,12 +138,72 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             "invocationEndpoint": INVOCATION_ENDPOINT,
             "replicas": spec.replicas,
             "modelSourceConfig": model_source,
-            "tlsConfig": {"tlsCertificateOutputS3Uri": facts.tls_uri},
+            "tlsConfig": tls_config(facts),
             "metrics": metrics,
             "loadBalancer": {"healthCheckPath": box.health_path},
             "worker": worker,
         },
     }
+
+
+def tls_config(facts: DeploymentFacts) -> dict[str, Any]:
+    """Where the operator writes its certificate, and the team's own certificate if given."""
+    config: dict[str, Any] = {"tlsCertificateOutputS3Uri": facts.tls_uri}
+    endpoint = facts.spec.endpoint
+    if endpoint.certificate_arn is not None and endpoint.hostname is not None:
+        config["customCertificateConfig"] = {
+            "acmArn": endpoint.certificate_arn,
+            "domainName": endpoint.hostname,
+        }
+    return config
+
+
+def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
+    """What an IEC's endpoint can be (module doc: *Endpoint*)."""
+    endpoint, problems = facts.spec.endpoint, []
+    fix = "use target eks for this endpoint (an Ingress the library makes)"
+    if endpoint.scheme != "internal":
+        problems.append(
+            Problem(
+                message="the inference operator always makes its own load balancer, and the "
+                "InferenceEndpointConfig v1 names no scheme for it",
+                pointer="/endpoint/scheme",
+                value=endpoint.scheme,
+                allowed="internal",
+                fix=fix,
+            )
+        )
+    if endpoint.group is not None:
+        problems.append(
+            Problem(
+                message="the inference operator makes one load balancer per "
+                "InferenceEndpointConfig: it shares none",
+                pointer="/endpoint/group",
+                value=endpoint.group,
+                fix="drop endpoint.group, or " + fix,
+            )
+        )
+    if endpoint.certificate_arn is not None and (
+        endpoint.hostname is None or endpoint.hostname.startswith("*.")
+    ):
+        problems.append(
+            Problem(
+                message="the operator attaches a custom certificate for one domain name "
+                "(tlsConfig.customCertificateConfig.domainName: not a wildcard)",
+                pointer="/endpoint/hostname",
+                value=endpoint.hostname,
+                allowed="the DNS name clients call, covered by the certificate",
+                fix="set endpoint.hostname, e.g. llm.example.com",
+            )
+        )
+    warnings = []
+    if endpoint.hostname is not None and endpoint.certificate_arn is None:
+        warnings.append(
+            "endpoint.hostname is used on hyperpod-eks only with endpoint.certificate_arn (the "
+            "operator's custom certificate); without one the operator's self-signed "
+            "certificate is for its own names"
+        )
+    return problems, warnings
 
 
 def readiness(obj: Mapping[str, Any]) -> Readiness:
@@ -169,5 +238,6 @@ KIND = Kind(
     readiness=readiness,
     render=render,
     requires=ADDON_NAME,
+    check=check,
     engine=engine,
 )
