@@ -21,7 +21,7 @@ from mlcc_constructs.core.platform.load_balancing import (
     REFERENCE_CIDRS,
     ingress_class_objects,
 )
-from mlcc_constructs.core.serving.kinds.registry import object_problems
+from mlcc_constructs.core.serving.kinds.registry import Readiness, kind_named, object_problems
 from mlcc_constructs.core.serving.kinds.secret_provider_class import RULES
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
@@ -549,3 +549,14 @@ def test_what_the_operator_cannot_do_is_refused_on_hyperpod(
     with pytest.raises(MlccError) as caught:
         _prepared(target="hyperpod-eks", model=S3_MODEL, endpoint=endpoint)
     assert [p.pointer for p in caught.value.problems] == [pointer]
+
+
+def test_an_ingress_is_ready_once_its_load_balancer_has_an_address() -> None:
+    kind = kind_named("Ingress")
+    assert kind.readiness({"status": {}}) == Readiness(
+        "progressing", "no load balancer address yet"
+    )
+    live = {
+        "status": {"loadBalancer": {"ingress": [{"hostname": "internal-k8s.elb.amazonaws.com"}]}}
+    }
+    assert kind.readiness(live) == Readiness("ready", "internal-k8s.elb.amazonaws.com")

@@ -25,7 +25,7 @@ from typing import Any
 from mlcc_constructs.core.platform.load_balancing import ingress_class_name
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
-from mlcc_constructs.core.serving.kinds.registry import Kind, Readiness, RenderedObject
+from mlcc_constructs.core.serving.kinds.registry import Kind, RenderedObject, load_balancer_address
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.support.errors import Problem
 
@@ -110,14 +110,6 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     return [RenderedObject("Ingress", ingress)]
 
 
-def readiness(obj: Any) -> Readiness:
-    """Ready once the load balancer has an address (``status.loadBalancer.ingress``)."""
-    found = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    if found:
-        return Readiness("ready", str(found[0].get("hostname") or found[0].get("ip")))
-    return Readiness("progressing", "no load balancer address yet")
-
-
 KIND = Kind(
     kind="Ingress",
     api_version="networking.k8s.io/v1",
@@ -125,7 +117,7 @@ KIND = Kind(
     namespaced=True,
     apply_phase=70,
     validate=core_object_problems,
-    readiness=readiness,
+    readiness=load_balancer_address,
     render=render,
     check=check,
 )

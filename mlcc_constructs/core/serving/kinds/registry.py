@@ -212,6 +212,15 @@ def exists(obj: Mapping[str, Any]) -> Readiness:
     return Readiness("ready", "exists")
 
 
+def load_balancer_address(obj: Mapping[str, Any]) -> Readiness:
+    """Ready once a load balancer has an address (``status.loadBalancer.ingress``: an Ingress,
+    a LoadBalancer Service)."""
+    found = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    if found:
+        return Readiness("ready", str(found[0].get("hostname") or found[0].get("ip")))
+    return Readiness("progressing", "no load balancer address yet")
+
+
 def condition(obj: Mapping[str, Any], type_: str) -> Mapping[str, Any] | None:
     """The status condition of ``type_``, if the object reports one."""
     for entry in (obj.get("status") or {}).get("conditions") or []:

@@ -7,7 +7,12 @@ from typing import Any
 
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
-from mlcc_constructs.core.serving.kinds.registry import Kind, Readiness, RenderedObject
+from mlcc_constructs.core.serving.kinds.registry import (
+    Kind,
+    Readiness,
+    RenderedObject,
+    load_balancer_address,
+)
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import pod_selector
 
@@ -38,10 +43,7 @@ def readiness(obj: Mapping[str, Any]) -> Readiness:
     """A ClusterIP Service is ready once it exists; a LoadBalancer one once it has an address."""
     if (obj.get("spec") or {}).get("type") != "LoadBalancer":
         return Readiness("ready", str((obj.get("spec") or {}).get("clusterIP", "exists")))
-    ingress = ((obj.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
-    if ingress:
-        return Readiness("ready", str(ingress[0].get("hostname") or ingress[0].get("ip")))
-    return Readiness("progressing", "no load balancer address yet")
+    return load_balancer_address(obj)
 
 
 KIND = Kind(
