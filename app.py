@@ -10,6 +10,10 @@ import aws_cdk as cdk
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
+from mlcc_constructs.core.serving.spec.app_deployments import (
+    cidr_mismatch_problems,
+    served_load_balancers,
+)
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
 from stacks.deployments import app_deployments, gpu_instance_types, hyperpod_needs
@@ -44,6 +48,14 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         app,
         environment=environment,
         gpu_families=instance_families(gpu_instance_types(app_deployments(app))),
+        load_balancer_groups=served_load_balancers(app_deployments(app)),
+    )
+    # The deployments were prepared before the cluster existed: their NetworkPolicies must
+    # admit exactly the load balancer subnets the cluster has.
+    raise_if_any(
+        cidr_mismatch_problems(
+            app_deployments(app), cluster_stack.serving_cluster.load_balancer_cidrs
+        )
     )
     operator = None
     if hyperpod is not None:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ModelBucketsProps as ModelBucketsProps,
     )
     from mlcc_constructs.aws.gpu_node_pool import (
+        GpuNodeClass as GpuNodeClass,
         GpuNodePool as GpuNodePool,
         GpuNodePoolProps as GpuNodePoolProps,
     )
@@ -167,6 +168,7 @@ _LAZY: dict[str, str] = {
     "IServingCluster": "mlcc_constructs.aws.imported_cluster",
     "ImportedServingCluster": "mlcc_constructs.aws.imported_cluster",
     "ImportedServingClusterProps": "mlcc_constructs.aws.imported_cluster",
+    "GpuNodeClass": "mlcc_constructs.aws.gpu_node_pool",
     "GpuNodePool": "mlcc_constructs.aws.gpu_node_pool",
     "GpuNodePoolProps": "mlcc_constructs.aws.gpu_node_pool",
     "ServedModel": "mlcc_constructs.aws.served_model",

@@ -15,6 +15,7 @@ import aws_cdk as cdk
 
 from mlcc_constructs.core.platform.buckets import check_environment
 from mlcc_constructs.core.platform.cluster_access import admin_role_arns, endpoint_cidrs
+from mlcc_constructs.core.platform.load_balancing import MAX_ZONES
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")
@@ -34,6 +35,19 @@ def _zones(value: object) -> tuple[str, ...]:
 
 
 def _zone_problems(zones: tuple[str, ...], region: str) -> list[Problem]:
+    if len(zones) > MAX_ZONES and len(set(zones)) == len(zones):
+        return [
+            Problem(
+                message=f"the cluster's VPC has load balancer subnets for {MAX_ZONES} zones at "
+                "most (REFERENCE_CIDRS)",
+                where=_WHERE,
+                pointer="/availability_zones",
+                value=",".join(zones),
+                allowed=f"{_MIN_ZONES} to {MAX_ZONES} zones of region {region}",
+                fix=f"name {MAX_ZONES} zones or fewer: -c availability_zones="
+                + ",".join(zones[:MAX_ZONES]),
+            )
+        ]
     pattern = re.compile(rf"^{re.escape(region)}[a-z]$")
     if len(zones) >= _MIN_ZONES and len(set(zones)) == len(zones):
         bad = [zone for zone in zones if not pattern.match(zone)]

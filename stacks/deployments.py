@@ -1,6 +1,11 @@
 """The app's deployments: cdk.json ``reference_deployments`` (the ``mlcc render -f`` spec
-schema), each prepared once. ``dist/`` (app.py), the GPU NodePool (eks-cluster stack) and the
-serving stacks all read this one list."""
+schema), each prepared once. ``dist/`` (app.py), the GPU NodePool and the IngressClasses
+(eks-cluster stack) and the serving stacks all read this one list.
+
+The deployments are prepared before the cluster exists (they size its GPU NodePool), so their
+NetworkPolicies admit the load balancers from CIDRs both sides compute from one input: the
+app's availability zones (:func:`load_balancer_cidrs`, the load balancer subnets of the VPC the
+cluster creates). ``app.py`` checks that the cluster's subnets have exactly those CIDRs."""
 
 from __future__ import annotations
 
@@ -9,12 +14,14 @@ import weakref
 import aws_cdk as cdk
 
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from mlcc_constructs.core.platform.load_balancing import reference_cidrs
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.spec.app_deployments import (
     CONTEXT_KEY,
     AppDeployment,
     prepare_deployments,
 )
+from stacks.app_context import environment_from_context
 
 _CACHE: weakref.WeakKeyDictionary[cdk.App, tuple[AppDeployment, ...]] = weakref.WeakKeyDictionary()
 
@@ -25,8 +32,17 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
         return _CACHE[app]
     defaults = {key: app.node.try_get_context(key) for key in ("account", "region", "profile")}
     entries = app.node.try_get_context(CONTEXT_KEY) or []
-    _CACHE[app] = result = prepare_deployments(entries, defaults=defaults)
+    _CACHE[app] = result = prepare_deployments(
+        entries, defaults=defaults, load_balancer_cidrs=load_balancer_cidrs(app)
+    )
     return result
+
+
+def load_balancer_cidrs(app: cdk.App) -> dict[str, tuple[str, ...]]:
+    """The load balancer subnets' CIDRs of the cluster's VPC, by scheme: one subnet per zone of
+    the app's ``availability_zones`` (what the eks-cluster stack creates)."""
+    zones = environment_from_context(app).availability_zones
+    return {str(scheme): cidrs for scheme, cidrs in reference_cidrs(len(zones)).items()}
 
 
 def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...]:

@@ -1,10 +1,12 @@
 """Stack ``mlcc-<profile>-eks-cluster``: the app's :class:`ServingCluster` (VPC, EKS Auto Mode
 cluster with its kubectl provider, admin access entries, the GPU NodePool, OIDC provider, S3 CSI
-driver reading the descriptor's buckets)."""
+driver reading the descriptor's buckets, and the cluster side of the deployments' endpoints:
+load balancer subnets, IngressClasses, network policy enforcement, the Secrets Store CSI
+driver)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
@@ -26,8 +28,11 @@ class EksClusterStack(cdk.Stack):
         *,
         environment: AppEnvironment,
         gpu_families: Sequence[str] = (),
+        load_balancer_groups: Mapping[str, Sequence[str]] | None = None,
     ) -> None:
-        """``gpu_families``: the instance families the GPU NodePool offers (none: no pool)."""
+        """``gpu_families``: the instance families the GPU NodePool offers (none: no pool);
+        ``load_balancer_groups``: the schemes and groups the IngressClasses serve (default
+        ``None``: internal only, no groups)."""
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
@@ -57,6 +62,9 @@ class EksClusterStack(cdk.Stack):
                 read_buckets=DEFAULT_READ_BUCKETS,
                 tls_bucket="tls",
                 profile=environment.profile,
+                load_balancer_groups=(
+                    {"internal": ()} if load_balancer_groups is None else load_balancer_groups
+                ),
                 # The deployed stack has the cluster's resources as its own children: their
                 # construct paths, and so their logical ids, stay as they were.
                 in_parent_scope=True,

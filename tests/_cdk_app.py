@@ -54,6 +54,25 @@ def stack(stack_name: str) -> Any:
     return app.node.find_child(stack_name)
 
 
+def manifest_object(resource: dict[str, Any]) -> dict[str, Any]:
+    """The Kubernetes object of a ``KubernetesManifest`` resource. A manifest holding deploy-time
+    values (a subnet id, a role name) is an ``Fn::Join``: each such value reads ``<Ref>`` or
+    ``<LogicalId.Attribute>``."""
+    manifest = resource["Properties"]["Manifest"]
+    if isinstance(manifest, dict):
+        separator, parts = manifest["Fn::Join"]
+        manifest = separator.join(
+            part
+            if isinstance(part, str)
+            else f"<{part['Ref']}>"
+            if "Ref" in part
+            else "<{}.{}>".format(*part["Fn::GetAtt"])
+            for part in parts
+        )
+    (obj,) = json.loads(manifest)
+    return obj  # type: ignore[no-any-return]
+
+
 def mask_asset_hashes(text: str) -> str:
     """Asset hashes change with aws-cdk-lib releases, not with this code."""
     return _ASSET_HASH.sub("<asset-hash>", text)

@@ -43,7 +43,20 @@ class TeamServingStack(cdk.Stack):
             max_azs=2,
             nat_gateways=1,
             flow_logs={"FlowLog": ec2.FlowLogOptions()},
+            subnet_configuration=[
+                ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC),
+                ec2.SubnetConfiguration(
+                    name="Private", subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
+                ),
+                # Load balancers only: the deployments' NetworkPolicies admit these CIDRs.
+                ec2.SubnetConfiguration(
+                    name="LoadBalancers",
+                    subnet_type=ec2.SubnetType.PRIVATE_ISOLATED,
+                    cidr_mask=24,
+                ),
+            ],
         )
+        load_balancers = self.vpc.select_subnets(subnet_group_name="LoadBalancers").subnets
         self.models = s3.Bucket(
             self,
             "TeamModels",
@@ -72,7 +85,13 @@ class TeamServingStack(cdk.Stack):
                 name="llama",
                 namespace="team-a",
             ),
-            context=RenderContext(account=ACCOUNT, region=REGION),
+            # Prepared before the cluster exists (it sizes the GPU pool): its NetworkPolicy
+            # admits the internal load balancers from these subnets.
+            context=RenderContext(
+                account=ACCOUNT,
+                region=REGION,
+                load_balancer_cidrs={"internal": [s.ipv4_cidr_block for s in load_balancers]},
+            ),
         )
         self.serving = ServingCluster(
             self,
@@ -84,6 +103,7 @@ class TeamServingStack(cdk.Stack):
                 endpoint_public_cidrs=["203.0.113.0/24"],
                 gpu_instance_types=[deployment.resolution.instance.name],
                 read_buckets=[self.models, shared],
+                load_balancer_subnets={"internal": load_balancers},
             ),
         )
         self.model = ServedModel(

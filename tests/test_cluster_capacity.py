@@ -8,7 +8,7 @@ import json
 from typing import Any
 
 import pytest
-from _cdk_app import EKS_STACK, REPO, build, template
+from _cdk_app import EKS_STACK, REPO, build, manifest_object, template
 
 from mlcc_constructs.core.platform.cluster_access import (
     admin_access_id,
@@ -85,11 +85,15 @@ def test_node_pool_is_tainted_for_the_pods_that_tolerate_it() -> None:
 
 
 def test_stack_applies_the_node_pool_for_the_eks_deployments_families() -> None:
-    (manifest,) = _resources("Custom::AWSCDK-EKS-KubernetesResource").values()
-    (pool,) = json.loads(manifest["Properties"]["Manifest"])
+    (manifest,) = [
+        r
+        for k, r in _resources("Custom::AWSCDK-EKS-KubernetesResource").items()
+        if k.startswith("NodePool")
+    ]
+    pool = manifest_object(manifest)
     # cdk.json: eks deployments on ml.g5.12xlarge and ml.g5.2xlarge; the hyperpod-eks ones
-    # run on HyperPod instance groups, not on this pool.
-    assert pool == gpu_node_pool(["g5"])
+    # run on HyperPod instance groups, not on this pool. Its NodeClass is the pool's own.
+    assert pool == gpu_node_pool(["g5"], node_class="mlcc-gpu")
     assert manifest["Properties"]["Overwrite"] is True
 
 

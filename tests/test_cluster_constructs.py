@@ -94,7 +94,11 @@ BAD_SERVING_CLUSTER = [
         ],
     ),
     (
-        lambda: {"vpc": _child("Vpc"), "availability_zones": ["us-east-1a", "us-east-1b"]},
+        lambda: {
+            "vpc": _child("Vpc"),
+            "availability_zones": ["us-east-1a", "us-east-1b"],
+            "load_balancer_groups": {},
+        },
         [
             "ServingClusterProps:/availability_zones: availability_zones apply only to the VPC "
             "ServingCluster creates (got ['us-east-1a', 'us-east-1b']; fix: leave "
@@ -565,7 +569,10 @@ def _hyperpod_team() -> tuple[Any, dict[str, Any]]:
         stack,
         "Serving",
         props=ServingClusterProps(
-            cluster_name="team-serving", vpc=vpc, tls_bucket="acme-tls-certs"
+            cluster_name="team-serving",
+            vpc=vpc,
+            tls_bucket="acme-tls-certs",
+            load_balancer_groups={},  # HyperPod's operator makes its own load balancers
         ),
     )
     serving.grant_model_read("acme-extra-weights")

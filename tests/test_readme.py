@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import yaml
+from _cdk_app import manifest_object
 
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -80,7 +81,7 @@ def test_the_serving_cluster_example_synthesises(tmp_path: Path) -> None:
     types = [r["Type"] for r in template["Resources"].values()]
     assert types.count("AWS::EC2::VPC") == 1  # the team's VPC, not a second one
     manifests = [
-        json.loads(r["Properties"]["Manifest"])[0]
+        manifest_object(r)
         for r in template["Resources"].values()
         if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
     ]

@@ -92,7 +92,11 @@ def test_addon_attaches_the_role_with_the_pinned_version() -> None:
             "ResolveConflicts": "OVERWRITE",
         },
     )
-    assertions_template(EKS_STACK).resource_count_is("AWS::EKS::Addon", 1)
+    assertions_template(EKS_STACK).resource_properties_count_is(
+        "AWS::EKS::Addon", {"AddonName": "aws-mountpoint-s3-csi-driver"}, 1
+    )
+    # Beside it only the Secrets Store CSI add-on (tests/test_cluster_endpoint.py).
+    assertions_template(EKS_STACK).resource_count_is("AWS::EKS::Addon", 2)
 
 
 def test_addon_version_unchanged_by_the_s3csi_fix_and_pinned_now() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _cdk_app import REPO
+from _cdk_app import REPO, manifest_object
 from conftest import BuiltWheel
 from test_cdk_nag import _findings
 from test_cfn_lint import IGNORED
@@ -48,7 +48,7 @@ def _applied() -> list[tuple[str, dict[str, Any]]]:
             for k, r in manifests.items()
             if k not in order and set(r.get("DependsOn", [])) & set(manifests) <= set(order)
         )
-    return [(k, json.loads(manifests[k]["Properties"]["Manifest"])[0]) for k in order]
+    return [(k, manifest_object(manifests[k])) for k in order]
 
 
 def test_the_cluster_runs_in_the_teams_vpc() -> None:
@@ -98,7 +98,16 @@ def test_the_gpu_pool_and_the_model_are_applied_in_order() -> None:
     pool = next(obj for _, obj in applied if obj["kind"] == "NodePool")
     families = pool["spec"]["template"]["spec"]["requirements"][0]["values"]
     assert families == ["g5"]
-    model = [(k, obj) for k, obj in applied if obj["kind"] != "NodePool"]
+    mine = set(_team()[0].model.objects.manifests) | set(_team()[0].model.namespace.manifests)
+    model = [(k, obj) for k, obj in applied if k in mine]
+    cluster_side = [obj for k, obj in applied if k not in mine]
+    assert sorted(f"{o['kind']} {o['metadata']['name']}" for o in cluster_side) == [
+        "ConfigMap amazon-vpc-cni",  # network policy enforcement, in kube-system
+        "IngressClass mlcc-internal",
+        "IngressClassParams mlcc-internal",
+        "NodeClass mlcc-gpu",
+        "NodePool mlcc-gpu",
+    ]
     assert [obj["kind"] for _, obj in model] == [
         "Namespace",
         "ServiceAccount",

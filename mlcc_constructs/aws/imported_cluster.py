@@ -3,7 +3,10 @@ cluster the team owns as one (``ServingCluster.from_cluster_attributes``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Protocol
 
 import aws_cdk as cdk
@@ -13,7 +16,8 @@ from constructs import Construct
 from mlcc_constructs.aws._iam import nag_text
 from mlcc_constructs.aws.buckets import BucketRef, resolve_bucket
 from mlcc_constructs.aws.s3_csi import READ_BUCKET_ACTIONS, READ_OBJECT_ACTIONS
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.platform.load_balancing import cidr_problems
+from mlcc_constructs.core.support.errors import fail, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 
@@ -26,6 +30,9 @@ class IServingCluster(Protocol):
     ``oidc_provider``: its IAM OIDC provider (IRSA trust of the HyperPod inference operator).
     ``vpc``: its VPC (the HyperPod cluster's subnets).
     ``cluster_name``: its name (text where known: IAM ARNs, cdk-nag acknowledgements).
+    ``load_balancer_cidrs``: scheme -> the CIDRs of the subnets its load balancers live in:
+    what the deployments' NetworkPolicies admit the load balancers from (pass it as
+    ``RenderContext.load_balancer_cidrs`` when preparing them).
     """
 
     @property
@@ -39,6 +46,9 @@ class IServingCluster(Protocol):
 
     @property
     def cluster_name(self) -> str: ...
+
+    @property
+    def load_balancer_cidrs(self) -> Mapping[str, tuple[str, ...]]: ...
 
     def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
         """Let the cluster's S3 CSI driver mount ``bucket`` read-only; returns the bucket."""
@@ -57,6 +67,9 @@ class ImportedServingClusterProps:
     ``cluster_name`` attribute.
     ``s3_csi_role``: the role of the cluster's Mountpoint S3 CSI driver, which
     :meth:`ImportedServingCluster.grant_model_read` grants to; default ``None``: no grants.
+    ``load_balancer_cidrs``: scheme (``internal``, ``internet-facing``) -> the CIDRs of the
+    subnets the cluster's load balancers live in (two or more IPv4 networks each); default
+    ``{}``: none known (a deployment rendered for this cluster would admit no load balancer).
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -64,9 +77,16 @@ class ImportedServingClusterProps:
     vpc: ec2.IVpc | None = None
     cluster_name: str | None = None
     s3_csi_role: iam.IRole | None = None
+    load_balancer_cidrs: Mapping[str, Sequence[str]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )
 
     def __post_init__(self) -> None:
         check_fields(self)
+        raise_if_any(
+            dataclasses.replace(problem, where="ImportedServingClusterProps")
+            for problem in cidr_problems(self.load_balancer_cidrs, pointer="/load_balancer_cidrs")
+        )
         if isinstance(self.cluster, str):
             raise fail(
                 "a cluster name is not a cluster",
@@ -111,6 +131,12 @@ class ImportedServingCluster(Construct):
     @property
     def cluster_name(self) -> str:
         return self._props.cluster_name or self._props.cluster.cluster_name
+
+    @property
+    def load_balancer_cidrs(self) -> Mapping[str, tuple[str, ...]]:
+        return MappingProxyType(
+            {scheme: tuple(cidrs) for scheme, cidrs in self._props.load_balancer_cidrs.items()}
+        )
 
     def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
         """Grant the S3 CSI role (``s3_csi_role``) read access to ``bucket`` (an object or a

@@ -16,6 +16,23 @@ Children:
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
   object without an operator is refused.
+* ``SecretsRole`` and ``PodIdentity`` (only when the deployment syncs Secrets Manager values,
+  ``prepared.secrets.synced``): the IAM role its pods read those secrets as, and the
+  ``AWS::EKS::PodIdentityAssociation`` of the deployment's ServiceAccount with it; the objects
+  are applied after the association, so the first pods already get the role.
+
+**Pod identity.** The AWS provider of the Secrets Store CSI driver reads a pod's secrets with
+the pod's own EKS Pod Identity (the SecretProviderClass says ``usePodIdentity: "true"``), so
+each deployment reads exactly its own secrets. The role trusts ``pods.eks.amazonaws.com`` for
+``sts:AssumeRole`` and ``sts:TagSession`` and may ``secretsmanager:GetSecretValue`` and
+``secretsmanager:DescribeSecret`` on those secrets only: the secret's ARN, or for a secret given
+by name ``arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-??????`` (the six
+characters Secrets Manager appends; the policy of the provider's README,
+aws/secrets-store-csi-driver-provider-aws a74182c, and
+https://docs.aws.amazon.com/secretsmanager/latest/userguide/ascp-examples.html). Auto Mode runs
+the Pod Identity agent itself: "You do not have to install the EKS Pod Identity Agent on EKS
+Auto Mode clusters" (EKS User Guide ``automode/automode.adoc``, awsdocs/amazon-eks-user-guide
+03bdcd18); another cluster needs the ``eks-pod-identity-agent`` add-on.
 """
 
 from __future__ import annotations
@@ -24,7 +41,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import aws_eks_v2 as eks
+import aws_cdk as cdk
+from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
@@ -34,9 +52,12 @@ from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.endpoint import secret_resource
 from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
 from mlcc_constructs.core.support.typecheck import field_problems
 
+POD_IDENTITY_PRINCIPAL = "pods.eks.amazonaws.com"
+SECRET_READ_ACTIONS = ("secretsmanager:DescribeSecret", "secretsmanager:GetSecretValue")
 # Namespaces every Kubernetes cluster has: never created (nor labelled) by a ServedModel.
 BUILT_IN_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 _PROPS = "ServedModelProps"
@@ -113,7 +134,8 @@ def _text_problems(props: ServedModelProps) -> list[Problem]:
 class ServedModel(Construct):
     """One deployment's objects on a cluster (children: see the module). ``objects`` applies
     them (``objects.manifests``: logical id -> ``KubernetesManifest``); ``namespace`` is the
-    ``Namespace``'s, or ``None``."""
+    ``Namespace``'s, or ``None``; ``secrets_role`` and ``pod_identity`` are the pods' role and
+    its association, or ``None`` (no Secrets Manager value)."""
 
     def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
         super().__init__(scope, id)
@@ -150,6 +172,18 @@ class ServedModel(Construct):
                     retain=True,
                 ),
             )
+        self.secrets_role: iam.Role | None = None
+        self.pod_identity: eks.CfnPodIdentityAssociation | None = None
+        if prepared.secrets.synced:
+            self.secrets_role = self._secrets_role(prepared)
+            self.pod_identity = eks.CfnPodIdentityAssociation(
+                self,
+                "PodIdentity",
+                cluster_name=props.cluster.cluster_name,
+                namespace=namespace,
+                service_account=prepared.names.base,  # the deployment's ServiceAccount
+                role_arn=self.secrets_role.role_arn,
+            )
         self.objects = KubernetesObjects(
             self,
             "Objects",
@@ -157,8 +191,53 @@ class ServedModel(Construct):
         )
         if self.namespace is not None:
             self.objects.node.add_dependency(self.namespace)
+        if self.pod_identity is not None:  # the first pods already read their secrets as it
+            self.objects.node.add_dependency(self.pod_identity)
         for manifest, waits_for_operator in zip(
             self.objects.manifests.values(), waits, strict=True
         ):
             if waits_for_operator and operator is not None:
                 manifest.node.add_dependency(operator)
+
+    def _secrets_role(self, prepared: PreparedDeployment) -> iam.Role:
+        """The role the pods read their synced secrets as (module doc), with exactly those."""
+        stack = cdk.Stack.of(self)
+        role = iam.Role(
+            self,
+            "SecretsRole",
+            assumed_by=iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL).with_session_tags(),
+            description=f"mlcc: the pods of {prepared.spec.namespace}/{prepared.names.base} "
+            "read their Secrets Manager values",
+        )
+        resources = sorted(
+            {
+                secret_resource(
+                    synced.source.secret,
+                    partition=stack.partition,
+                    region=stack.region,
+                    account=stack.account,
+                )
+                for synced in prepared.secrets.synced
+            }
+        )
+        # No cdk-nag acknowledgement: AwsSolutions-IAM5 flags '*' only (cdk-nag 3.0.2,
+        # rules/iam/IAMNoWildcardPermissions: includes('*')), and '-??????' matches exactly the
+        # six characters Secrets Manager appends to one secret's name, no other secret.
+        role.add_to_policy(
+            iam.PolicyStatement(
+                sid="ReadSyncedSecrets", actions=list(SECRET_READ_ACTIONS), resources=resources
+            )
+        )
+        return role
+
+    def grant_secrets_key(self, key: kms.IKey) -> iam.Grant:
+        """Let the pods decrypt their secrets with ``key`` (``kms:Decrypt``), for secrets
+        encrypted with a customer managed key instead of ``aws/secretsmanager``."""
+        if self.secrets_role is None:
+            raise fail(
+                "the deployment reads no Secrets Manager value: its pods have no role to grant to",
+                where=self.node.path,
+                fix="give the deployment api_key_secret or a secret_env entry from Secrets "
+                "Manager, or grant nothing",
+            )
+        return key.grant_decrypt(self.secrets_role)

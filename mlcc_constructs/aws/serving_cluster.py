@@ -22,6 +22,21 @@
   pod tolerating the GPU taint, reading ``read_buckets`` (and the TLS bucket; more with
   :meth:`ServingCluster.grant_model_read`).
 
+The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluster_endpoint`):
+
+* ``LoadBalancerSubnets`` (only without ``vpc``): per scheme of ``load_balancer_groups``, one
+  subnet per zone that holds the load balancers only, at ``REFERENCE_CIDRS``.
+* ``IngressClasses`` (with a scheme): per scheme the ``IngressClassParams`` and ``IngressClass``
+  ``mlcc-<scheme>``, and ``mlcc-<scheme>-<group>`` per group, their ALBs in that scheme's load
+  balancer subnets (each ALB costs its hourly charge plus LCUs).
+* ``NetworkPolicyController``: the ConfigMap ``kube-system/amazon-vpc-cni`` that makes Auto Mode
+  enforce NetworkPolicies.
+* ``SecretsStoreCsiAddon``: the EKS add-on ``aws-secrets-store-csi-driver-provider`` (the Secrets
+  Store CSI driver and the AWS provider, secret sync on, tolerating the GPU taint).
+* ``GpuCapacity/NodeClass``: the GPU NodePool's own NodeClass ``mlcc-gpu`` (the cluster's Auto
+  Mode node role, its subnets and cluster security group; network policies ``DefaultAllow``;
+  200Gi of ephemeral storage).
+
 **Logical ids.** CloudFormation logical ids come from construct paths, and a changed logical
 id replaces the resource. The children's ids above are a contract: a team's
 ``ServingCluster(stack, "Serving")`` has ``Serving/Cluster``, ``Serving/S3CsiRole``, ... and
@@ -43,11 +58,10 @@ before adding children to the stack (the app does), or let ``cdk synth`` look it
 
 from __future__ import annotations
 
-import dataclasses
 import importlib
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import cast
 
 import aws_cdk as cdk
 from aws_cdk import (
@@ -60,8 +74,15 @@ from aws_cdk import (
 from constructs import Construct
 
 from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
-from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem
-from mlcc_constructs.aws.gpu_node_pool import GpuNodePool, GpuNodePoolProps, capacity_problems
+from mlcc_constructs.aws.buckets import BucketRef
+from mlcc_constructs.aws.cluster_endpoint import (
+    EndpointComponents,
+    add_endpoint_components,
+    create_load_balancer_subnets,
+    known_cidr,
+    use_team_subnets,
+)
+from mlcc_constructs.aws.gpu_node_pool import GpuNodeClass, GpuNodePool, GpuNodePoolProps
 from mlcc_constructs.aws.imported_cluster import (
     ImportedServingCluster,
     ImportedServingClusterProps,
@@ -72,27 +93,15 @@ from mlcc_constructs.aws.s3_csi import (
     S3CsiDriverProps,
     S3CsiParentIds,
 )
-from mlcc_constructs.core.platform.cluster_access import (
-    ADMIN_POLICY,
-    admin_access_id,
-    endpoint_cidrs,
-)
+from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps as ServingClusterProps
+from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
 from mlcc_constructs.core.platform.gpu_capacity import s3_csi_addon_configuration
+from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.support.errors import (
-    MlccError,
-    Problem,
-    json_pointer,
-    raise_if_any,
-)
-from mlcc_constructs.core.support.typecheck import check_fields
+from mlcc_constructs.core.support.errors import fail
 
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.
 S3CSI_IDS = S3CsiParentIds(role="S3CsiRole", addon="S3CsiDriverAddon")
-_MIN_ZONES = 2  # EKS needs subnets in at least two availability zones
-_CLUSTER_NAME = re.compile(r"^[0-9A-Za-z][A-Za-z0-9_-]{0,99}$")
-_KUBERNETES_VERSION = re.compile(r"^1\.[0-9]+$")
-_PROPS = "ServingClusterProps"
 
 _CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API,
@@ -103,209 +112,15 @@ _CONTROL_PLANE_LOGS = (
 )
 
 
-@dataclass(frozen=True, kw_only=True)
-class ServingClusterProps:
-    """Props of :class:`ServingCluster`. Every field is optional.
-
-    ``cluster_name``: the EKS cluster's name (1-100 letters, digits, ``-``, ``_``); default
-    ``None``: CloudFormation names it.
-    ``vpc``: the team's VPC (``ec2.IVpc``); default ``None``: a new VPC (child ``Vpc``).
-    ``availability_zones``: the new VPC's zones, at least two; default ``()``: up to three
-    of the stack's zones. Only without ``vpc``.
-    ``vpc_subnets``: the subnets of the cluster and its kubectl provider; default ``None``:
-    the VPC's private subnets with egress (``SubnetType.PRIVATE_WITH_EGRESS``).
-    ``admin_roles``: IAM roles (``iam.IRole``; an ARN from configuration:
-    ``iam.Role.from_role_arn``) given ``AmazonEKSClusterAdminPolicy`` at cluster scope by EKS
-    access entries; default ``()``.
-    ``endpoint_public_cidrs``: IPv4 networks that reach the public API endpoint; default
-    ``()``: the endpoint is private. ``0.0.0.0/0`` is refused.
-    ``gpu_instance_families``: instance families the GPU NodePool offers (``g5``); default
-    ``()``.
-    ``gpu_instance_types``: instance types of the catalog whose families the pool offers
-    (``ml.g5.12xlarge``); default ``()``. Neither: no GPU NodePool.
-    ``read_buckets``: buckets the S3 CSI driver mounts read-only
-    (:data:`~mlcc_constructs.aws.buckets.BucketRef`: the team's ``s3.IBucket``, a descriptor
-    key or a literal name); default ``()`` (add some with :meth:`ServingCluster.grant_model_read`).
-    ``tls_bucket``: the bucket the HyperPod inference operator writes TLS certificates to (the
-    driver gets read access); default ``None``: none.
-    ``profile``: fills ``${profile}`` of descriptor keys; default ``None`` (required then).
-    ``kubernetes_version``: the cluster's Kubernetes version (``1.35``); default ``None``: the
-    version pinned in ``versions.json``.
-    ``kubectl_layer``: the kubectl Lambda layer (its kubectl of the cluster's minor version);
-    default ``None``: the layer package pinned in ``versions.json`` (child ``KubectlLayer``);
-    required with another ``kubernetes_version``.
-    ``in_parent_scope``: default ``False``: the children are this construct's
-    (``<id>/Cluster``, ...). ``True`` creates them directly in the construct's scope with the
-    same ids, for a stack whose deployed resources were its own children (the app's
-    eks-cluster stack): see *Logical ids* in the module.
-    """
-
-    cluster_name: str | None = None
-    vpc: ec2.IVpc | None = None
-    availability_zones: Sequence[str] = ()
-    vpc_subnets: ec2.SubnetSelection | None = None
-    admin_roles: Sequence[iam.IRole] = ()
-    endpoint_public_cidrs: Sequence[str] = ()
-    gpu_instance_families: Sequence[str] = ()
-    gpu_instance_types: Sequence[str] = ()
-    read_buckets: Sequence[BucketRef] = ()
-    tls_bucket: BucketRef | None = None
-    profile: str | None = None
-    kubernetes_version: str | None = None
-    kubectl_layer: lambda_.ILayerVersion | None = None
-    in_parent_scope: bool = False
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-        raise_if_any(
-            [
-                *_resource_problems(self),
-                *_network_problems(self),
-                *_version_problems(self),
-                *capacity_problems(
-                    self.gpu_instance_families,
-                    self.gpu_instance_types,
-                    where=_PROPS,
-                    fields=("gpu_instance_families", "gpu_instance_types"),
-                ),
-            ]
-        )
-
-
-def _problem(field: str, message: str, value: object, *, allowed: str = "", fix: str) -> Problem:
-    return Problem(
-        message=message,
-        where=_PROPS,
-        pointer=json_pointer(*field.split("/")),
-        value=value,
-        allowed=allowed,
-        fix=fix,
-    )
-
-
-def _resource_problems(props: ServingClusterProps) -> list[Problem]:
-    """Text where a resource object belongs (jsii interfaces pass the type check)."""
-    problems: list[Problem | None] = []
-    if isinstance(props.vpc, str):
-        problems.append(
-            _problem(
-                "vpc",
-                "a VPC id is not a VPC",
-                props.vpc,
-                fix="pass the VPC object (ec2.Vpc.from_vpc_attributes(scope, id, ...) for a "
-                "VPC the app does not create)",
-            )
-        )
-    for index, role in enumerate(props.admin_roles):
-        if isinstance(role, str):
-            problems.append(
-                _problem(
-                    f"admin_roles/{index}",
-                    "an ARN is not a role",
-                    role,
-                    allowed="iam.IRole",
-                    fix="pass iam.Role.from_role_arn(scope, id, arn)",
-                )
-            )
-    for index, bucket in enumerate(props.read_buckets):
-        problems.append(bucket_ref_problem(bucket, where=_PROPS, pointer=f"/read_buckets/{index}"))
-    problems.append(bucket_ref_problem(props.tls_bucket, where=_PROPS, pointer="/tls_bucket"))
-    if isinstance(props.kubectl_layer, str):
-        problems.append(
-            _problem(
-                "kubectl_layer",
-                "an ARN is not a layer",
-                props.kubectl_layer,
-                allowed="lambda.ILayerVersion",
-                fix="pass the layer object (e.g. KubectlV35Layer(scope, id))",
-            )
-        )
-    return [problem for problem in problems if problem is not None]
-
-
-def _network_problems(props: ServingClusterProps) -> list[Problem]:
-    problems = []
-    zones = list(props.availability_zones)
-    if zones and props.vpc is not None:
-        problems.append(
-            _problem(
-                "availability_zones",
-                "availability_zones apply only to the VPC ServingCluster creates",
-                zones,
-                fix="leave availability_zones empty (the team's VPC has its subnets), or pass "
-                "no vpc",
-            )
-        )
-    elif zones and (len(set(zones)) < _MIN_ZONES or len(set(zones)) != len(zones)):
-        problems.append(
-            _problem(
-                "availability_zones",
-                f"EKS needs at least {_MIN_ZONES} distinct availability zones",
-                zones,
-                allowed="distinct zones of the stack's region, e.g. ['us-east-1a', 'us-east-1b']",
-                fix="name two zones or more, each once (or none: the stack's zones)",
-            )
-        )
-    if props.cluster_name is not None and not _CLUSTER_NAME.match(props.cluster_name):
-        problems.append(
-            _problem(
-                "cluster_name",
-                "not an EKS cluster name",
-                props.cluster_name,
-                allowed="1-100 letters, digits, '-' and '_', starting with a letter or digit",
-                fix="rename the cluster, e.g. team-serving",
-            )
-        )
-    try:
-        endpoint_cidrs(list(props.endpoint_public_cidrs), where=_PROPS)
-    except MlccError as error:  # its problems, with a fix for a construct (not -c)
-        problems.extend(
-            dataclasses.replace(
-                problem,
-                fix="pass networks such as ['203.0.113.0/24'] (or none: a private endpoint)"
-                if problem.fix.startswith("pass -c")
-                else problem.fix,
-            )
-            for problem in error.problems
-        )
-    return problems
-
-
-def _version_problems(props: ServingClusterProps) -> list[Problem]:
-    version = props.kubernetes_version
-    if version is None:
-        return []
-    if not _KUBERNETES_VERSION.match(version):
-        return [
-            _problem(
-                "kubernetes_version",
-                "not a Kubernetes minor version",
-                version,
-                allowed="1.<minor>, e.g. " + pinned().kubernetes,
-                fix="pass the minor version only, e.g. " + pinned().kubernetes,
-            )
-        ]
-    if version != pinned().kubernetes and props.kubectl_layer is None:
-        minor = version.split(".")[1]
-        return [
-            _problem(
-                "kubernetes_version",
-                f"Kubernetes {version} needs a kubectl layer of that minor version (the "
-                f"pinned layer is {pinned().kubectl_layer}, for {pinned().kubernetes})",
-                version,
-                fix=f"pass kubectl_layer=KubectlV{minor}Layer(scope, id) (PyPI "
-                f"aws-cdk.lambda-layer-kubectl-v{minor}), or leave kubernetes_version unset",
-            )
-        ]
-    return []
-
-
 class ServingCluster(Construct):
     """An EKS Auto Mode cluster with what serving needs (children: see the module).
 
     Attributes: ``vpc``, ``cluster``, ``cluster_name`` (text when ``cluster_name`` is given, else
     a token), ``kubectl_layer``, ``gpu_node_pool`` (``None`` without GPU families),
-    ``oidc_provider``, ``s3_csi`` and ``s3_csi_role``.
+    ``oidc_provider``, ``s3_csi`` and ``s3_csi_role``; for the endpoints
+    ``load_balancer_subnets`` and ``load_balancer_cidrs`` (scheme -> the subnets, their CIDRs:
+    what the deployments' NetworkPolicies admit, ``RenderContext.load_balancer_cidrs``) and
+    ``endpoint_components`` (the IngressClasses, the network policy ConfigMap, the add-on).
     """
 
     def __init__(
@@ -353,7 +168,14 @@ class ServingCluster(Construct):
                 owner,
                 "GpuCapacity",
                 props=GpuNodePoolProps(
-                    cluster=self.cluster, instance_families=families, instance_types=types
+                    cluster=self.cluster,
+                    instance_families=families,
+                    instance_types=types,
+                    node_class=GpuNodeClass(
+                        role=_auto_mode_node_role(self.cluster),
+                        subnets=_select(self.vpc, subnets).subnets,
+                        security_groups=[self.cluster.cluster_security_group],
+                    ),
                 ),
             )
             if families or types
@@ -377,6 +199,30 @@ class ServingCluster(Construct):
             ),
         )
         self.s3_csi_role: iam.IRole = self.s3_csi.role
+        groups = cast(Mapping[LoadBalancerScheme, Sequence[str]], props.load_balancer_groups)
+        self.load_balancer_subnets: Mapping[str, tuple[ec2.ISubnet, ...]] = MappingProxyType(
+            _load_balancer_subnets(
+                owner,
+                self.vpc,
+                props,
+                schemes=[s for s in SCHEMES if s in groups],
+                node_subnets=_select(self.vpc, subnets).subnets,
+            )
+        )
+        self.load_balancer_cidrs: Mapping[str, tuple[str, ...]] = MappingProxyType(
+            {
+                scheme: tuple(known_cidr(subnet) or "" for subnet in chosen)
+                for scheme, chosen in self.load_balancer_subnets.items()
+            }
+        )
+        self.endpoint_components: EndpointComponents = add_endpoint_components(
+            owner,
+            self.cluster,
+            groups=groups,
+            subnets=cast(
+                Mapping[LoadBalancerScheme, Sequence[ec2.ISubnet]], self.load_balancer_subnets
+            ),
+        )
 
     @staticmethod
     def from_cluster_attributes(
@@ -388,6 +234,7 @@ class ServingCluster(Construct):
         vpc: ec2.IVpc | None = None,
         cluster_name: str | None = None,
         s3_csi_role: iam.IRole | None = None,
+        load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
     ) -> IServingCluster:
         """A team's own cluster as an :class:`IServingCluster` (creates nothing); see
         :class:`ImportedServingClusterProps` for the arguments."""
@@ -400,6 +247,7 @@ class ServingCluster(Construct):
                 vpc=vpc,
                 cluster_name=cluster_name,
                 s3_csi_role=s3_csi_role,
+                load_balancer_cidrs=MappingProxyType(dict(load_balancer_cidrs or {})),
             ),
         )
 
@@ -427,6 +275,43 @@ def _new_vpc(scope: Construct, zones: Sequence[str]) -> ec2.Vpc:
         },
         flow_logs={"FlowLog": ec2.FlowLogOptions()},
     )
+
+
+def _load_balancer_subnets(
+    owner: Construct,
+    vpc: ec2.IVpc,
+    props: ServingClusterProps,
+    *,
+    schemes: Sequence[LoadBalancerScheme],
+    node_subnets: Sequence[ec2.ISubnet],
+) -> dict[str, tuple[ec2.ISubnet, ...]]:
+    """The load balancer subnets by scheme: created in the VPC ServingCluster creates, the
+    team's otherwise (checked against the nodes' and the VPC's other subnets)."""
+    if props.vpc is None:
+        assert isinstance(vpc, ec2.Vpc)
+        created = create_load_balancer_subnets(owner, vpc, schemes)
+        return {scheme: tuple(chosen) for scheme, chosen in created.items()}
+    given = props.load_balancer_subnets or {}
+    chosen = {scheme: tuple(given[scheme]) for scheme in schemes}
+    use_team_subnets(vpc, chosen, node_subnets=node_subnets, where="ServingClusterProps")
+    return {str(scheme): group for scheme, group in chosen.items()}
+
+
+def _auto_mode_node_role(cluster: eks.Cluster) -> iam.IRole:
+    """The node role ``aws_eks_v2`` creates for Auto Mode (its child ``<id>nodePoolRole``; the
+    cluster exposes it under no attribute). EKS creates that role's access entry with the
+    cluster, so a NodeClass naming it needs no access entry of its own
+    (``automode/create-node-class.adoc``, awsdocs/amazon-eks-user-guide 0026c9df)."""
+    role = cluster.node.try_find_child(f"{cluster.node.id}nodePoolRole")
+    if not isinstance(role, iam.Role):
+        raise fail(
+            "the cluster has no Auto Mode node role where aws_eks_v2 creates it",
+            where=cluster.node.path,
+            value=f"{cluster.node.id}nodePoolRole",
+            fix="keep Auto Mode's built-in node pools on (aws_eks_v2 then creates the role), or "
+            "report the aws-cdk-lib version this runs with",
+        )
+    return role
 
 
 def _select(vpc: ec2.IVpc, selection: ec2.SubnetSelection) -> ec2.SelectedSubnets:

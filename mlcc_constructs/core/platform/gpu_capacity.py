@@ -2,13 +2,24 @@
 
 EKS Auto Mode's built-in ``system`` and ``general-purpose`` node pools launch only C, M and R
 instances, so a pod asking for ``nvidia.com/gpu`` stays Pending. The app adds one Auto Mode
-``NodePool`` (``karpenter.sh/v1``) on the built-in ``default`` node class, limited to the
+``NodePool`` (``karpenter.sh/v1``) on the built-in ``default`` node class (or the NodeClass
+below), limited to the
 instance families its deployments run on (from the instance catalog) and tainted
 ``nvidia.com/gpu:NoSchedule``: only pods that tolerate the taint (the rendered Deployments do)
 land on GPU nodes. Field names and labels: https://docs.aws.amazon.com/eks/latest/userguide/
 create-node-pool.html (supported labels, ``eks.amazonaws.com/instance-family``) and
 https://docs.aws.amazon.com/eks/latest/userguide/auto-accelerated.html (GPU NodePool on the
 ``default`` NodeClass, which exists while a built-in node pool is enabled).
+
+A cluster that enforces NetworkPolicies gets the pool on a NodeClass of its own
+(:func:`gpu_node_class`, ``mlcc-gpu``) that mirrors the built-in ``default`` one (the cluster's
+node role, so EKS's access entry for that role covers it; its subnets; the cluster security
+group) and says ``networkPolicy: DefaultAllow`` and a larger ``ephemeralStorage``. Fields: EKS
+User Guide ``automode/create-node-class.adoc`` at awsdocs/amazon-eks-user-guide 0026c9df
+(``role``, ``subnetSelectorTerms`` and ``securityGroupSelectorTerms`` required; "Do not name
+your custom node class ``default``"; "EKS automatically creates an Access Entry for the Node
+IAM Role during cluster creation", a different role would need its own ``EC2`` access entry
+with ``AmazonEKSAutoNodePolicy``).
 
 The Mountpoint S3 CSI driver's node pod must run on those nodes too (the model volume): the
 add-on's ``node.tolerations`` (appended by the driver's chart to its default tolerations,
@@ -18,7 +29,7 @@ names the same taint, so the mount works whatever the add-on's ``tolerateAllTain
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
@@ -27,6 +38,21 @@ from mlcc_constructs.core.platform.labels import MANAGED_BY
 NODE_POOL_NAME = "mlcc-gpu"
 GPU_TAINT_KEY = GPU_RESOURCE
 NODE_CLASS = {"group": "eks.amazonaws.com", "kind": "NodeClass", "name": "default"}
+NODE_CLASS_NAME = "mlcc-gpu"
+NETWORK_POLICY = "DefaultAllow"
+"""Pods no NetworkPolicy selects keep all traffic; a selected pod gets only what its policies
+admit (``auto-net-pol.adoc``: ``networkPolicy: DefaultAllow`` or ``DefaultDeny``). Said
+explicitly, though it is Auto Mode's default: the deployments' policies admit the engine port
+only and are written for pods whose other traffic is allowed, which ``DefaultDeny`` would not
+be."""
+EPHEMERAL_STORAGE = "200Gi"
+"""Each node's ephemeral storage (Auto Mode's default is 80Gi, ``create-node-class.adoc``). An
+engine image is tens of GB once extracted (vllm/vllm-openai:latest measured 28.6 GB in
+vllm-project/vllm pull request 22377; a 25 GB image filled 50 GB nodes in issue 17163), the
+kubelet holds the compressed layers while it pulls, a rollout pulls the next image beside the
+running one, and a Hugging Face model is downloaded into the pod's emptyDir ``HOME`` (an 8B
+model's weights are 16 GB in bf16: 8e9 parameters at 2 bytes). The extra 120Gi of EBS per GPU
+node is billed per GB-month, small next to the GPU instance."""
 INSTANCE_FAMILY_LABEL = "eks.amazonaws.com/instance-family"
 # Model servers take minutes to load weights: on-demand capacity, and nodes are consolidated
 # only when empty (never to repack running servers).
@@ -51,8 +77,35 @@ def instance_families(instance_types: Iterable[str]) -> tuple[str, ...]:
     return tuple(sorted({lookup(name).family for name in instance_types}))
 
 
-def gpu_node_pool(families: Iterable[str], *, name: str = NODE_POOL_NAME) -> dict[str, Any]:
-    """The Auto Mode ``NodePool`` offering ``families``, tainted for GPU pods only."""
+def gpu_node_class(
+    *,
+    role: str,
+    subnet_ids: Sequence[str],
+    security_group_ids: Sequence[str],
+    name: str = NODE_CLASS_NAME,
+    ephemeral_storage: str = EPHEMERAL_STORAGE,
+) -> dict[str, Any]:
+    """The GPU pool's ``NodeClass`` (``eks.amazonaws.com/v1``; module doc): ``role`` is the node
+    IAM role's name, the subnets and security groups are selected by id."""
+    return {
+        "apiVersion": "eks.amazonaws.com/v1",
+        "kind": "NodeClass",
+        "metadata": {"name": name, "labels": dict(MANAGED_BY)},
+        "spec": {
+            "role": role,
+            "subnetSelectorTerms": [{"id": subnet} for subnet in subnet_ids],
+            "securityGroupSelectorTerms": [{"id": group} for group in security_group_ids],
+            "networkPolicy": NETWORK_POLICY,
+            "ephemeralStorage": {"size": ephemeral_storage},
+        },
+    }
+
+
+def gpu_node_pool(
+    families: Iterable[str], *, name: str = NODE_POOL_NAME, node_class: str | None = None
+) -> dict[str, Any]:
+    """The Auto Mode ``NodePool`` offering ``families``, tainted for GPU pods only, on the
+    NodeClass ``node_class`` (default: the built-in ``default``)."""
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
@@ -60,7 +113,7 @@ def gpu_node_pool(families: Iterable[str], *, name: str = NODE_POOL_NAME) -> dic
         "spec": {
             "template": {
                 "spec": {
-                    "nodeClassRef": dict(NODE_CLASS),
+                    "nodeClassRef": {**NODE_CLASS, "name": node_class or NODE_CLASS["name"]},
                     "requirements": [
                         {
                             "key": INSTANCE_FAMILY_LABEL,

@@ -26,7 +26,8 @@ attributes such as ``idle_timeout.timeout_seconds`` go in its ``loadBalancerAttr
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Literal
 
@@ -36,6 +37,8 @@ from mlcc_constructs.core.support.errors import Problem
 LoadBalancerScheme = Literal["internal", "internet-facing"]
 SCHEMES: tuple[LoadBalancerScheme, ...] = ("internal", "internet-facing")
 
+GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]{0,41}[a-z0-9])?$")
+"""A load balancer group's name (it names the IngressClass ``mlcc-<scheme>-<group>``)."""
 CONTROLLER = "eks.amazonaws.com/alb"
 PARAMS_API_VERSION = "eks.amazonaws.com/v1"
 PARAMS_KIND = "IngressClassParams"
@@ -57,6 +60,16 @@ REFERENCE_CIDRS: Mapping[LoadBalancerScheme, tuple[str, ...]] = MappingProxyType
 )
 """The load balancer subnets of the VPC a ``ServingCluster`` creates, by scheme (module doc);
 what a deployment's NetworkPolicy admits when its render context names no others."""
+MAX_ZONES = len(REFERENCE_CIDRS["internal"])
+"""The zones a ``ServingCluster``'s VPC has load balancer subnets for."""
+
+SUBNET_ROLE_TAGS: Mapping[LoadBalancerScheme, str] = MappingProxyType(
+    {"internal": "kubernetes.io/role/internal-elb", "internet-facing": "kubernetes.io/role/elb"}
+)
+"""The tag (value ``1``) Auto Mode requires on the subnets of a scheme's load balancers ("At
+this time, subnets used for load balancing by EKS Auto Mode are required to have one of the
+following tags": EKS User Guide ``automode/tag-subnets-auto.adoc`` at awsdocs/
+amazon-eks-user-guide 1b1d3dfc), even when an ``IngressClassParams`` names them by id."""
 
 
 def ingress_class_name(scheme: LoadBalancerScheme, group: str | None = None) -> str:
@@ -103,6 +116,115 @@ def ingress_class_objects(
             },
         },
     ]
+
+
+def reference_cidrs(
+    zone_count: int, schemes: Iterable[LoadBalancerScheme] = SCHEMES
+) -> dict[LoadBalancerScheme, tuple[str, ...]]:
+    """The load balancer subnets' CIDRs of a ``ServingCluster``'s VPC with ``zone_count`` zones
+    (one subnet per zone and scheme): the first ``zone_count`` of :data:`REFERENCE_CIDRS` for
+    each of ``schemes``. Both sides read this: the cluster creates these subnets, and the app's
+    deployments are rendered with them. More than :data:`MAX_ZONES` zones raise ``ValueError``
+    (``ServingClusterProps`` refuses them first)."""
+    if not 0 < zone_count <= MAX_ZONES:
+        raise ValueError(f"load balancer subnets exist for 1-{MAX_ZONES} zones, not {zone_count}")
+    wanted = set(schemes)
+    return {s: REFERENCE_CIDRS[s][:zone_count] for s in SCHEMES if s in wanted}
+
+
+def ingress_classes(
+    groups: Mapping[LoadBalancerScheme, Sequence[str]],
+    subnet_ids: Mapping[LoadBalancerScheme, Sequence[str]],
+) -> list[dict[str, Any]]:
+    """Every scheme's ``IngressClassParams`` and ``IngressClass`` (:func:`ingress_class_objects`),
+    in a stable order: per scheme of ``groups`` (in :data:`SCHEMES` order) its own class
+    ``mlcc-<scheme>``, then one per group (sorted), each placing its load balancers in
+    ``subnet_ids[scheme]``."""
+    objects: list[dict[str, Any]] = []
+    for scheme in (s for s in SCHEMES if s in groups):
+        for group in (None, *sorted(set(groups[scheme]))):
+            objects += ingress_class_objects(scheme, group, subnet_ids=subnet_ids[scheme])
+    return objects
+
+
+def group_problems(groups: Mapping[str, Sequence[str]], *, pointer: str) -> list[Problem]:
+    """Problems of load balancer groups by scheme: known schemes, group names that can name an
+    IngressClass, a list (not a string) per scheme."""
+    problems: list[Problem] = []
+    for scheme, names in groups.items():
+        where = f"{pointer}/{scheme}"
+        if scheme not in SCHEMES:
+            problems.append(
+                Problem(
+                    message="not a load balancer scheme",
+                    pointer=where,
+                    value=scheme,
+                    allowed=", ".join(SCHEMES),
+                    fix="key the groups by scheme, e.g. {'internal': ['shared']}",
+                )
+            )
+            continue
+        if isinstance(names, str):
+            problems.append(
+                Problem(
+                    message="a scheme's groups are a list of names",
+                    pointer=where,
+                    value=names,
+                    fix=f"pass [{names!r}] (or [] for the scheme's own class only)",
+                )
+            )
+            continue
+        problems += [
+            Problem(
+                message="not a load balancer group name",
+                pointer=f"{where}/{index}",
+                value=name,
+                allowed="1-43 lower-case letters, digits and '-' (it names the IngressClass "
+                "mlcc-<scheme>-<group>)",
+            )
+            for index, name in enumerate(names)
+            if not isinstance(name, str) or not GROUP.match(name)
+        ]
+    return problems
+
+
+def overlap_problems(
+    cidrs: Mapping[LoadBalancerScheme, Sequence[str]] | Mapping[str, Sequence[str]],
+    *,
+    vpc_cidr: str | None,
+    subnet_cidrs: Sequence[str],
+    where: str,
+    pointer: str,
+) -> list[Problem]:
+    """Problems of load balancer subnet CIDRs in a VPC: each inside ``vpc_cidr`` (``None``:
+    unknown, not compared), overlapping none of the VPC's other subnets (``subnet_cidrs``) nor
+    each other. A NetworkPolicy admits these CIDRs, so a pod or node address inside one would
+    be admitted too."""
+    problems: list[Problem] = []
+    vpc = ipaddress.IPv4Network(vpc_cidr) if vpc_cidr is not None else None
+    seen: list[ipaddress.IPv4Network] = [ipaddress.IPv4Network(c) for c in subnet_cidrs]
+    for scheme, networks in cidrs.items():
+        for index, text in enumerate(networks):
+            network = ipaddress.IPv4Network(text)
+            clash = next((other for other in seen if network.overlaps(other)), None)
+            outside = vpc is not None and not network.subnet_of(vpc)
+            if outside or clash is not None:
+                problems.append(
+                    Problem(
+                        message="a load balancer subnet must lie in its VPC and hold nothing "
+                        "else: the NetworkPolicies admit its whole CIDR"
+                        + (f", and it is outside the VPC's {vpc_cidr}" if outside else "")
+                        + (f", and it overlaps {clash}" if clash is not None else ""),
+                        where=where,
+                        pointer=f"{pointer}/{scheme}/{index}",
+                        value=text,
+                        allowed="a range of the VPC that no other subnet uses",
+                        fix="give the VPC's other subnets addresses outside the load balancer "
+                        "subnets (REFERENCE_CIDRS in core/platform/load_balancing.py)",
+                    )
+                )
+            seen.append(network)
+    return problems
 
 
 def cidr_problems(cidrs: Mapping[str, Sequence[str]], *, pointer: str) -> list[Problem]:

@@ -5,9 +5,11 @@ the GPU NodePool sizes for. Plain data in, prepared deployments out (no CDK app 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlcc_constructs.core.platform.load_balancing import SCHEMES, load_balancer_cidrs
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
@@ -36,10 +38,15 @@ class AppDeployment:
 
 
 def prepare_deployments(
-    entries: list[Any], *, defaults: dict[str, Any]
+    entries: list[Any],
+    *,
+    defaults: dict[str, Any],
+    load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
 ) -> tuple[AppDeployment, ...]:
     """Each ``reference_deployments`` entry prepared (no CDK app needed): the entry's account,
-    region and profile, else ``defaults``; all problems at once."""
+    region and profile, else ``defaults``; every entry with ``load_balancer_cidrs`` (the
+    cluster's load balancer subnets, what their NetworkPolicies admit; default ``None``: the
+    render context's default); all problems at once."""
     problems: list[Problem] = []
     found: list[AppDeployment] = []
     for index, entry in enumerate(entries):
@@ -50,7 +57,8 @@ def prepare_deployments(
                 **{
                     key: getattr(loaded.context, key) or defaults.get(key)
                     for key in ("account", "region", "profile")
-                }
+                },
+                load_balancer_cidrs=load_balancer_cidrs,
             )
             try:
                 prepared = prepare(loaded.spec, context=context)
@@ -94,4 +102,49 @@ def shared_host_problems(deployments: list[AppDeployment]) -> list[Problem]:
                 fix="give each deployment of the group its own endpoint.hostname, or its own group",
             )
         )
+    return problems
+
+
+def served_load_balancers(deployments: Sequence[AppDeployment]) -> dict[str, tuple[str, ...]]:
+    """The load balancer schemes and groups the cluster's IngressClasses serve: ``internal``
+    always (the default endpoint), and every scheme and group of a deployment whose pods run on
+    the cluster's own nodes (``cluster_gpu_nodes``: its Ingress is the cluster's; the HyperPod
+    inference operator makes an IEC's load balancer itself)."""
+    served: dict[str, set[str]] = {"internal": set()}
+    for deployment in deployments:
+        endpoint = deployment.prepared.spec.endpoint
+        if deployment.prepared.target.cluster_gpu_nodes and endpoint.scheme != "none":
+            groups = served.setdefault(endpoint.scheme, set())
+            if endpoint.group:
+                groups.add(endpoint.group)
+    return {scheme: tuple(sorted(served[scheme])) for scheme in SCHEMES if scheme in served}
+
+
+def cidr_mismatch_problems(
+    deployments: Sequence[AppDeployment], cluster_cidrs: Mapping[str, Sequence[str]]
+) -> list[Problem]:
+    """A deployment whose NetworkPolicy would admit other load balancer CIDRs than the
+    cluster's subnets of its scheme have (both must come from one input: the deployments are
+    prepared before the cluster exists)."""
+    problems = []
+    for deployment in deployments:
+        scheme = deployment.prepared.spec.endpoint.scheme
+        if scheme == "none" or not deployment.prepared.target.cluster_gpu_nodes:
+            continue
+        mine = load_balancer_cidrs(deployment.context.load_balancer_cidrs, scheme)
+        theirs = tuple(cluster_cidrs.get(scheme, ()))
+        if mine != theirs:
+            problems.append(
+                Problem(
+                    message=f"the deployment's NetworkPolicy would admit its {scheme} load "
+                    f"balancers from {', '.join(mine) or 'nowhere'}, and the cluster's {scheme} "
+                    f"load balancer subnets are {', '.join(theirs) or 'none'}",
+                    where=deployment.where,
+                    pointer="/endpoint/scheme",
+                    value=scheme,
+                    allowed=", ".join(theirs) or "a scheme the cluster serves",
+                    fix="prepare the deployments with the cluster's load_balancer_cidrs "
+                    "(RenderContext.load_balancer_cidrs)",
+                )
+            )
     return problems

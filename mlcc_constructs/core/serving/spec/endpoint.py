@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from mlcc_constructs.core.platform.load_balancing import GROUP as GROUP  # the class name's rule
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -36,7 +37,6 @@ SECRET_ARN = re.compile(
 HOSTNAME = re.compile(
     r"^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
 )
-GROUP = re.compile(r"^[a-z0-9]([-a-z0-9]{0,41}[a-z0-9])?$")
 PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov"}
 
 
