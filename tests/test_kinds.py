@@ -49,6 +49,8 @@ def test_every_kind_module_registers_one_kind() -> None:
         "NodePool",
         "PersistentVolume",
         "PersistentVolumeClaim",
+        "Role",
+        "RoleBinding",
         "Service",
         "ServiceAccount",
     ]
@@ -80,7 +82,8 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
         "ConfigMap, Deployment, InferenceEndpointConfig, Namespace, NodePool, PersistentVolume, "
-        "PersistentVolumeClaim, Service, ServiceAccount; fix: did you mean Deployment?)"
+        "PersistentVolumeClaim, Role, RoleBinding, Service, ServiceAccount; fix: did you mean "
+        "Deployment?)"
     )
 
 

@@ -84,7 +84,9 @@ def test_the_serving_cluster_example_synthesises(tmp_path: Path) -> None:
         for r in template["Resources"].values()
         if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
     ]
-    assert [m["kind"] for m in manifests if m["metadata"].get("namespace") == "team-a"][-2:] == [
+    assert [m["kind"] for m in manifests if m["metadata"].get("namespace") == "team-a"][-4:] == [
         "Deployment",
         "Service",
+        "Role",  # the readiness waiter's, after the objects
+        "RoleBinding",
     ]

@@ -108,6 +108,8 @@ def test_the_gpu_pool_and_the_model_are_applied_in_order() -> None:
         "PersistentVolumeClaim",
         "Deployment",
         "Service",
+        "Role",  # the readiness waiter's access, after the objects
+        "RoleBinding",
     ]
     namespace_id = model[0][0]
     resource = _team()[1]["Resources"][namespace_id]

@@ -16,6 +16,12 @@ Children:
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
   object without an operator is refused.
+* ``Readiness`` (with ``wait_for_ready``, the default): a
+  :class:`~mlcc_constructs.aws.readiness.WorkloadReadiness` after the objects: the deploy
+  completes only when the workload is ready (the Deployment's replicas available, the IEC's
+  ``DeploymentComplete``) within the deployment's ready timeout, and fails with the pod's
+  reason otherwise, so CloudFormation rolls back. Its waiter (``MlccReadiness``) is one per
+  stack.
 """
 
 from __future__ import annotations
@@ -24,15 +30,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from aws_cdk import aws_eks_v2 as eks
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.aws.readiness import WorkloadReadiness, WorkloadReadinessProps
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
 from mlcc_constructs.core.support.typecheck import field_problems
@@ -57,12 +65,22 @@ class ServedModelProps:
     before its objects, unless it is built in (``default``, ``kube-system``, ...); ``False``
     when the namespace exists or another construct applies it (several deployments of one
     namespace: the app's ``mlcc-<profile>-serving`` stack).
+    ``wait_for_ready``: default ``True``: the deploy waits until the workload is ready and fails
+    (rolling back) with the pod's reason when it is not within the ready timeout
+    (``DeploymentSpec.ready_timeout_seconds``, else computed); ``False``: it completes when
+    the objects are applied. Waiting reads the cluster's API from its VPC: an imported cluster
+    needs ``vpc``, ``cluster_security_group_id``, ``cluster_endpoint`` and
+    ``cluster_certificate_authority_data``.
+    ``readiness_subnets``: where the waiter's Lambda runs; default ``None``: the VPC's private
+    subnets with egress.
     """
 
     deployment: PreparedDeployment
     cluster: eks.ICluster | eks.Cluster
     operator: HyperPodInferenceOperator | IDependable | None = None
     create_namespace: bool = True
+    wait_for_ready: bool = True
+    readiness_subnets: ec2.SubnetSelection | None = None
 
     def __post_init__(self) -> None:
         raise_if_any(_text_problems(self) or field_problems(self, where=_PROPS))
@@ -113,7 +131,7 @@ def _text_problems(props: ServedModelProps) -> list[Problem]:
 class ServedModel(Construct):
     """One deployment's objects on a cluster (children: see the module). ``objects`` applies
     them (``objects.manifests``: logical id -> ``KubernetesManifest``); ``namespace`` is the
-    ``Namespace``'s, or ``None``."""
+    ``Namespace``'s, or ``None``; ``readiness`` the deploy's wait, or ``None``."""
 
     def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
         super().__init__(scope, id)
@@ -162,3 +180,17 @@ class ServedModel(Construct):
         ):
             if waits_for_operator and operator is not None:
                 manifest.node.add_dependency(operator)
+        self.readiness: WorkloadReadiness | None = None
+        target = readiness_target(prepared) if props.wait_for_ready else None
+        if target is not None:
+            self.readiness = WorkloadReadiness(
+                self,
+                "Readiness",
+                props=WorkloadReadinessProps(
+                    target=target, cluster=props.cluster, subnets=props.readiness_subnets
+                ),
+            )
+            # After every object (the workload and what it mounts), deleted before them.
+            self.readiness.node.add_dependency(self.objects)
+            if self.namespace is not None:
+                self.readiness.node.add_dependency(self.namespace)
