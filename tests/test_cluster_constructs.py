@@ -417,6 +417,7 @@ def test_served_model_on_a_teams_own_cluster_waits_for_the_operator() -> None:
             deployment=_prepared("hyperpod-eks"),
             cluster=_imported_cluster(stack),
             operator=operator,
+            wait_for_ready=False,  # the waiter reads the API from the VPC: tests/test_readiness
         ),
     )
     resources = _template(stack)["Resources"]
@@ -447,6 +448,7 @@ def test_the_namespace_is_created_unless_told_or_built_in(
             deployment=_prepared(namespace=namespace),
             cluster=_imported_cluster(stack),
             create_namespace=create,
+            wait_for_ready=False,
         ),
     )
     assert (served.namespace is not None) is created

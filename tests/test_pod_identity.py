@@ -73,7 +73,9 @@ def _served() -> tuple[Any, Any, dict[str, Any]]:
     model = ServedModel(
         stack,
         "Llama",
-        props=ServedModelProps(deployment=_prepared(secrets=True), cluster=_cluster(stack)),
+        props=ServedModelProps(
+            deployment=_prepared(secrets=True), cluster=_cluster(stack), wait_for_ready=False
+        ),
     )
     app = stack.node.root
     return stack, model, app.synth().get_stack_by_name("Team").template
@@ -150,7 +152,9 @@ def test_no_secrets_manager_value_no_role() -> None:
     model = ServedModel(
         stack,
         "Llama",
-        props=ServedModelProps(deployment=_prepared(secrets=False), cluster=_cluster(stack)),
+        props=ServedModelProps(
+            deployment=_prepared(secrets=False), cluster=_cluster(stack), wait_for_ready=False
+        ),
     )
     tmpl = stack.node.root.synth().get_stack_by_name("Team").template
     assert model.secrets_role is None and model.pod_identity is None
@@ -174,7 +178,9 @@ def test_a_customer_managed_key_is_granted_decrypt() -> None:
     model = ServedModel(
         stack,
         "Llama",
-        props=ServedModelProps(deployment=_prepared(secrets=True), cluster=_cluster(stack)),
+        props=ServedModelProps(
+            deployment=_prepared(secrets=True), cluster=_cluster(stack), wait_for_ready=False
+        ),
     )
     key = kms.Key.from_key_arn(
         stack, "Key", f"arn:aws:kms:{REGION}:{ACCOUNT}:key/0123abcd-0123-4567-89ab-0123456789ab"

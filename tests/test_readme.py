@@ -85,8 +85,10 @@ def test_the_serving_cluster_example_synthesises(tmp_path: Path) -> None:
         for r in template["Resources"].values()
         if r["Type"] == "Custom::AWSCDK-EKS-KubernetesResource"
     ]
-    assert [m["kind"] for m in manifests if m["metadata"].get("namespace") == "team-a"][-3:] == [
+    assert [m["kind"] for m in manifests if m["metadata"].get("namespace") == "team-a"][-5:] == [
         "Deployment",
         "Service",
         "Ingress",
+        "Role",  # the readiness waiter's, after the objects
+        "RoleBinding",
     ]

@@ -20,10 +20,12 @@ from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.manifest_ids import manifest_logical_id, unique_ids
 from mlcc_constructs.core.serving.plan import SUFFIX_MAX, plan_serving, serving_stack_suffix
+from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.diff_guard import ExpectedChange, offending_changes, template_diff
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
+READINESS = "Custom::MlccWorkloadReadiness"
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 
 
@@ -147,6 +149,11 @@ def test_each_deployment_stack_applies_exactly_the_rendered_objects() -> None:
     for stack_name, deployment in _deployment_stacks().items():
         applied = _applied(json.loads(texts[stack_name]))
         rendered = [entry.object for entry in deployment.prepared.objects]
+        # ... then the Role and RoleBinding of the deploy's readiness waiter (not dist/'s).
+        target = readiness_target(deployment.prepared)
+        assert target is not None
+        rendered += [entry.object for entry in target.access]
+        assert [obj["kind"] for obj in rendered[-2:]] == ["Role", "RoleBinding"]
         assert [obj for _, obj in applied] == rendered, stack_name
         assert [k for k, _ in applied] == [manifest_logical_id(o) for o in rendered]
         for logical_id, _ in applied:
@@ -177,7 +184,14 @@ def test_dist_equals_what_the_stacks_apply(tmp_path: Path) -> None:
     }
     assert dist.pop("namespaces.k8s.yaml") == applied.pop("mlcc-dev-serving")
     for stack_name, deployment in _deployment_stacks().items():
-        assert dist.pop(f"{deployment.chart_id}.k8s.yaml") == applied.pop(stack_name)
+        # The stack also applies its readiness waiter's Role and RoleBinding: not the app's
+        # objects, so not in dist/ (GitOps applies no waiter).
+        target = readiness_target(deployment.prepared)
+        assert target is not None
+        waiter = [entry.object for entry in target.access]
+        stack_objects = applied.pop(stack_name)
+        assert stack_objects[-2:] == waiter
+        assert dist.pop(f"{deployment.chart_id}.k8s.yaml") == stack_objects[:-2]
     assert dist == {} and applied == {}
 
 
@@ -203,18 +217,31 @@ def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     logical_id = manifest_logical_id(deployment)
     # (the engine reports no impact class for a custom resource's property: it is modified
     # in place, never replaced)
-    assert [
-        (c.change, c.type, c.logical_id, set(c.properties), c.replaces) for c in diff.resources
-    ] == [("modified", MANIFEST, logical_id, {"Manifest"}, False)]
+    # The deploy waits again, and longer: two replicas roll one at a time.
+    wait = "ModelReadinessWait06F58403"
+    waited = {"DeadlineSeconds", "Digest", "ReadyTimeoutSeconds", "ServiceTimeout"}
+    assert sorted(
+        (c.change, c.type, c.logical_id, tuple(sorted(c.properties)), c.replaces)
+        for c in diff.resources
+    ) == [
+        ("modified", MANIFEST, logical_id, ("Manifest",), False),
+        ("modified", READINESS, wait, tuple(sorted(waited)), False),
+    ]
+    timeouts = [
+        int(t[stack_name]["Resources"][wait]["Properties"]["ReadyTimeoutSeconds"])
+        for t in (before, after)
+    ]
+    assert timeouts[1] > timeouts[0]
     declared = {
         logical_id: ExpectedChange(
             type=MANIFEST, change="modified", properties=frozenset({"Manifest"})
-        )
+        ),
+        wait: ExpectedChange(type=READINESS, change="modified", properties=frozenset(waited)),
     }
     assert offending_changes(diff, declared) == []
-    assert [line for line in diff.text.splitlines() if line.startswith("[")] == [
-        f"[~] {MANIFEST} {logical_id}"
-    ]
+    assert sorted(line for line in diff.text.splitlines() if line.startswith("[")) == sorted(
+        [f"[~] {MANIFEST} {logical_id}", f"[~] {READINESS} {wait}"]
+    )
 
 
 # -- scale: the split ---------------------------------------------------------------------
@@ -247,7 +274,10 @@ def test_a_200_deployment_app_synthesises() -> None:
     for name in serving:
         resources = templates[name]["Resources"]
         assert 3 <= len(resources) < 500
-        assert all(r["Type"] == MANIFEST for r in resources.values())
+        # The deployment's manifests, and one readiness waiter per stack (one provider).
+        waiter = [r["Type"] for r in resources.values() if r["Type"] != MANIFEST]
+        assert waiter.count(READINESS) == 1
+        assert waiter.count("AWS::StepFunctions::StateMachine") == 1
     assert len(_applied(templates["mlcc-dev-serving"])) == 5  # team-0 .. team-4
 
 

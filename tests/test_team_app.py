@@ -98,7 +98,9 @@ def test_the_gpu_pool_and_the_model_are_applied_in_order() -> None:
     pool = next(obj for _, obj in applied if obj["kind"] == "NodePool")
     families = pool["spec"]["template"]["spec"]["requirements"][0]["values"]
     assert families == ["g5"]
-    mine = set(_team()[0].model.objects.manifests) | set(_team()[0].model.namespace.manifests)
+    served = _team()[0].model
+    mine = set(served.objects.manifests) | set(served.namespace.manifests)
+    mine |= set(served.readiness.access.manifests)  # the waiter's Role and RoleBinding
     model = [(k, obj) for k, obj in applied if k in mine]
     cluster_side = [obj for k, obj in applied if k not in mine]
     assert sorted(f"{o['kind']} {o['metadata']['name']}" for o in cluster_side) == [
@@ -119,6 +121,8 @@ def test_the_gpu_pool_and_the_model_are_applied_in_order() -> None:
         "Deployment",
         "Service",
         "Ingress",
+        "Role",  # the readiness waiter's access, after the objects
+        "RoleBinding",
     ]
     namespace_id = model[0][0]
     resource = _team()[1]["Resources"][namespace_id]

@@ -33,6 +33,12 @@ https://docs.aws.amazon.com/secretsmanager/latest/userguide/ascp-examples.html).
 the Pod Identity agent itself: "You do not have to install the EKS Pod Identity Agent on EKS
 Auto Mode clusters" (EKS User Guide ``automode/automode.adoc``, awsdocs/amazon-eks-user-guide
 03bdcd18); another cluster needs the ``eks-pod-identity-agent`` add-on.
+* ``Readiness`` (with ``wait_for_ready``, the default): a
+  :class:`~mlcc_constructs.aws.readiness.WorkloadReadiness` after the objects: the deploy
+  completes only when the workload is ready (the Deployment's replicas available, the IEC's
+  ``DeploymentComplete``) within the deployment's ready timeout, and fails with the pod's
+  reason otherwise, so CloudFormation rolls back. Its waiter (``MlccReadiness``) is one per
+  stack.
 """
 
 from __future__ import annotations
@@ -42,15 +48,17 @@ from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
-from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms
+from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.aws.readiness import WorkloadReadiness, WorkloadReadinessProps
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import secret_resource
 from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
@@ -78,12 +86,22 @@ class ServedModelProps:
     before its objects, unless it is built in (``default``, ``kube-system``, ...); ``False``
     when the namespace exists or another construct applies it (several deployments of one
     namespace: the app's ``mlcc-<profile>-serving`` stack).
+    ``wait_for_ready``: default ``True``: the deploy waits until the workload is ready and fails
+    (rolling back) with the pod's reason when it is not within the ready timeout
+    (``DeploymentSpec.ready_timeout_seconds``, else computed); ``False``: it completes when
+    the objects are applied. Waiting reads the cluster's API from its VPC: an imported cluster
+    needs ``vpc``, ``cluster_security_group_id``, ``cluster_endpoint`` and
+    ``cluster_certificate_authority_data``.
+    ``readiness_subnets``: where the waiter's Lambda runs; default ``None``: the VPC's private
+    subnets with egress.
     """
 
     deployment: PreparedDeployment
     cluster: eks.ICluster | eks.Cluster
     operator: HyperPodInferenceOperator | IDependable | None = None
     create_namespace: bool = True
+    wait_for_ready: bool = True
+    readiness_subnets: ec2.SubnetSelection | None = None
 
     def __post_init__(self) -> None:
         raise_if_any(_text_problems(self) or field_problems(self, where=_PROPS))
@@ -135,7 +153,8 @@ class ServedModel(Construct):
     """One deployment's objects on a cluster (children: see the module). ``objects`` applies
     them (``objects.manifests``: logical id -> ``KubernetesManifest``); ``namespace`` is the
     ``Namespace``'s, or ``None``; ``secrets_role`` and ``pod_identity`` are the pods' role and
-    its association, or ``None`` (no Secrets Manager value)."""
+    its association, or ``None`` (no Secrets Manager value); ``readiness`` the deploy's wait,
+    or ``None``."""
 
     def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
         super().__init__(scope, id)
@@ -198,6 +217,20 @@ class ServedModel(Construct):
         ):
             if waits_for_operator and operator is not None:
                 manifest.node.add_dependency(operator)
+        self.readiness: WorkloadReadiness | None = None
+        target = readiness_target(prepared) if props.wait_for_ready else None
+        if target is not None:
+            self.readiness = WorkloadReadiness(
+                self,
+                "Readiness",
+                props=WorkloadReadinessProps(
+                    target=target, cluster=props.cluster, subnets=props.readiness_subnets
+                ),
+            )
+            # After every object (the workload and what it mounts), deleted before them.
+            self.readiness.node.add_dependency(self.objects)
+            if self.namespace is not None:
+                self.readiness.node.add_dependency(self.namespace)
 
     def _secrets_role(self, prepared: PreparedDeployment) -> iam.Role:
         """The role the pods read their synced secrets as (module doc), with exactly those."""

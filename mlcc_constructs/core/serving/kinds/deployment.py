@@ -4,7 +4,13 @@ included).
 
 * **Rollout**: ``maxSurge: 1, maxUnavailable: 0`` never drops serving capacity.
 * **Readiness** as ``kubectl rollout status`` reads it: the controller observed the current
-  generation and every replica is updated and available.
+  generation and every replica is updated and available
+  (:func:`~mlcc_constructs.core.serving.kinds._readiness.deployment_readiness`, the rule the
+  serving stacks' readiness Lambda also judges with).
+* **Progress deadline**: ``progressDeadlineSeconds`` is the deployment's ready timeout
+  (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`), not Kubernetes' 600 s default,
+  which a large model's first start outlasts: the Deployment reports
+  ``ProgressDeadlineExceeded`` when the deploy's own deadline passes, not before.
 """
 
 from __future__ import annotations
@@ -14,11 +20,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlcc_constructs.core.serving.kinds._common import metadata
+from mlcc_constructs.core.serving.kinds._readiness import deployment_readiness
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.registry import (
     EngineView,
     Kind,
-    Readiness,
     RenderedObject,
     env_of,
 )
@@ -36,6 +42,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         "metadata": metadata(facts, facts.names.base),
         "spec": {
             "replicas": facts.spec.replicas,
+            "progressDeadlineSeconds": facts.ready_timeout.seconds,
             "selector": {"matchLabels": pod_selector(facts.names)},
             "strategy": {
                 "type": "RollingUpdate",
@@ -45,24 +52,6 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         },
     }
     return [RenderedObject("Deployment", deployment)]
-
-
-def readiness(obj: Mapping[str, Any]) -> Readiness:
-    """Ready when every replica of the current generation is updated and available."""
-    spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    generation = (obj.get("metadata") or {}).get("generation")
-    if generation is not None and status.get("observedGeneration", -1) < generation:
-        return Readiness("progressing", f"generation {generation} not observed yet")
-    for entry in status.get("conditions") or []:
-        if entry.get("type") == "Progressing" and entry.get("reason") == "ProgressDeadlineExceeded":
-            return Readiness("failed", str(entry.get("message") or "progress deadline exceeded"))
-    wanted = int(spec.get("replicas", 1))
-    updated = int(status.get("updatedReplicas", 0))
-    available = int(status.get("availableReplicas", 0))
-    detail = f"{available}/{wanted} replicas available, {updated} updated"
-    if updated >= wanted and available >= wanted and status.get("replicas", 0) <= wanted:
-        return Readiness("ready", detail)
-    return Readiness("progressing", detail)
 
 
 def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:
@@ -83,7 +72,7 @@ KIND = Kind(
     namespaced=True,
     apply_phase=50,
     validate=core_object_problems,
-    readiness=readiness,
+    readiness=deployment_readiness,
     render=render,
     engine=engine,
 )

@@ -26,7 +26,12 @@ Decisions (for reviewers):
   ``internet-facing``, ``none`` and ``group`` are refused (:func:`check`).
 
 * **Readiness**: the operator's ``status.state`` (an enum of the v1 CRD) is
-  ``DeploymentComplete`` for the current generation; ``DeploymentFailed`` fails.
+  ``DeploymentComplete`` for the current generation; ``DeploymentFailed`` fails
+  (:func:`~mlcc_constructs.core.serving.kinds._readiness.iec_readiness`, the rule the serving
+  stacks' readiness Lambda also judges with).
+* **Deadline**: ``maxDeployTimeInSeconds`` (v1 CRD, default 3600) is the deployment's ready
+  timeout (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`), so the operator reports
+  ``DeploymentFailed`` when the deploy that waits for it gives up, not an hour later.
 """
 
 from __future__ import annotations
@@ -38,10 +43,14 @@ from typing import Any
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._crd_rules import CrdRules
+from mlcc_constructs.core.serving.kinds._readiness import (
+    FAILED_STATE as FAILED_STATE,
+    READY_STATE as READY_STATE,
+    iec_readiness,
+)
 from mlcc_constructs.core.serving.kinds.registry import (
     EngineView,
     Kind,
-    Readiness,
     RenderedObject,
     env_value,
 )
@@ -53,7 +62,6 @@ from mlcc_constructs.core.support.errors import Problem
 
 API_VERSION = "inference.sagemaker.aws.amazon.com/v1"
 RULES = CrdRules(file="inferenceendpointconfigs.inference.sagemaker.aws.amazon.com.v1.json")
-READY_STATE, FAILED_STATE = "DeploymentComplete", "DeploymentFailed"
 INVOCATION_ENDPOINT = "v1/chat/completions"
 """The OpenAI-compatible route every built-in engine serves (HyperPod ``invocationEndpoint``)."""
 MODEL_VOLUME = "model-weights"
@@ -142,6 +150,9 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             "metrics": metrics,
             "loadBalancer": {"healthCheckPath": box.health_path},
             "worker": worker,
+            # The operator's own deadline is the deploy's (its default is 3600 s, past the
+            # one-hour limit of the deploy that waits for it).
+            "maxDeployTimeInSeconds": facts.ready_timeout.seconds,
         },
     }
 
@@ -206,18 +217,6 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
     return problems, warnings
 
 
-def readiness(obj: Mapping[str, Any]) -> Readiness:
-    """Ready when the operator reports ``DeploymentComplete`` for the current generation."""
-    status = obj.get("status") or {}
-    state = str(status.get("state") or "no state yet")
-    generation = (obj.get("metadata") or {}).get("generation")
-    if generation is not None and status.get("observedGeneration", -1) < generation:
-        return Readiness("progressing", f"generation {generation} not observed yet ({state})")
-    if state == READY_STATE:
-        return Readiness("ready", state)
-    return Readiness("failed" if state == FAILED_STATE else "progressing", state)
-
-
 def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:
     """The worker's command, args and env (the operator runs them in the engine container)."""
     worker = obj["spec"]["worker"]
@@ -235,7 +234,7 @@ KIND = Kind(
     namespaced=True,
     apply_phase=50,
     validate=RULES.problems,
-    readiness=readiness,
+    readiness=iec_readiness,
     render=render,
     requires=ADDON_NAME,
     check=check,

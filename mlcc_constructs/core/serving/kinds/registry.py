@@ -18,14 +18,17 @@ import pkgutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+# Defined beside the readiness rules the serving stacks' Lambda ships (stdlib only); kept here.
+from mlcc_constructs.core.serving.kinds._readiness import (
+    Readiness as Readiness,
+    ReadinessState as ReadinessState,
+)
 from mlcc_constructs.core.support.errors import MlccError, Problem, closest
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
-
-ReadinessState = Literal["ready", "progressing", "failed", "absent"]
 
 
 class RenderedObject(NamedTuple):
@@ -46,14 +49,6 @@ class EngineView(NamedTuple):
     env: tuple[tuple[str, str], ...]
     """Every variable in the order the container gets them (``envFrom`` ConfigMaps first); a
     value from a Secret is shown as ``${secret:<name>/<key>}``, never read."""
-
-
-class Readiness(NamedTuple):
-    """What a live object says about itself."""
-
-    state: ReadinessState
-    detail: str
-    """Why, in a few words (``2/2 replicas available``, ``DeploymentInProgress``...)."""
 
 
 @dataclass(frozen=True, kw_only=True)

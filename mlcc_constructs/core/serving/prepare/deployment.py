@@ -22,6 +22,7 @@ from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.kinds.inference_endpoint_config import prefetch_enabled
 from mlcc_constructs.core.serving.kinds.registry import (
     RenderedObject,
     check_facts,
@@ -35,6 +36,7 @@ from mlcc_constructs.core.serving.prepare.names import (
     object_names,
 )
 from mlcc_constructs.core.serving.prepare.pod import pod_template
+from mlcc_constructs.core.serving.prepare.ready_timeout import load_path, ready_timeout
 from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
 from mlcc_constructs.core.serving.spec.checks import spec_problems
@@ -53,7 +55,7 @@ class PreparedDeployment(DeploymentFacts):
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
     ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
-    ``cache``, ``warnings``: documented on :class:`DeploymentFacts`), and
+    ``cache``, ``warnings``, ``ready_timeout``: documented on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -211,6 +213,20 @@ def prepare(
         secrets=secrets,
         cache=cache,
         warnings=tuple(warnings),
+        ready_timeout=ready_timeout(
+            model_config=spec.model_config,
+            instance=resolution.instance,
+            path=load_path(
+                source_kind=source.kind,
+                # Where the platform mounts the model (no pod volumes of ours: the HyperPod
+                # operator), it prefetches it unless the IEC turns that off.
+                platform_mounts=not target.pod_volumes,
+                prefetch=prefetch_enabled(source, spec.lora),
+            ),
+            launches_nodes=target.cluster_gpu_nodes,
+            replicas=spec.replicas,
+            override=spec.ready_timeout_seconds,
+        ),
     )
     kind_problems, kind_warnings = check_facts(facts)
     raise_if_any(kind_problems)

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import Container
 from mlcc_constructs.core.serving.prepare.names import Names
+from mlcc_constructs.core.serving.prepare.ready_timeout import ReadyTimeout
 from mlcc_constructs.core.serving.prepare.secrets import SecretsPlan
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelSource
@@ -43,6 +44,10 @@ class DeploymentFacts:
         values through the deployment's SecretProviderClass.
     ``cache``: The admitted CacheBackend, or ``None``.
     ``warnings``: Resolver and render notes for the user.
+    ``ready_timeout``: How long a deploy waits for the workload to be ready (the spec's
+        ``ready_timeout_seconds``, else the formula of
+        :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the workload's own
+        deadline.
     """
 
     spec: DeploymentSpec
@@ -57,6 +62,7 @@ class DeploymentFacts:
     secrets: SecretsPlan
     cache: Admission | None
     warnings: tuple[str, ...]
+    ready_timeout: ReadyTimeout
 
     @property
     def source(self) -> ModelSource:

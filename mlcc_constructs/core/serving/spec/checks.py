@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from mlcc_constructs.core.platform.buckets import REGION
+from mlcc_constructs.core.serving.prepare.ready_timeout import MAX_S, MIN_OVERRIDE_S
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 
@@ -124,6 +125,19 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 value=spec.served_model_name,
                 allowed="1-128 letters, digits and . _ : / @ + -, starting with a letter or digit",
                 fix="e.g. chat-8b or org/model-8b-instruct",
+            )
+        )
+    timeout = spec.ready_timeout_seconds
+    if timeout is not None and not MIN_OVERRIDE_S <= timeout <= MAX_S:
+        problems.append(
+            Problem(
+                message="not a ready timeout the deploy can wait (CloudFormation waits at most an "
+                "hour for a custom resource, less the waiter's margins)",
+                pointer="/ready_timeout_seconds",
+                value=timeout,
+                allowed=f"{MIN_OVERRIDE_S}..{MAX_S}",
+                fix="leave it unset to compute it from the model's size and load path, or give "
+                f"seconds within {MIN_OVERRIDE_S}..{MAX_S}",
             )
         )
     return problems

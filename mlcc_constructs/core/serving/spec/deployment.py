@@ -140,6 +140,11 @@ class DeploymentSpec:
         Default: none (no key: reachable only inside the VPC and the allowed namespaces).
     ``allow_from``: Namespaces whose pods may call the engine port directly (the NetworkPolicy
         admits only these and the load balancer). Default: none.
+    ``ready_timeout_seconds``: How long ``cdk deploy`` waits for the deployment to be ready
+        (replicas available, or the IEC's ``DeploymentComplete``) before it fails and rolls
+        back; also the workload's own deadline (``progressDeadlineSeconds``,
+        ``maxDeployTimeInSeconds``). 60..3300. Default: computed from the model's size and load
+        path (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`).
     """
 
     engine: str
@@ -168,6 +173,7 @@ class DeploymentSpec:
     endpoint: Endpoint = field(default_factory=Endpoint)
     api_key_secret: str | None = None
     allow_from: tuple[str, ...] = ()
+    ready_timeout_seconds: int | None = None
 
     def __post_init__(self) -> None:
         # Freeze what callers may pass as plain dicts and lists; anything else is left for

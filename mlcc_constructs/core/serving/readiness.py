@@ -1,0 +1,163 @@
+"""What a deploy that waits needs to know of a prepared deployment: which object is its
+workload, where the Kubernetes API serves it, how long to wait, and the least access that
+reads it.
+
+The CDK shell (:class:`~mlcc_constructs.aws.readiness.WorkloadReadiness`) turns this into a
+custom resource that completes when the workload is ready; the judgement itself is
+:mod:`mlcc_constructs.core.serving.kinds._readiness`.
+
+**Access.** The Lambda's IAM role has an EKS access entry with no access policy, only the
+Kubernetes group :func:`readiness_group` of each deployment it waits for; a ``Role`` in the
+deployment's namespace grants that group ``get`` on the one workload object (by name) and
+``list`` on pods and events (to say why it is stuck). Not ``AmazonEKSViewPolicy``: it reads
+every Deployment, ConfigMap and Service of the namespace, yet no custom resource (its rules list
+only core and built-in API groups: EKS user guide, access-policy-permissions), so an IEC would
+be unreadable with it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mlcc_constructs.core.platform.iam_statement import Statement
+from mlcc_constructs.core.platform.labels import MANAGED_BY
+from mlcc_constructs.core.serving.kinds.registry import RenderedObject, kind_named, of_kind
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepare.ready_timeout import WaiterTiming, waiter_timing
+
+RBAC_API = "rbac.authorization.k8s.io"
+GROUP_PREFIX = "mlcc-readiness"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReadinessTarget:
+    """The workload a deploy waits for.
+
+    Fields:
+
+    ``kind``, ``namespace``, ``name``: the workload object (the target's ``workload`` kind).
+    ``path``: its Kubernetes API path (``/apis/apps/v1/namespaces/<ns>/deployments/<name>``).
+    ``group``: the Kubernetes group the waiter's access entry maps to (:func:`readiness_group`).
+    ``access``: the ``Role`` and ``RoleBinding`` that let that group read it (module doc).
+    ``timeout_s``: the ready timeout (the deployment's ``ready_timeout``).
+    ``timing``: the waiter's deadline and the resource's ServiceTimeout for it.
+    ``digest``: a SHA-256 of every object of the deployment: the waiter's resource changes
+        (and so waits again) whenever one of them does.
+    """
+
+    kind: str
+    namespace: str
+    name: str
+    path: str
+    group: str
+    access: tuple[RenderedObject, ...]
+    timeout_s: int
+    timing: WaiterTiming
+    digest: str
+
+
+def readiness_group(namespace: str, name: str) -> str:
+    """``mlcc-readiness:<namespace>:<name>``: one Kubernetes group per deployment (EKS reserves
+    only the ``system:``, ``eks:``, ``aws:``, ``amazon:`` and ``iam:`` prefixes)."""
+    return f"{GROUP_PREFIX}:{namespace}:{name}"
+
+
+def api_path(api_version: str, plural: str, namespace: str, name: str) -> str:
+    """The API path of a namespaced object (``/api/v1/...`` for the core group)."""
+    root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    return f"{root}/namespaces/{namespace}/{plural}/{name}"
+
+
+def access_objects(
+    *, kind_name: str, namespace: str, name: str, group: str
+) -> tuple[RenderedObject, ...]:
+    """The ``Role`` (get the workload by name; list pods and events) and its ``RoleBinding``."""
+    kind = kind_named(kind_name)
+    api_group = kind.api_version.rpartition("/")[0]
+    role_name = f"{GROUP_PREFIX}-{name}"
+    metadata: dict[str, Any] = {"name": role_name, "namespace": namespace, "labels": MANAGED_BY}
+    role = {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "Role",
+        "metadata": dict(metadata, labels=dict(MANAGED_BY)),
+        "rules": [
+            {
+                "apiGroups": [api_group],
+                "resources": [kind.plural],
+                "resourceNames": [name],
+                "verbs": ["get"],
+            },
+            {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["list"]},
+        ],
+    }
+    binding = {
+        "apiVersion": f"{RBAC_API}/v1",
+        "kind": "RoleBinding",
+        "metadata": dict(metadata, labels=dict(MANAGED_BY)),
+        "roleRef": {"apiGroup": RBAC_API, "kind": "Role", "name": role_name},
+        "subjects": [{"apiGroup": RBAC_API, "kind": "Group", "name": group}],
+    }
+    return (RenderedObject("ReadinessRole", role), RenderedObject("ReadinessRoleBinding", binding))
+
+
+def digest(objects: Sequence[RenderedObject]) -> str:
+    """SHA-256 of the objects' canonical JSON, in order."""
+    text = json.dumps([entry.object for entry in objects], sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def readiness_target(prepared: PreparedDeployment) -> ReadinessTarget | None:
+    """What the deploy waits for (``None``: the target names no workload kind)."""
+    kind_name = prepared.target.workload
+    if kind_name is None:
+        return None
+    objects = [entry.object for entry in prepared.objects]
+    (workload,) = of_kind(objects, kind_name)
+    kind = kind_named(kind_name)
+    namespace = str(workload["metadata"]["namespace"])
+    name = str(workload["metadata"]["name"])
+    group = readiness_group(namespace, name)
+    seconds = prepared.ready_timeout.seconds
+    return ReadinessTarget(
+        kind=kind_name,
+        namespace=namespace,
+        name=name,
+        path=api_path(kind.api_version, kind.plural, namespace, name),
+        group=group,
+        access=access_objects(kind_name=kind_name, namespace=namespace, name=name, group=group),
+        timeout_s=seconds,
+        timing=waiter_timing(seconds),
+        digest=digest(prepared.objects),
+    )
+
+
+def waiter_statements(log_group_arn: str) -> list[Statement]:
+    """The waiter Lambda role's IAM: its own log group, and the network interfaces of a Lambda
+    in a VPC. Nothing reads AWS: the EKS token is signed locally, and STS checks it for EKS."""
+    return [
+        Statement(
+            sid="WriteOwnLogs",
+            actions=("logs:CreateLogStream", "logs:PutLogEvents"),
+            resources=(f"{log_group_arn}:*",),
+            why="the readiness handlers write only their own log group's streams, whose names "
+            "Lambda makes per execution environment",
+        ),
+        Statement(
+            sid="VpcNetworkInterfaces",
+            actions=(
+                "ec2:CreateNetworkInterface",
+                "ec2:DescribeNetworkInterfaces",
+                "ec2:DescribeSubnets",
+                "ec2:DeleteNetworkInterface",
+                "ec2:AssignPrivateIpAddresses",
+                "ec2:UnassignPrivateIpAddresses",
+            ),
+            resources=("*",),
+            why="Lambda in a VPC creates and removes its network interfaces (the actions of the "
+            "AWS-managed AWSLambdaVPCAccessExecutionRole); they take no resource-level scope",
+        ),
+    ]
