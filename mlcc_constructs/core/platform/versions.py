@@ -35,6 +35,9 @@ class PinnedVersions:
     """Engine → its pinned default image."""
     engine_versions: Mapping[str, str]
     """Engine → the engine version its pinned image holds (for version gates)."""
+    keda: str
+    """KEDA release (``2.22.0``): the ScaledObject rule data is written from its documented CRD
+    fields, and the cluster side installs it."""
 
     def addon(self, name: str) -> str:
         """The pinned version of EKS add-on ``name``."""
@@ -70,6 +73,7 @@ def pinned() -> PinnedVersions:
         eks_addons=MappingProxyType(dict(document["eks_addons"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
         engine_versions=MappingProxyType(dict(document["engine_versions"])),
+        keda=str(document["keda"]),
     )
 
 
