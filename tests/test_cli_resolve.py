@@ -29,6 +29,7 @@ def test_env_sglang_lora_prints_tier1_exactly() -> None:
     assert out.stdout.splitlines() == [
         "SGLANG_MODEL_PATH=/opt/ml/model",
         "SGLANG_TP_SIZE=4",
+        "SGLANG_ENABLE_METRICS=true",
         "SGLANG_ENABLE_LORA=true",
         "SGLANG_MAX_LORA_RANK=16",
         "SGLANG_LORA_TARGET_MODULES=all",

@@ -33,6 +33,7 @@ def test_sglang_lora_gets_both_companion_defaults_and_nothing_else() -> None:
     assert resolution.tier1 == (
         ("SGLANG_MODEL_PATH", "/opt/ml/model"),
         ("SGLANG_TP_SIZE", "4"),
+        ("SGLANG_ENABLE_METRICS", "true"),  # eks scrapes /metrics: SGLang serves it only so
         ("SGLANG_ENABLE_LORA", "true"),
         ("SGLANG_MAX_LORA_RANK", "16"),
         ("SGLANG_LORA_TARGET_MODULES", "all"),
@@ -81,6 +82,7 @@ def test_tier2_is_forwarded_verbatim_after_tier1_in_user_order() -> None:
     assert list(resolution.env) == [
         "SGLANG_MODEL_PATH",
         "SGLANG_TP_SIZE",
+        "SGLANG_ENABLE_METRICS",
         "SGLANG_MAX_RUNNING_REQUESTS",
         "SGLANG_CHUNKED_PREFILL_SIZE",
     ]
@@ -225,14 +227,14 @@ def test_a_false_boolean_the_engine_cannot_negate_passes_nothing_with_a_warning(
         spec(
             engine="sglang",
             engine_version="0.5.21",
-            env={"SGLANG_ENABLE_LORA": "false", "SGLANG_ENABLE_METRICS": "false"},
+            env={"SGLANG_ENABLE_LORA": "false", "SGLANG_ENABLE_MIXED_CHUNK": "false"},
         )
     )
     assert "SGLANG_ENABLE_LORA" not in sglang.env  # Tier 1: omitted
-    assert sglang.env["SGLANG_ENABLE_METRICS"] == "false"  # Tier 2: forwarded, passes nothing
-    assert not any("enable" in a for a in sglang.argv())
+    assert sglang.env["SGLANG_ENABLE_MIXED_CHUNK"] == "false"  # Tier 2: forwarded, passes nothing
+    assert not any("enable" in a for a in sglang.argv() if a != "--enable-metrics")
     assert sglang.warnings == (
-        "SGLANG_ENABLE_METRICS=false passes nothing: sglang declares no off form for its "
+        "SGLANG_ENABLE_MIXED_CHUNK=false passes nothing: sglang declares no off form for its "
         "boolean flags (manifest negation); the engine's default applies",
         "SGLANG_ENABLE_LORA=false passes nothing: sglang declares no off form for its boolean "
         "flags (manifest negation); the engine's default applies",

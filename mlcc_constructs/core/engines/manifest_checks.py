@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.engines.metrics import metrics_problems
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.schema_verdict import Verdict, verdict
 
@@ -232,6 +233,7 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
                     fix="remove it from engine_env or rename the capability's suffix",
                 )
             )
+    problems += metrics_problems(document, where)
     return problems
 
 

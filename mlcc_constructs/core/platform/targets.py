@@ -50,6 +50,10 @@ class TargetDescriptor:
     tls_bucket: bool
     cluster_gpu_nodes: bool = False
     """Pods run on the EKS cluster's Auto Mode nodes (the app's GPU NodePool). Default: false."""
+    metrics_scraped: bool = False
+    """The platform scrapes the engine's Prometheus metrics (eks: the cluster's managed
+    scraper; hyperpod-eks: the IEC's ``metrics``), so an engine's ``metrics_enable`` capability
+    is emitted. Default: false."""
     pod_name_label: str | None = None
     """The label whose value is the deployment's name on its serving pods. Default: none (the
     target has no pods to select)."""
@@ -127,6 +131,7 @@ def load_target(name: str) -> TargetDescriptor:
         cache_injection=document["cache_injection"],
         tls_bucket=document["tls_bucket"],
         cluster_gpu_nodes=document.get("cluster_gpu_nodes", False),
+        metrics_scraped=document.get("metrics_scraped", False),
         pod_name_label=document.get("pod_name_label"),
         huggingface_model=document.get("huggingface_model", "by-id"),
         notes=MappingProxyType(dict(document.get("notes", {}))),

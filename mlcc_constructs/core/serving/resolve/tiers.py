@@ -25,6 +25,7 @@ from mlcc_constructs.core.engines.manifests import (
     EngineRegistry,
     parse_version,
 )
+from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.engines.values import (
     FALSE,
     TRUE,
@@ -100,6 +101,12 @@ class _Resolver:
         for name, value in self.computed.items():
             if manifest.capability(name) is not None:
                 requested.setdefault(name, value)
+        # The target scrapes /metrics (eks: the managed scraper; hyperpod-eks: the IEC's
+        # metrics config), so an engine that serves them only when asked is asked (its
+        # manifest's metrics.enable_capability): unasked, its /metrics answers 404.
+        metrics = engine_metrics(manifest.raw)
+        if metrics is not None and metrics.enable_capability and self._scraped():
+            requested.setdefault(metrics.enable_capability, TRUE)
         for name, user in self.user.items():
             requested[name] = user.value
 
@@ -120,6 +127,10 @@ class _Resolver:
         if target is None:  # an unknown target is reported by whoever loaded it
             return source.uri
         return target.model_mount_path if self._mounted(source) else source.uri
+
+    def _scraped(self) -> bool:
+        """Whether the target scrapes the engine's metrics (``metrics_scraped``)."""
+        return self.target is not None and self.target.metrics_scraped
 
     def _mounted(self, source: ModelSource) -> bool:
         """Whether the target's pods see the model at its mount path."""
