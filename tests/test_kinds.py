@@ -53,6 +53,7 @@ def test_every_kind_module_registers_one_kind() -> None:
         "PersistentVolumeClaim",
         "Role",
         "RoleBinding",
+        "ScaledObject",
         "SecretProviderClass",
         "Service",
         "ServiceAccount",
@@ -86,7 +87,8 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
         "ConfigMap, Deployment, InferenceEndpointConfig, Ingress, Namespace, NetworkPolicy, "
         "NodePool, PersistentVolume, PersistentVolumeClaim, Role, RoleBinding, "
-        "SecretProviderClass, Service, ServiceAccount; fix: did you mean Deployment?)"
+        "ScaledObject, SecretProviderClass, Service, ServiceAccount; fix: did you mean "
+        "Deployment?)"
     )
 
 

@@ -19,6 +19,7 @@ from mlcc_constructs.core.support.errors import MlccError, fail
 
 _CONTEXT = ("account", "region", "profile")
 CIDRS_KEY = "load_balancer_cidrs"
+PROMETHEUS_KEY = "prometheus_query_url"
 """The cdk.json context key of the load balancer subnets' CIDRs (by scheme)."""
 
 
@@ -125,6 +126,14 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         "NetworkPolicy admits; default: a ServingCluster VPC's, or ./cdk.json context "
         "load_balancer_cidrs); repeatable",
     )
+    parser.add_argument(
+        "--prometheus-url",
+        default=None,
+        metavar="URL",
+        help="query endpoint of the Amazon Managed Service for Prometheus workspace an "
+        "autoscaled deployment's ScaledObject reads (https://aps-workspaces.<region>."
+        "amazonaws.com/workspaces/<id>; default: ./cdk.json context prometheus_query_url)",
+    )
     parser.add_argument("--region", default=None, help="AWS region (model and TLS buckets)")
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
@@ -145,15 +154,21 @@ def _cdk_context() -> dict[str, Any]:
     }
     if isinstance(context.get(CIDRS_KEY), dict):
         found[CIDRS_KEY] = context[CIDRS_KEY]
+    if isinstance(context.get(PROMETHEUS_KEY), str):
+        found[PROMETHEUS_KEY] = context[PROMETHEUS_KEY]
     return found
 
 
 def render_context(
-    loaded: Any, fallback: dict[str, Any] | None = None, cidrs: list[str] | None = None
+    loaded: Any,
+    fallback: dict[str, Any] | None = None,
+    cidrs: list[str] | None = None,
+    prometheus_url: str | None = None,
 ) -> Any:
     """The render context of a loaded spec: its account, region and profile, else
     ``./cdk.json``'s context (``fallback``: that context, when already read); the load
-    balancer CIDRs of ``--load-balancer-cidrs`` (``cidrs``), else that context's."""
+    balancer CIDRs of ``--load-balancer-cidrs`` (``cidrs``), else that context's; the Prometheus
+    query URL of ``--prometheus-url``, else that context's ``prometheus_query_url``."""
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     fallback = _cdk_context() if fallback is None else fallback
@@ -163,6 +178,7 @@ def render_context(
         region=values["region"],
         profile=values["profile"],
         load_balancer_cidrs=parse_cidrs(cidrs) if cidrs else fallback.get(CIDRS_KEY),
+        prometheus_query_url=prometheus_url or fallback.get(PROMETHEUS_KEY),
     )
 
 
@@ -187,7 +203,11 @@ def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
     """The one deployment of the command line and its render context (for commands that take
     one deployment the way ``mlcc render`` reads it)."""
     loaded = spec_from_args(args)
-    return loaded, render_context(loaded, cidrs=getattr(args, "load_balancer_cidrs", None))
+    return loaded, render_context(
+        loaded,
+        cidrs=getattr(args, "load_balancer_cidrs", None),
+        prometheus_url=getattr(args, "prometheus_url", None),
+    )
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -202,7 +222,7 @@ def run_render(args: argparse.Namespace) -> int:
         if isinstance(loaded, MlccError):
             problems.extend(loaded.problems)
             continue
-        context = render_context(loaded, fallback, args.load_balancer_cidrs)
+        context = render_context(loaded, fallback, args.load_balancer_cidrs, args.prometheus_url)
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))
         except MlccError as error:

@@ -133,7 +133,11 @@ def _prepared(args: argparse.Namespace) -> Any:
         )
     (loaded,) = specs
     try:
-        context = render_context(loaded, cidrs=getattr(args, "load_balancer_cidrs", None))
+        context = render_context(
+            loaded,
+            cidrs=getattr(args, "load_balancer_cidrs", None),
+            prometheus_url=getattr(args, "prometheus_url", None),
+        )
         return prepare(loaded.spec, context=context, registry=registry_from(args))
     except MlccError as error:
         raise loaded.locate(error) from None

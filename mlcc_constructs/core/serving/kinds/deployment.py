@@ -51,6 +51,11 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
             "template": copy.deepcopy(dict(facts.pod_template)),
         },
     }
+    if facts.spec.autoscaling is not None:
+        # KEDA's HPA owns the count (kinds/scaled_object.py): a replicas here would reset it on
+        # every apply, as cdk8s-plus leaves it out under an attached HPA (k8s/workload.py).
+        workload: dict[str, Any] = deployment["spec"]  # type: ignore[assignment]
+        del workload["replicas"]
     return [RenderedObject("Deployment", deployment)]
 
 

@@ -29,6 +29,15 @@ Decisions (for reviewers):
   ``DeploymentComplete`` for the current generation; ``DeploymentFailed`` fails
   (:func:`~mlcc_constructs.core.serving.kinds._readiness.iec_readiness`, the rule the serving
   stacks' readiness Lambda also judges with).
+* **Autoscaling**: ``autoScalingSpec`` (v1 CRD): ``minReplicaCount``/``maxReplicaCount`` from
+  ``autoscaling``, ``pollingInterval``, ``cooldownPeriod`` and ``scaleDownStabilizationTime``
+  (both the cooldown: the CRD's KEDA-style cooldown applies only to the step to zero), and one
+  ``prometheusTrigger``: ``sum(<metric>{<model label>="<served name>"})`` with ``metricType``
+  Average (the target per pod) against ``RenderContext.prometheus_query_url`` (the CRD's
+  ``serverAddress``: an Amazon Managed Service for Prometheus workspace), else the operator's
+  default with a warning. Scale to zero is refused here (:func:`check`): the queue metric goes
+  with the last pod, and the operator's load balancer has no name a CloudWatch trigger could
+  use at synth.
 * **Deadline**: ``maxDeployTimeInSeconds`` (v1 CRD, default 3600) is the deployment's ready
   timeout (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`), so the operator reports
   ``DeploymentFailed`` when the deploy that waits for it gives up, not an hour later.
@@ -54,6 +63,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     RenderedObject,
     env_value,
 )
+from mlcc_constructs.core.serving.kinds.scaled_object import prometheus_query
 from mlcc_constructs.core.serving.prepare.container import health_probes, plain_env, secret_env
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import MAX_NAME
@@ -144,7 +154,10 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             "endpointName": endpoint_name(facts.names.namespace, facts.names.base),
             "instanceType": facts.resolution.instance.name,
             "invocationEndpoint": INVOCATION_ENDPOINT,
-            "replicas": spec.replicas,
+            # With autoscaling the operator's autoscaler owns the count; the IEC starts at the
+            # floor (what the deploy waits for).
+            "replicas": facts.min_replicas,
+            **({"autoScalingSpec": auto_scaling_spec(facts)} if spec.autoscaling else {}),
             "modelSourceConfig": model_source,
             "tlsConfig": tls_config(facts),
             "metrics": metrics,
@@ -154,6 +167,28 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             # one-hour limit of the deploy that waits for it).
             "maxDeployTimeInSeconds": facts.ready_timeout.seconds,
         },
+    }
+
+
+def auto_scaling_spec(facts: DeploymentFacts) -> dict[str, Any]:
+    """The v1 CRD's ``autoScalingSpec`` (module doc: *Autoscaling*)."""
+    autoscaling, metric = facts.spec.autoscaling, facts.scaling_metric
+    assert autoscaling is not None and metric is not None  # checked at prepare
+    trigger: dict[str, Any] = {
+        "name": metric.role.replace("_", "-"),
+        "query": prometheus_query(facts, namespace_label=False),
+        "targetValue": metric.target,
+        "metricType": "Average",
+    }
+    if facts.prometheus_query_url is not None:
+        trigger["serverAddress"] = facts.prometheus_query_url
+    return {
+        "minReplicaCount": autoscaling.min_replicas,
+        "maxReplicaCount": autoscaling.max_replicas,
+        "pollingInterval": autoscaling.polling_seconds,
+        "cooldownPeriod": autoscaling.cooldown_seconds,
+        "scaleDownStabilizationTime": autoscaling.cooldown_seconds,
+        "prometheusTrigger": trigger,
     }
 
 
@@ -207,7 +242,26 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
                 fix="set endpoint.hostname, e.g. llm.example.com",
             )
         )
+    if facts.scales_to_zero:
+        problems.append(
+            Problem(
+                message="scale to zero needs a wake-up signal that exists while no pod runs, and "
+                "the queue-depth metric disappears with the last pod; the operator's load "
+                "balancer has no name the IEC could give a CloudWatch trigger at synth",
+                pointer="/autoscaling/scale_to_zero",
+                value=True,
+                allowed="false on hyperpod-eks",
+                fix="keep min_replicas 1 on hyperpod-eks, or use target eks (KEDA wakes it on "
+                "its load balancer's requests)",
+            )
+        )
     warnings = []
+    if spec_autoscaling_without_url(facts):
+        warnings.append(
+            "autoscaling on hyperpod-eks without RenderContext.prometheus_query_url: the IEC's "
+            "prometheusTrigger names no serverAddress, so the inference operator's own default "
+            "applies (not verified)"
+        )
     if endpoint.hostname is not None and endpoint.certificate_arn is None:
         warnings.append(
             "endpoint.hostname is used on hyperpod-eks only with endpoint.certificate_arn (the "
@@ -215,6 +269,11 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
             "certificate is for its own names"
         )
     return problems, warnings
+
+
+def spec_autoscaling_without_url(facts: DeploymentFacts) -> bool:
+    """An autoscaled IEC whose trigger names no Prometheus server."""
+    return facts.spec.autoscaling is not None and facts.prometheus_query_url is None
 
 
 def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:

@@ -26,6 +26,7 @@ from mlcc_constructs.core.platform.load_balancing import ingress_class_name
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.registry import Kind, RenderedObject, load_balancer_address
+from mlcc_constructs.core.serving.kinds.scaled_object import load_balancer_tag
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.support.errors import Problem
 
@@ -83,6 +84,11 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         annotations[f"{ANNOTATION}ssl-policy"] = SSL_POLICY
         annotations[f"{ANNOTATION}ssl-redirect"] = "443"
     annotations[f"{ANNOTATION}listen-ports"] = json.dumps(listeners, separators=(",", ":"))
+    if facts.scales_to_zero:
+        # The tag the ScaledObject's wake-up triggers find the load balancer's CloudWatch
+        # metrics by (kinds/scaled_object.py).
+        key, value = load_balancer_tag(facts)
+        annotations[f"{ANNOTATION}tags"] = f"{key}={value}"
     meta = metadata(facts, facts.names.base)
     meta["annotations"] = dict(sorted(annotations.items()))
     rule: dict[str, Any] = {}

@@ -18,6 +18,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
@@ -39,6 +40,7 @@ from mlcc_constructs.core.serving.prepare.pod import pod_template
 from mlcc_constructs.core.serving.prepare.ready_timeout import load_path, ready_timeout
 from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
+from mlcc_constructs.core.serving.spec.autoscaling import autoscaling_problems
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -55,7 +57,8 @@ class PreparedDeployment(DeploymentFacts):
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
     ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
-    ``cache``, ``warnings``, ``ready_timeout``: documented on :class:`DeploymentFacts`), and
+    ``cache``, ``warnings``, ``ready_timeout``, ``prometheus_query_url``, ``cluster_region``:
+    documented on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -111,6 +114,13 @@ def prepare(
         raise MlccError([*problems, *error.problems]) from None
     manifest = resolution.manifest
     warnings = [str(s) for s in resolution.skipped] + list(resolution.warnings) + fit_warnings
+    if spec.autoscaling is not None:
+        problems += autoscaling_problems(
+            spec.autoscaling,
+            replicas=spec.replicas,
+            engine=manifest.engine,
+            metrics=engine_metrics(manifest.raw),
+        )
 
     image = spec.image or pinned().engine_images.get(manifest.engine)
     if image is None:
@@ -227,6 +237,8 @@ def prepare(
             replicas=spec.replicas,
             override=spec.ready_timeout_seconds,
         ),
+        prometheus_query_url=context.prometheus_query_url,
+        cluster_region=region,
     )
     kind_problems, kind_warnings = check_facts(facts)
     raise_if_any(kind_problems)

@@ -9,12 +9,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import Container
 from mlcc_constructs.core.serving.prepare.names import Names
 from mlcc_constructs.core.serving.prepare.ready_timeout import ReadyTimeout
 from mlcc_constructs.core.serving.prepare.secrets import SecretsPlan
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.serving.spec.autoscaling import ScalingMetric, scaling_metric
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelSource
 
 if TYPE_CHECKING:
@@ -48,6 +50,10 @@ class DeploymentFacts:
         ``ready_timeout_seconds``, else the formula of
         :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the workload's own
         deadline.
+    ``prometheus_query_url``: Where an autoscaler reads the engine's metrics (the render
+        context's Amazon Managed Service for Prometheus query endpoint). Default: none.
+    ``cluster_region``: The cluster's AWS region (the render context's, else the spec's): where
+        the autoscaler's AWS calls go. Default: none (unknown).
     """
 
     spec: DeploymentSpec
@@ -63,11 +69,41 @@ class DeploymentFacts:
     cache: Admission | None
     warnings: tuple[str, ...]
     ready_timeout: ReadyTimeout
+    prometheus_query_url: str | None = None
+    cluster_region: str | None = None
 
     @property
     def source(self) -> ModelSource:
         """The parsed model source."""
         return self.resolution.source
+
+    @property
+    def min_replicas(self) -> int:
+        """The fewest replicas while the deployment serves traffic: ``autoscaling.min_replicas``,
+        else the fixed ``replicas``. With ``autoscaling.scale_to_zero`` the deployment also
+        runs none while idle (:attr:`scales_to_zero`)."""
+        autoscaling = self.spec.autoscaling
+        return autoscaling.min_replicas if autoscaling is not None else self.spec.replicas
+
+    @property
+    def max_replicas(self) -> int:
+        """The most replicas the deployment may run (each one instance's GPUs):
+        ``autoscaling.max_replicas``, else the fixed ``replicas``."""
+        autoscaling = self.spec.autoscaling
+        return autoscaling.max_replicas if autoscaling is not None else self.spec.replicas
+
+    @property
+    def scales_to_zero(self) -> bool:
+        """The deployment runs no replica while idle (``autoscaling.scale_to_zero``)."""
+        return self.spec.autoscaling is not None and self.spec.autoscaling.scale_to_zero
+
+    @property
+    def scaling_metric(self) -> ScalingMetric | None:
+        """The metric an autoscaled deployment scales on (``None``: fixed replicas)."""
+        metrics = engine_metrics(self.resolution.manifest.raw)
+        if self.spec.autoscaling is None or metrics is None:
+            return None
+        return scaling_metric(self.spec.autoscaling, metrics)
 
     @property
     def engine_env(self) -> dict[str, str]:

@@ -31,6 +31,12 @@ class RenderContext:
         deployment's NetworkPolicy admits. Default: those of the VPC a ``ServingCluster``
         creates (:data:`~mlcc_constructs.core.platform.load_balancing.REFERENCE_CIDRS`);
         ``IServingCluster.load_balancer_cidrs`` for any other cluster.
+    ``prometheus_query_url``: The query endpoint of the Amazon Managed Service for Prometheus
+        workspace the cluster's scraper writes to
+        (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``; KEDA appends
+        ``/api/v1/query``): where an autoscaled deployment's ScaledObject reads its metric. May be
+        a CDK token (``IServingCluster.prometheus_query_url``). Default: none (an autoscaled eks
+        deployment is refused: ``mlcc render --prometheus-url``).
     """
 
     account: str | None = None
@@ -38,6 +44,7 @@ class RenderContext:
     profile: str | None = None
     tls_bucket: str | None = None
     load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None
+    prometheus_query_url: str | None = None
 
     def __post_init__(self) -> None:
         if self.load_balancer_cidrs is not None and isinstance(self.load_balancer_cidrs, Mapping):

@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Literal
 
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
+from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -145,6 +146,10 @@ class DeploymentSpec:
         back; also the workload's own deadline (``progressDeadlineSeconds``,
         ``maxDeployTimeInSeconds``). 60..3300. Default: computed from the model's size and load
         path (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`).
+    ``autoscaling``: Replicas driven by an engine metric (:class:`Autoscaling`: ``min_replicas``,
+        ``max_replicas``, ``metric``, ``target``, ``scale_to_zero``, ``cooldown_seconds``,
+        ``polling_seconds``); eks renders a KEDA ScaledObject, hyperpod-eks the IEC's
+        ``autoScalingSpec``. ``replicas`` must then stay 1. Default: none (``replicas`` fixed).
     """
 
     engine: str
@@ -174,6 +179,7 @@ class DeploymentSpec:
     api_key_secret: str | None = None
     allow_from: tuple[str, ...] = ()
     ready_timeout_seconds: int | None = None
+    autoscaling: Autoscaling | None = None
 
     def __post_init__(self) -> None:
         # Freeze what callers may pass as plain dicts and lists; anything else is left for

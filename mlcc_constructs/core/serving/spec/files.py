@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
@@ -34,7 +35,12 @@ from mlcc_constructs.core.support.schema_check import iter_errors
 
 SCHEMA_FILE = "deployment-spec.schema.json"
 CONTEXT_FIELDS = ("account", "region", "profile")
-_MERGED = ("env", "secret_env", "endpoint")  # merged key by key; other fields are replaced
+_MERGED = (
+    "env",
+    "secret_env",
+    "endpoint",
+    "autoscaling",
+)  # merged key by key; other fields are replaced
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,6 +148,8 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
     values["secret_env"], problems = _secret_env(document.get("secret_env", {}))
     if "endpoint" in document:
         values["endpoint"] = Endpoint(**document["endpoint"])
+    if "autoscaling" in document:
+        values["autoscaling"] = Autoscaling(**document["autoscaling"])
     if "allow_from" in document:
         values["allow_from"] = tuple(document["allow_from"])
     raise_if_any(problems)
