@@ -32,6 +32,7 @@ node_modules/.installed: package.json package-lock.json
 # reference chart to dist/.
 synth: bootstrap
 	$(CDK) synth $(CDK_FLAGS) --quiet
+	$(BIN)/mlcc dashboard -o dist/grafana-dashboard.json
 	@ls cdk.out/*.template.json dist/*.k8s.yaml 2>/dev/null || true
 
 lint: bootstrap

@@ -25,6 +25,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "model",
     "rollout",
     "endpoint",
+    "dashboard",
 )
 
 
@@ -42,6 +43,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "model": "model",
     "rollout": "rollout",
     "endpoint": "endpoint",
+    "dashboard": "dashboard",
 }
 
 
