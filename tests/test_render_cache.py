@@ -204,8 +204,8 @@ ADAPTER_WIRE = "tune the cache with the CacheBackend's spec.lmCache, or drop cac
             "--disable-hybrid-kv-cache-manager", "true", id="vllm-bare-flag-false",
         ),
         pytest.param(
-            "sglang", "SGLang", "SGLANG_ENABLE_METRICS", "false",
-            "--enable-metrics", "true", id="sglang-off-without-off-form",
+            "sglang", "SGLang", "SGLANG_ENABLE_LMCACHE", "false",
+            "--enable-lmcache", "true", id="sglang-off-without-off-form",
         ),
         pytest.param(
             "sglang", "SGLang", "SGLANG_LMCACHE_CONFIG_FILE", "/x.yaml",
