@@ -42,11 +42,14 @@ def prepare_deployments(
     *,
     defaults: dict[str, Any],
     load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
+    prometheus_query_url: str | None = None,
 ) -> tuple[AppDeployment, ...]:
     """Each ``reference_deployments`` entry prepared (no CDK app needed): the entry's account,
     region and profile, else ``defaults``; every entry with ``load_balancer_cidrs`` (the
     cluster's load balancer subnets, what their NetworkPolicies admit; default ``None``: the
-    render context's default); all problems at once."""
+    render context's default) and ``prometheus_query_url`` (where autoscaled entries' scalers
+    read metrics: the cluster's Prometheus workspace, e.g. ``IServingCluster``'s; default
+    ``None``: an autoscaled eks entry is refused); all problems at once."""
     problems: list[Problem] = []
     found: list[AppDeployment] = []
     for index, entry in enumerate(entries):
@@ -59,6 +62,7 @@ def prepare_deployments(
                     for key in ("account", "region", "profile")
                 },
                 load_balancer_cidrs=load_balancer_cidrs,
+                prometheus_query_url=prometheus_query_url,
             )
             try:
                 prepared = prepare(loaded.spec, context=context)
