@@ -399,6 +399,40 @@ def test_a_spec_with_fixed_replicas_refuses_an_hpa(tmp_path: Path) -> None:
     ) in str(caught.value)
 
 
+def test_an_autoscaled_spec_refuses_a_second_autoscaler(tmp_path: Path) -> None:
+    """The spec's autoscaling is a KEDA ScaledObject, whose HPA owns the count already."""
+    import cdk8s
+    import cdk8s_plus_28 as kplus
+
+    from mlcc_constructs import ServingChart, ServingChartProps
+    from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
+
+    app = cdk8s.App(outdir=str(tmp_path))
+    context = dataclasses.replace(
+        CONTEXT,
+        region="us-east-1",
+        prometheus_query_url="https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
+    )
+    served = ServingChart(
+        app,
+        "keda",
+        props=ServingChartProps(
+            spec=_spec("keda", autoscaling=Autoscaling(max_replicas=3)), context=context
+        ),
+    )
+    assert "ScaledObject" in served.objects
+    kplus.HorizontalPodAutoscaler(
+        cdk8s.Chart(app, "team"), "Hpa", target=served.workload, max_replicas=4
+    )
+    with pytest.raises(RuntimeError) as caught:
+        app.synth()
+    assert (
+        "[keda/Deployment] Deployment/keda:/autoscaling: Deployment inference/keda is scaled by "
+        "its spec's autoscaling (a KEDA ScaledObject, whose HorizontalPodAutoscaler owns the "
+        "count): a second HorizontalPodAutoscaler would fight it"
+    ) in str(caught.value)
+
+
 def test_the_autoscaler_mark_cannot_be_taken_back() -> None:
     import cdk8s
 

@@ -83,6 +83,7 @@ class EngineWorkload:
         self._resource = resource
         self._containers: list[dict[str, Any]] = document["spec"]["template"]["spec"]["containers"]
         self._replicas = deployment.spec.replicas
+        self._autoscaled = deployment.spec.autoscaling is not None
         self._has_autoscaler = False
         self.name: str = document["metadata"]["name"]
         """The Deployment's name (the HPA's ``scaleTargetRef.name``)."""
@@ -143,6 +144,8 @@ class EngineWorkload:
         self._resource.omit("spec", "replicas")
         if self._replicas != _DEFAULT_REPLICAS:
             self._resource.node.add_validation(_Refuse(self._replicas_problem()))
+        if self._autoscaled:  # the spec's KEDA ScaledObject makes an HPA of its own
+            self._resource.node.add_validation(_Refuse(self._keda_problem()))
 
     def to_scaling_target(self) -> kplus.ScalingTarget:
         """``IScalable.toScalingTarget``: apps/v1 Deployment, its name and containers; no
@@ -165,6 +168,17 @@ class EngineWorkload:
     def to_pod_selector(self) -> kplus.IPodSelector:
         """``INetworkPolicyPeer.toPodSelector``: this workload."""
         return self
+
+    def _keda_problem(self) -> Problem:
+        return Problem(
+            message=f"Deployment {self.namespace}/{self.name} is scaled by its spec's "
+            "autoscaling (a KEDA ScaledObject, whose HorizontalPodAutoscaler owns the count): a "
+            "second HorizontalPodAutoscaler would fight it",
+            where=f"Deployment/{self.name}",
+            pointer="/autoscaling",
+            fix="keep one autoscaler: drop the cdk8s-plus HorizontalPodAutoscaler, or "
+            "autoscaling from the DeploymentSpec",
+        )
 
     def _replicas_problem(self) -> Problem:
         return Problem(
