@@ -348,3 +348,20 @@ def test_the_iec_autoscaling_spec_passes_the_strict_v1_crd(shared_dir: Path) -> 
         "/spec/autoScalingSpec/prometheusTrigger/serverAddress"
     ]
     assert list(validator.iter_errors(iec))
+
+
+# -- reviewable snapshots: the rendered objects of an autoscaled deployment ------------------
+
+
+@pytest.mark.parametrize("scale_to_zero", [False, True], ids=["scaled", "to-zero"])
+def test_snapshot(yaml_snapshot: Any, scale_to_zero: bool) -> None:
+    from mlcc_constructs.core.support.yaml_output import to_yaml
+
+    result = prepared(
+        engine="sglang",
+        namespace="llm",
+        autoscaling=Autoscaling(max_replicas=4, min_replicas=1, scale_to_zero=scale_to_zero),
+    )
+    wanted = ("ScaledObject", "Ingress")  # the Deployment: test_an_autoscaled_deployment_...
+    objects = [o.object for o in result.objects if o.object["kind"] in wanted]
+    assert to_yaml(objects) == yaml_snapshot
