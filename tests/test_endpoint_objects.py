@@ -209,9 +209,11 @@ def test_the_scheme_and_the_context_choose_the_admitted_subnets() -> None:
     )
     (lb,) = policy["spec"]["ingress"]
     assert [b["ipBlock"]["cidr"] for b in lb["from"]] == ["10.8.0.0/24", "10.8.1.0/24"]
-    # no load balancer and no allowed namespace: nothing may connect
+    # no load balancer and no allowed namespace: only the cluster's Prometheus scraper (its
+    # interfaces in the internal load balancer subnets, which hold no pod) reads /metrics
     closed = _one(_prepared(endpoint=Endpoint(scheme="none")), "NetworkPolicy")
-    assert closed["spec"]["ingress"] == []
+    (scraper,) = closed["spec"]["ingress"]
+    assert [b["ipBlock"]["cidr"] for b in scraper["from"]] == list(REFERENCE_CIDRS["internal"])
 
 
 def test_egress_is_dns_and_the_hub_only_for_a_hub_model() -> None:

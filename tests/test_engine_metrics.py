@@ -16,6 +16,7 @@ from mlcc_constructs.core.engines.metrics import HISTOGRAMS, ROLES, engine_metri
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
 
 FACTS_DIR = Path(__file__).resolve().parent / "engine_parsers" / "metrics"
 FACTS = {p.stem: json.loads(p.read_text()) for p in sorted(FACTS_DIR.glob("*.json"))}
@@ -94,3 +95,42 @@ def test_enable_capability_must_be_a_boolean_capability() -> None:
         "/launch/metrics_path",
         "/metrics/enable_capability",
     ]
+
+
+# -- the NetworkPolicy admits the cluster's scraper on the engine port -------------------------
+
+
+def _ingress_sources(**fields: Any) -> list[list[str]]:
+    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.spec.context import RenderContext
+
+    context = fields.pop("context", RenderContext())
+    spec = DeploymentSpec(model="org/model", instance_type="g5.xlarge", name="m", **fields)
+    (policy,) = [
+        o.object for o in prepare(spec, context=context).objects if o.id == "NetworkPolicy"
+    ]
+    return [[b["ipBlock"]["cidr"] for b in rule["from"]] for rule in policy["spec"]["ingress"]]
+
+
+def test_the_scraper_reaches_an_engine_with_metrics_behind_no_load_balancer() -> None:
+    from mlcc_constructs.core.platform.load_balancing import REFERENCE_CIDRS
+    from mlcc_constructs.core.serving.spec.endpoint import Endpoint
+
+    internal = list(REFERENCE_CIDRS["internal"])
+    # internal: the load balancer rule already admits the scraper's subnets
+    assert _ingress_sources(engine="vllm") == [internal]
+    assert _ingress_sources(engine="vllm", endpoint=Endpoint(scheme="none")) == [internal]
+    # an engine without metrics is not scraped
+    assert _ingress_sources(engine="lmi", endpoint=Endpoint(scheme="none")) == []
+
+
+def test_the_scraper_cidrs_come_from_the_render_context() -> None:
+    from mlcc_constructs.core.serving.spec.context import RenderContext
+    from mlcc_constructs.core.serving.spec.endpoint import Endpoint
+
+    context = RenderContext(metrics_scraper_cidrs=["10.0.30.0/24", "10.0.31.0/24"])
+    sources = _ingress_sources(engine="sglang", endpoint=Endpoint(scheme="none"), context=context)
+    assert sources == [["10.0.30.0/24", "10.0.31.0/24"]]
+    with pytest.raises(MlccError) as caught:
+        RenderContext(metrics_scraper_cidrs=["10.0.30.0/33"])
+    assert str(caught.value).startswith("/metrics_scraper_cidrs/0: not an IPv4 network")

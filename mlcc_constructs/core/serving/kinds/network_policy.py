@@ -3,10 +3,12 @@
 Ingress: the engine port from the load balancer subnets of the endpoint's scheme (their CIDRs:
 the render context's ``load_balancer_cidrs``; why those subnets hold only load balancers:
 :mod:`mlcc_constructs.core.platform.load_balancing`) and from pods of the ``allow_from``
-namespaces; nothing else (no other pod, not the rest of the VPC). Egress: DNS; HTTPS for a
-Hugging Face model (the Hub and its CDN have no fixed addresses); the CacheBackend's external
-Redis port. An ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI driver's
-pods, not in the engine pod.
+namespaces, and from the cluster's Prometheus scraper for an engine with metrics (its network
+interfaces live in the internal load balancer subnets, which hold no pod: the render context's
+``metrics_scraper_cidrs``); nothing else (no other pod, not the rest of the VPC). Egress: DNS;
+HTTPS for a Hugging Face model (the Hub and its CDN have no fixed addresses); the CacheBackend's
+external Redis port. An ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI
+driver's pods, not in the engine pod.
 
 Enforced on EKS Auto Mode once the cluster side turns the VPC CNI's network policy controller
 on (the ``kube-system/amazon-vpc-cni`` ConfigMap). The VPC CNI applies policies to pods with
@@ -37,6 +39,10 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     ingress: list[dict[str, Any]] = []
     if facts.load_balancer_cidrs:
         blocks = [{"ipBlock": {"cidr": cidr}} for cidr in facts.load_balancer_cidrs]
+        ingress.append({"from": blocks, "ports": engine_port})
+    scrapers = [c for c in facts.metrics_scraper_cidrs if c not in facts.load_balancer_cidrs]
+    if scrapers:  # the cluster's Prometheus scraper reads /metrics on the engine port
+        blocks = [{"ipBlock": {"cidr": cidr}} for cidr in scrapers]
         ingress.append({"from": blocks, "ports": engine_port})
     if spec.allow_from:
         namespaces = [

@@ -57,8 +57,8 @@ class PreparedDeployment(DeploymentFacts):
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
     ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
-    ``cache``, ``warnings``, ``ready_timeout``, ``prometheus_query_url``, ``cluster_region``:
-    documented on :class:`DeploymentFacts`), and
+    ``cache``, ``warnings``, ``ready_timeout``, ``prometheus_query_url``, ``cluster_region``,
+    ``metrics_scraper_cidrs``: documented on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -239,6 +239,15 @@ def prepare(
         ),
         prometheus_query_url=context.prometheus_query_url,
         cluster_region=region,
+        metrics_scraper_cidrs=(
+            tuple(
+                context.metrics_scraper_cidrs
+                if context.metrics_scraper_cidrs is not None
+                else load_balancer_cidrs(context.load_balancer_cidrs, "internal")
+            )
+            if target.metrics_scraped and engine_metrics(manifest.raw) is not None
+            else ()
+        ),
     )
     kind_problems, kind_warnings = check_facts(facts)
     raise_if_any(kind_problems)

@@ -54,6 +54,9 @@ class DeploymentFacts:
         context's Amazon Managed Service for Prometheus query endpoint). Default: none.
     ``cluster_region``: The cluster's AWS region (the render context's, else the spec's): where
         the autoscaler's AWS calls go. Default: none (unknown).
+    ``metrics_scraper_cidrs``: Where the target's Prometheus scraper reaches the engine port
+        from, for an engine with metrics on a target that scrapes them (the render context's,
+        else its internal load balancer subnets). Default: none.
     """
 
     spec: DeploymentSpec
@@ -71,6 +74,7 @@ class DeploymentFacts:
     ready_timeout: ReadyTimeout
     prometheus_query_url: str | None = None
     cluster_region: str | None = None
+    metrics_scraper_cidrs: tuple[str, ...] = ()
 
     @property
     def source(self) -> ModelSource:

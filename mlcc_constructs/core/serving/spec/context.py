@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from mlcc_constructs.core.support.errors import raise_if_any
+from mlcc_constructs.core.support.errors import Problem, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 
@@ -37,6 +37,11 @@ class RenderContext:
         ``/api/v1/query``): where an autoscaled deployment's ScaledObject reads its metric. May be
         a CDK token (``IServingCluster.prometheus_query_url``). Default: none (an autoscaled eks
         deployment is refused: ``mlcc render --prometheus-url``).
+    ``metrics_scraper_cidrs``: The CIDRs the cluster's Prometheus scraper reaches the pods from:
+        what the deployment's NetworkPolicy admits on the engine port beside the load balancers
+        (the engine serves ``/metrics`` there). Default: the ``internal`` load balancer subnets
+        (``load_balancer_cidrs``), where the cluster side places the managed scraper's network
+        interfaces: subnets that hold no pod, so admitting them admits no other workload.
     """
 
     account: str | None = None
@@ -45,12 +50,19 @@ class RenderContext:
     tls_bucket: str | None = None
     load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None
     prometheus_query_url: str | None = None
+    metrics_scraper_cidrs: Sequence[str] | None = None
 
     def __post_init__(self) -> None:
         if self.load_balancer_cidrs is not None and isinstance(self.load_balancer_cidrs, Mapping):
             frozen = {k: tuple(v) for k, v in self.load_balancer_cidrs.items()}
             object.__setattr__(self, "load_balancer_cidrs", MappingProxyType(frozen))
+        if self.metrics_scraper_cidrs is not None and not isinstance(
+            self.metrics_scraper_cidrs, str
+        ):
+            object.__setattr__(self, "metrics_scraper_cidrs", tuple(self.metrics_scraper_cidrs))
         check_fields(self)
+        if self.metrics_scraper_cidrs is not None:
+            raise_if_any(_network_problems(self.metrics_scraper_cidrs, "/metrics_scraper_cidrs"))
         if self.load_balancer_cidrs is not None:
             from mlcc_constructs.core.platform.load_balancing import cidr_problems
 
@@ -59,3 +71,23 @@ class RenderContext:
             from mlcc_constructs.core.adapters.path_names import check_bucket
 
             check_bucket(self.tls_bucket, pointer="/tls_bucket")
+
+
+def _network_problems(cidrs: Sequence[str], pointer: str) -> list[Problem]:
+    """Entries of ``cidrs`` that are not IPv4 networks."""
+    import ipaddress
+
+    problems = []
+    for index, cidr in enumerate(cidrs):
+        try:
+            ipaddress.IPv4Network(cidr)
+        except ValueError:
+            problems.append(
+                Problem(
+                    message="not an IPv4 network",
+                    pointer=f"{pointer}/{index}",
+                    value=cidr,
+                    allowed="a CIDR such as 10.0.16.0/24",
+                )
+            )
+    return problems
