@@ -365,3 +365,12 @@ def test_snapshot(yaml_snapshot: Any, scale_to_zero: bool) -> None:
     wanted = ("ScaledObject", "Ingress")  # the Deployment: test_an_autoscaled_deployment_...
     objects = [o.object for o in result.objects if o.object["kind"] in wanted]
     assert to_yaml(objects) == yaml_snapshot
+
+
+@pytest.mark.parametrize("given", [AMP, AMP + "/", AMP + "/api/v1/", AMP + "/api/v1"])
+def test_the_workspace_endpoint_becomes_its_query_base(given: str) -> None:
+    # the workspace's prometheusEndpoint ends in /api/v1/; KEDA appends /api/v1/query itself
+    context = RenderContext(region="us-east-1", prometheus_query_url=given)
+    result = prepared(context, autoscaling=Autoscaling(max_replicas=2))
+    (trigger,) = objects_of(result, "ScaledObject")[0]["spec"]["triggers"]
+    assert trigger["metadata"]["serverAddress"] == AMP

@@ -237,7 +237,7 @@ def prepare(
             replicas=spec.replicas,
             override=spec.ready_timeout_seconds,
         ),
-        prometheus_query_url=context.prometheus_query_url,
+        prometheus_query_url=query_base(context.prometheus_query_url),
         cluster_region=region,
         metrics_scraper_cidrs=(
             tuple(
@@ -254,6 +254,16 @@ def prepare(
     facts = dataclasses.replace(facts, warnings=(*facts.warnings, *kind_warnings))
     shared = {f.name: getattr(facts, f.name) for f in fields(DeploymentFacts)}
     return PreparedDeployment(**shared, objects=render_objects(facts))
+
+
+def query_base(url: str | None) -> str | None:
+    """The workspace URL KEDA and the IEC take: KEDA appends ``/api/v1/query`` and the IEC's
+    ``serverAddress`` pattern ends at the workspace id, while the workspace's own
+    ``prometheusEndpoint`` (DescribeWorkspace, ``AWS::APS::Workspace``) ends in ``/api/v1/``; a
+    CDK token is kept as given (the cluster side builds the base from the workspace id)."""
+    if url is None or "${Token[" in url:
+        return url
+    return url.rstrip("/").removesuffix("/api/v1").rstrip("/")
 
 
 def _tls_uri(

@@ -34,7 +34,8 @@ class RenderContext:
     ``prometheus_query_url``: The query endpoint of the Amazon Managed Service for Prometheus
         workspace the cluster's scraper writes to
         (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``; KEDA appends
-        ``/api/v1/query``): where an autoscaled deployment's ScaledObject reads its metric. May be
+        ``/api/v1/query``; the workspace's ``prometheusEndpoint``, ending in ``/api/v1/``, is
+        taken too): where an autoscaled deployment's ScaledObject reads its metric. May be
         a CDK token (``IServingCluster.prometheus_query_url``). Default: none (an autoscaled eks
         deployment is refused: ``mlcc render --prometheus-url``).
     ``metrics_scraper_cidrs``: The CIDRs the cluster's Prometheus scraper reaches the pods from:
