@@ -474,3 +474,29 @@ def test_the_addon_configuration(role: str | None, expected: dict[str, Any]) -> 
         keda_role_arn="k", gateway_role_arn=role,
     )  # fmt: skip
     assert configuration["inferenceGateway"] == expected
+
+
+# -- mlcc render: the same objects from a spec file -------------------------------------------
+
+
+def test_mlcc_render_shows_the_gateway(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    import yaml
+
+    from mlcc_constructs import cli
+
+    document = {
+        "engine": "vllm", "model": MODEL, "instance_type": "ml.g5.12xlarge", "name": "llama",
+        "namespace": "inference", "target": "hyperpod-eks", "account": "123456789012",
+        "region": "us-east-1", "profile": "dev",
+        "endpoint": {"gateway": {"jwt": {"issuer": ISSUER, "jwks_uri": JWKS,
+                                         "audiences": ["llm-clients"]}}},
+    }  # fmt: skip
+    path = tmp_path / "llama.yaml"
+    path.write_text(yaml.safe_dump(document), encoding="utf-8")
+    capsys.readouterr()
+    code = cli.main(["render", "-f", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    objects = list(yaml.safe_load_all(out))
+    assert [o["kind"] for o in objects] == ["InferenceEndpointConfig", "InferenceGatewayConfig"]
+    assert objects[1] == gateway_of(spec())
