@@ -93,3 +93,72 @@ def test_cdk_nag_stays_clean_with_the_gateway() -> None:
         for r in v.violating_resources
     ]
     assert found == []
+
+
+def _team_served_model(*, inference_gateway: bool) -> Any:
+    """A team's stack: its own operator construct and a ServedModel of a gateway deployment."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+
+    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs.aws.inference_operator import (
+        HyperPodInferenceOperator,
+        HyperPodInferenceOperatorProps,
+    )
+    from mlcc_constructs.aws.served_model import ServedModel, ServedModelProps
+    from mlcc_constructs.core.serving.spec.endpoint import Endpoint
+    from mlcc_constructs.core.serving.spec.gateway import Gateway, JwtAuth
+
+    env = cdk.Environment(account="123456789012", region="us-east-1")
+    stack = cdk.Stack(cdk.App(), "Team", env=env)
+    provider = eks.KubectlProvider.from_kubectl_provider_attributes(
+        stack, "Kubectl", service_token="arn:aws:lambda:us-east-1:123456789012:function:kubectl"
+    )
+    cluster = eks.Cluster.from_cluster_attributes(
+        stack, "Cluster", cluster_name="team", kubectl_provider=provider
+    )
+    oidc = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+        stack,
+        "Oidc",
+        "arn:aws:iam::123456789012:oidc-provider/oidc.eks.us-east-1.amazonaws.com/id/A",
+    )
+    operator = HyperPodInferenceOperator(
+        stack, "Operator",
+        props=HyperPodInferenceOperatorProps(
+            cluster=cluster, oidc_provider=oidc, role_name="SageMakerHyperPodInference-team",
+            hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/team",
+            tls_bucket="acme-tls", eks_cluster_name="team", inference_gateway=inference_gateway,
+        ),
+    )  # fmt: skip
+    gateway = Gateway(jwt=JwtAuth(issuer=ISSUER, jwks_uri=f"{ISSUER}/jwks", audiences=("a",)))
+    deployment = prepare(
+        DeploymentSpec(
+            engine="vllm", model="org/model", instance_type="ml.g5.12xlarge", name="m",
+            target="hyperpod-eks", endpoint=Endpoint(gateway=gateway),
+        ),
+        context=RenderContext(account="123456789012", region="us-east-1", profile="dev"),
+    )  # fmt: skip
+    return ServedModel(
+        stack, "Model",
+        props=ServedModelProps(
+            deployment=deployment, cluster=cluster, operator=operator, wait_for_ready=False
+        ),
+    )  # fmt: skip
+
+
+def test_a_team_operator_without_the_gateway_is_refused_for_a_gateway_deployment() -> None:
+    from mlcc_constructs.core.support.errors import MlccError
+
+    try:
+        _team_served_model(inference_gateway=False)
+    except MlccError as error:
+        assert [str(p) for p in error.problems] == [
+            "Team/Model:/operator: the deployment asks for the Inference Gateway "
+            "(endpoint.gateway), and the operator's add-on runs none (fix: build the operator "
+            "with HyperPodInferenceOperatorProps(inference_gateway=True), or drop "
+            "endpoint.gateway)"
+        ]
+    else:
+        raise AssertionError("not refused")
+    manifests = _team_served_model(inference_gateway=True).objects.manifests
+    assert [m.startswith("InferenceGatewayConfig") for m in manifests] == [False, True]
