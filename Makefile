@@ -5,6 +5,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CDK := node_modules/.bin/cdk
+# The scanners (checkov) live in their own venv: their pins must not move the library's.
+SCAN_VENV := .venv-scan
 CDK_FLAGS := --no-notices --no-path-metadata --no-version-reporting
 
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
@@ -14,14 +16,21 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap synth test lint bench clean
+.PHONY: bootstrap scan-bootstrap synth test lint bench clean
 
 bootstrap: $(VENV)/.installed node_modules/.installed
+
+scan-bootstrap: $(SCAN_VENV)/.installed
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.lock
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $@
+
+$(SCAN_VENV)/.installed: requirements-scan.lock
+	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
+	$(SCAN_VENV)/bin/pip install --disable-pip-version-check -q -r requirements-scan.lock
 	touch $@
 
 node_modules/.installed: package.json package-lock.json
@@ -41,7 +50,7 @@ lint: bootstrap
 	$(BIN)/mypy
 
 # -n auto: one pytest worker per core (pytest-xdist); the CDK synths run in node beside them.
-test: bootstrap lint
+test: bootstrap scan-bootstrap lint
 	$(BIN)/pytest -n auto
 
 bench: bootstrap

@@ -16,7 +16,12 @@ from mlcc_constructs.core.serving.spec.app_deployments import (
 )
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
-from stacks.deployments import app_deployments, gpu_instance_types, hyperpod_needs
+from stacks.deployments import (
+    app_deployments,
+    gpu_instance_types,
+    hyperpod_needs,
+    wants_inference_gateway,
+)
 from stacks.hyperpod_stacks import (
     HyperPodClusterStack,
     InferenceOperatorStack,
@@ -67,6 +72,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
             environment=environment,
             cluster_stack=cluster_stack,
             hyperpod_stack=hyperpod_stack,
+            inference_gateway=wants_inference_gateway(app_deployments(app)),
         )
         # Buckets are named, not referenced: the lifecycle scripts' and the TLS bucket exist
         # first.

@@ -62,3 +62,9 @@ def hyperpod_needs(deployments: tuple[AppDeployment, ...]) -> list[tuple[str, st
         for d in deployments
         if any(requirement(entry.object) == ADDON_NAME for entry in d.prepared.objects)
     ]
+
+
+def wants_inference_gateway(deployments: tuple[AppDeployment, ...]) -> bool:
+    """Some deployment asks for the HyperPod Inference Gateway (``endpoint.gateway``): the
+    inference-operator stack turns it on."""
+    return any(d.prepared.spec.endpoint.gateway is not None for d in deployments)

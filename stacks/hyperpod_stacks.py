@@ -94,7 +94,8 @@ class HyperPodClusterStack(cdk.Stack):
 
 
 class InferenceOperatorStack(cdk.Stack):
-    """The HyperPod inference operator add-on (``operator``: its construct)."""
+    """The HyperPod inference operator add-on (``operator``: its construct); with
+    ``inference_gateway`` (a deployment's ``endpoint.gateway``), its Inference Gateway is on."""
 
     def __init__(
         self,
@@ -103,6 +104,7 @@ class InferenceOperatorStack(cdk.Stack):
         environment: AppEnvironment,
         cluster_stack: EksClusterStack,
         hyperpod_stack: HyperPodClusterStack,
+        inference_gateway: bool = False,
     ) -> None:
         super().__init__(
             scope,
@@ -120,6 +122,7 @@ class InferenceOperatorStack(cdk.Stack):
                 role_name=operator_role_name(environment.profile, environment.region),
                 profile=environment.profile,
                 eks_cluster_name=cluster_stack.cluster_name,
+                inference_gateway=inference_gateway,
             ),
         )
         # The operator serves on the HyperPod cluster: deployed after it, removed before it.

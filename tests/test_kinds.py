@@ -45,6 +45,7 @@ def test_every_kind_module_registers_one_kind() -> None:
         "ConfigMap",
         "Deployment",
         "InferenceEndpointConfig",
+        "InferenceGatewayConfig",
         "Ingress",
         "Namespace",
         "NetworkPolicy",
@@ -85,10 +86,10 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
         kind_named("Deploymnet")
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
-        "ConfigMap, Deployment, InferenceEndpointConfig, Ingress, Namespace, NetworkPolicy, "
-        "NodePool, PersistentVolume, PersistentVolumeClaim, Role, RoleBinding, "
-        "ScaledObject, SecretProviderClass, Service, ServiceAccount; fix: did you mean "
-        "Deployment?)"
+        "ConfigMap, Deployment, InferenceEndpointConfig, InferenceGatewayConfig, Ingress, "
+        "Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, Role, "
+        "RoleBinding, ScaledObject, SecretProviderClass, Service, ServiceAccount; fix: did you "
+        "mean Deployment?)"
     )
 
 
@@ -193,7 +194,7 @@ def _crd_rule_kinds() -> list[tuple[str, CrdRules]]:
 
 def test_custom_resources_validate_against_rule_data_named_by_crd_version() -> None:
     found = dict(_crd_rule_kinds())
-    assert sorted(found) == ["InferenceEndpointConfig", "NodePool"]
+    assert sorted(found) == ["InferenceEndpointConfig", "InferenceGatewayConfig", "NodePool"]
     for name, rules in found.items():
         kind = kind_named(name)
         document = rules.document

@@ -466,7 +466,8 @@ def test_a_hyperpod_chart_has_no_deployment_to_scale() -> None:
     assert str(caught.value) == (
         "hp:/target: ServingChart.workload is the Deployment a cdk8s-plus "
         "HorizontalPodAutoscaler or NetworkPolicy targets, and this target renders none (it "
-        "renders InferenceEndpointConfig) (got 'hyperpod-eks'; allowed: eks; fix: use a spec "
+        "renders InferenceEndpointConfig, InferenceGatewayConfig) (got 'hyperpod-eks'; allowed: "
+        "eks; fix: use a spec "
         "with target 'eks' to autoscale or select pods with cdk8s-plus; on hyperpod-eks the "
         "spec's replicas set the count)"
     )

@@ -36,6 +36,7 @@ from mlcc_constructs.core.platform.endpoint_components import (
     secrets_store_addon_configuration,
 )
 from mlcc_constructs.core.platform.load_balancing import (
+    INTERNET_ROUTE,
     SCHEMES,
     SUBNET_ROLE_TAGS,
     LoadBalancerScheme,
@@ -239,30 +240,20 @@ def create_load_balancer_subnets(
         subnets: list[ec2.Subnet] = []
         for index, (zone, block) in enumerate(zip(zones, blocks, strict=True), start=1):
             subnet_id = f"{SUBNET_IDS[scheme]}{index}"
-            subnet: ec2.Subnet
-            if scheme == "internet-facing":
-                public = ec2.PublicSubnet(
-                    container,
-                    subnet_id,
-                    availability_zone=zone,
-                    cidr_block=block,
-                    vpc_id=vpc.vpc_id,
-                    # Only load balancers live here; an internet-facing ALB has its own addresses.
-                    map_public_ip_on_launch=False,
-                )
+            subnet_class = ec2.PublicSubnet if INTERNET_ROUTE[scheme] else ec2.PrivateSubnet
+            subnet = subnet_class(
+                container,
+                subnet_id,
+                availability_zone=zone,
+                cidr_block=block,
+                vpc_id=vpc.vpc_id,
+                # Only load balancers live here; an internet-facing ALB has its own addresses.
+                map_public_ip_on_launch=False,
+            )
+            if isinstance(subnet, ec2.PublicSubnet):
                 assert vpc.internet_gateway_id is not None  # _new_vpc has public subnets
-                public.add_default_internet_route(
+                subnet.add_default_internet_route(
                     vpc.internet_gateway_id, vpc.internet_connectivity_established
-                )
-                subnet = public
-            else:  # no route but the VPC's local one: an internal ALB needs no egress
-                subnet = ec2.PrivateSubnet(
-                    container,
-                    subnet_id,
-                    availability_zone=zone,
-                    cidr_block=block,
-                    vpc_id=vpc.vpc_id,
-                    map_public_ip_on_launch=False,
                 )
             _tag_role(subnet, scheme)
             subnets.append(subnet)

@@ -10,6 +10,12 @@ Children:
   (on the real TLS bucket: the app's ``tls`` bucket of ``stacks/buckets.json``, or the team's).
 * ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
   each trusted by exactly its service account.
+* ``GatewayControllerRole`` (only with ``inference_gateway``): the Inference Gateway
+  controller's, trusted by ``hyperpod-inference-system:inference-gateway-controller`` (IRSA),
+  with AWS's managed policy ``AmazonSageMakerHyperPodInferenceGatewayAccess`` (the ACM import of
+  the certificates the gateway issues), as the gateway page sets it up; created before the
+  add-on, whose controller reads it when it starts:
+  https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-inference-gateway.html
 * ``Namespace``: ``hyperpod-inference-system`` (the setup page creates it before the add-on),
   applied by the cluster's kubectl provider and retained.
 * ``FsxCsiDriverAddon``, ``MetricsServerAddon``, ``CertManagerAddon``: the dependency add-ons
@@ -51,6 +57,8 @@ from mlcc_constructs.core.platform.inference_operator import (
     ALB_SERVICE_ACCOUNT,
     CONTROLLER_SERVICE_ACCOUNT,
     DEPENDENCY_ADDONS,
+    GATEWAY_POLICY,
+    GATEWAY_SERVICE_ACCOUNT,
     KEDA_SERVICE_ACCOUNT,
     NAMESPACE,
     addon_configuration,
@@ -85,6 +93,8 @@ class HyperPodInferenceOperatorProps:
     ``addon_version``: default: the version pinned in ``versions.json``.
     ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs (so cdk-nag's
     finding ids are known when the roles are built); default: the cluster's name attribute.
+    ``inference_gateway``: turn the add-on's Inference Gateway on (with its controller's role),
+    for deployments with ``endpoint.gateway``; default ``False`` (off: no role, no gateway).
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -95,6 +105,7 @@ class HyperPodInferenceOperatorProps:
     tls_bucket: BucketRef = "tls"
     addon_version: str | None = None
     eks_cluster_name: str | None = None
+    inference_gateway: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -154,6 +165,23 @@ class HyperPodInferenceOperator(Construct):
         grant(self.alb_role, alb_controller_statements(arns))
         self.keda_role = self._service_role("KedaRole", KEDA_SERVICE_ACCOUNT, "KEDA", provider)
         grant(self.keda_role, keda_statements(arns))
+        self.gateway_role: iam.Role | None = None
+        if props.inference_gateway:
+            self.gateway_role = self._service_role(
+                "GatewayControllerRole", GATEWAY_SERVICE_ACCOUNT, "Inference Gateway", provider
+            )
+            self.gateway_role.add_managed_policy(
+                iam.ManagedPolicy.from_aws_managed_policy_name(GATEWAY_POLICY)
+            )
+            cdk.Validations.of(self.gateway_role).acknowledge(
+                cdk.Acknowledgment(
+                    id=f"AwsSolutions-IAM4[Policy::arn:<AWS::Partition>:iam::aws:policy/"
+                    f"{GATEWAY_POLICY}]",
+                    reason="AWS's documented setup of the Inference Gateway attaches this "
+                    "managed policy (the ACM import, tagging and removal of the certificates "
+                    "the gateway issues); it is maintained with the add-on",
+                )
+            )
         self.namespace = KubernetesObjects(
             self,
             "Namespace",
@@ -185,6 +213,7 @@ class HyperPodInferenceOperator(Construct):
             hyperpod_cluster_arn=props.hyperpod_cluster_arn,
             alb_role_arn=self.alb_role.role_arn,
             keda_role_arn=self.keda_role.role_arn,
+            gateway_role_arn=self.gateway_role.role_arn if self.gateway_role else None,
         )
         self.addon = eks.CfnAddon(
             self,
@@ -199,6 +228,7 @@ class HyperPodInferenceOperator(Construct):
             self.execution_role,
             self.alb_role,
             self.keda_role,
+            *([self.gateway_role] if self.gateway_role else []),
             self.namespace,
             *self.dependencies,
         ):

@@ -178,6 +178,20 @@ class ServedModel(Construct):
                 where=self.node.path,
                 fix="pass operator=<the cluster's HyperPodInferenceOperator> in ServedModelProps",
             )
+        if (
+            isinstance(props.operator, HyperPodInferenceOperator)
+            and props.operator.gateway_role is None
+            and prepared.spec.endpoint.gateway is not None
+        ):
+            # Without the add-on's gateway the InferenceGatewayConfig has no controller.
+            raise fail(
+                "the deployment asks for the Inference Gateway (endpoint.gateway), and the "
+                "operator's add-on runs none",
+                where=self.node.path,
+                pointer="/operator",
+                fix="build the operator with HyperPodInferenceOperatorProps("
+                "inference_gateway=True), or drop endpoint.gateway",
+            )
         namespace = prepared.spec.namespace
         self.namespace: KubernetesObjects | None = None
         if props.create_namespace and namespace not in BUILT_IN_NAMESPACES:

@@ -15,8 +15,12 @@ Facts from AWS's documentation (checked 2026-11-30):
 * The configuration of add-on v2.0.0-eksbuild.2 (``inferenceOperator``, ``inferenceGateway``,
   ``keda.auth.aws.irsa``, ``alb.serviceAccount``): "Install the add-on" in
   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-model-deployment-inference-gateway.html
-  (the gateway is off here: it needs a role of its own that imports ACM certificates, and the
-  app routes no traffic through it).
+  The Inference Gateway is off unless a deployment asks for it (``endpoint.gateway``); then
+  ``inferenceGateway`` is ``{enabled: true, serviceAccount: {roleArn}}`` with the role of the
+  gateway controller (``hyperpod-inference-system:inference-gateway-controller`` through IRSA,
+  AWS's managed policy ``AmazonSageMakerHyperPodInferenceGatewayAccess``: the ACM import of the
+  certificates it issues). The page: "TLS auto-issue is enabled by default, and the gateway
+  controller reads this role when it starts. Create the role before you install the add-on."
 * ``hyperpodClusterArn`` belongs in the configuration since operator v3.1.2 (add-on
   v1.2.0-eksbuild.1):
   https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-inference-release-notes.html
@@ -35,6 +39,9 @@ NAMESPACE = "hyperpod-inference-system"
 CONTROLLER_SERVICE_ACCOUNT = "hyperpod-inference-controller-manager"
 ALB_SERVICE_ACCOUNT = "aws-load-balancer-controller"
 KEDA_SERVICE_ACCOUNT = "keda-operator"
+GATEWAY_SERVICE_ACCOUNT = "inference-gateway-controller"
+GATEWAY_POLICY = "AmazonSageMakerHyperPodInferenceGatewayAccess"
+"""The AWS managed policy the gateway page attaches to the controller's role."""
 # The EKS add-ons the operator add-on refuses to install without (besides the Mountpoint S3
 # CSI driver, which the eks-cluster stack installs), with the minimum versions the setup page
 # names. EKS installs its default version of each for the cluster's Kubernetes version.
@@ -57,15 +64,21 @@ def addon_configuration(
     hyperpod_cluster_arn: str,
     alb_role_arn: str,
     keda_role_arn: str,
+    gateway_role_arn: str | None = None,
 ) -> dict[str, Any]:
-    """The add-on's ``ConfigurationValues`` (values may be CloudFormation tokens)."""
+    """The add-on's ``ConfigurationValues`` (values may be CloudFormation tokens);
+    ``gateway_role_arn``: the gateway controller's role, which turns the Inference Gateway on
+    (default none: off)."""
+    gateway: dict[str, Any] = {"enabled": gateway_role_arn is not None}
+    if gateway_role_arn is not None:
+        gateway["serviceAccount"] = {"roleArn": gateway_role_arn}
     return {
         "executionRoleArn": execution_role_arn,
         # The bucket name without s3:// (the add-on form; the Helm chart took an s3:// URI).
         "tlsCertificateS3Bucket": tls_bucket,
         "hyperpodClusterArn": hyperpod_cluster_arn,
         "inferenceOperator": {"enabled": True},
-        "inferenceGateway": {"enabled": False},
+        "inferenceGateway": gateway,
         "alb": {"enabled": True, "serviceAccount": {"create": True, "roleArn": alb_role_arn}},
         "keda": {
             "enabled": True,

@@ -72,6 +72,13 @@ following tags": EKS User Guide ``automode/tag-subnets-auto.adoc`` at awsdocs/
 amazon-eks-user-guide 1b1d3dfc), even when an ``IngressClassParams`` names them by id."""
 
 
+INTERNET_ROUTE: Mapping[LoadBalancerScheme, bool] = MappingProxyType(
+    {"internal": False, "internet-facing": True}
+)
+"""Whether a scheme's load balancer subnets route to the internet gateway: an internet-facing
+ALB is reached from it; an internal one needs no route but the VPC's local one."""
+
+
 def ingress_class_name(scheme: LoadBalancerScheme, group: str | None = None) -> str:
     """``mlcc-<scheme>`` (a load balancer per Ingress) or ``mlcc-<scheme>-<group>`` (every
     Ingress of the class shares one)."""
@@ -147,6 +154,16 @@ def ingress_classes(
     return objects
 
 
+def _unknown_scheme(scheme: str, pointer: str, fix: str = "") -> Problem:
+    return Problem(
+        message="not a load balancer scheme",
+        pointer=pointer,
+        value=scheme,
+        allowed=", ".join(SCHEMES),
+        fix=fix,
+    )
+
+
 def group_problems(groups: Mapping[str, Sequence[str]], *, pointer: str) -> list[Problem]:
     """Problems of load balancer groups by scheme: known schemes, group names that can name an
     IngressClass, a list (not a string) per scheme."""
@@ -155,12 +172,8 @@ def group_problems(groups: Mapping[str, Sequence[str]], *, pointer: str) -> list
         where = f"{pointer}/{scheme}"
         if scheme not in SCHEMES:
             problems.append(
-                Problem(
-                    message="not a load balancer scheme",
-                    pointer=where,
-                    value=scheme,
-                    allowed=", ".join(SCHEMES),
-                    fix="key the groups by scheme, e.g. {'internal': ['shared']}",
+                _unknown_scheme(
+                    scheme, where, fix="key the groups by scheme, e.g. {'internal': ['shared']}"
                 )
             )
             continue
@@ -234,14 +247,7 @@ def cidr_problems(cidrs: Mapping[str, Sequence[str]], *, pointer: str) -> list[P
     for scheme, networks in cidrs.items():
         where = f"{pointer}/{scheme}"
         if scheme not in SCHEMES:
-            problems.append(
-                Problem(
-                    message="not a load balancer scheme",
-                    pointer=where,
-                    value=scheme,
-                    allowed=", ".join(SCHEMES),
-                )
-            )
+            problems.append(_unknown_scheme(scheme, where))
             continue
         if isinstance(networks, str) or len(networks) < 2:
             problems.append(

@@ -48,6 +48,9 @@ class TargetDescriptor:
     service_account: bool
     cache_injection: bool
     tls_bucket: bool
+    inference_gateway: bool = False
+    """``endpoint.gateway`` is rendered (the HyperPod Inference Gateway). Default: false (it is
+    refused)."""
     cluster_gpu_nodes: bool = False
     """Pods run on the EKS cluster's Auto Mode nodes (the app's GPU NodePool). Default: false."""
     metrics_scraped: bool = False
@@ -132,6 +135,7 @@ def load_target(name: str) -> TargetDescriptor:
         tls_bucket=document["tls_bucket"],
         cluster_gpu_nodes=document.get("cluster_gpu_nodes", False),
         metrics_scraped=document.get("metrics_scraped", False),
+        inference_gateway=document.get("inference_gateway", False),
         pod_name_label=document.get("pod_name_label"),
         huggingface_model=document.get("huggingface_model", "by-id"),
         notes=MappingProxyType(dict(document.get("notes", {}))),

@@ -21,7 +21,7 @@ from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
-from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
+from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target, target_names
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.kinds.inference_endpoint_config import prefetch_enabled
 from mlcc_constructs.core.serving.kinds.registry import (
@@ -186,6 +186,8 @@ def prepare(
     problems += endpoint_problems(
         spec.endpoint, api_key=spec.api_key_secret is not None, region=region
     )
+    if target is not None:
+        problems += gateway_target_problems(spec, target)
     for index, namespace in enumerate(spec.allow_from):
         problems += namespace_problems(namespace, pointer=f"/allow_from/{index}")
     names = object_names(spec.name or "", spec.namespace)
@@ -264,6 +266,25 @@ def query_base(url: str | None) -> str | None:
     if url is None or "${Token[" in url:
         return url
     return url.rstrip("/").removesuffix("/api/v1").rstrip("/")
+
+
+def gateway_target_problems(spec: DeploymentSpec, target: TargetDescriptor) -> list[Problem]:
+    """``endpoint.gateway`` on a target whose manifest renders no Inference Gateway."""
+    if spec.endpoint.gateway is None or target.inference_gateway:
+        return []
+    allowed = [name for name in target_names() if load_target(name).inference_gateway]
+    return [
+        Problem(
+            message=f"target {target.name} renders no Inference Gateway (the HyperPod inference "
+            "add-on runs it)",
+            pointer="/endpoint/gateway",
+            value=target.name,
+            allowed="targets " + ", ".join(allowed),
+            fix="drop endpoint.gateway"
+            + (f" ({target.notes['gateway']})" if "gateway" in target.notes else "")
+            + f", or deploy to {' or '.join(allowed)}",
+        )
+    ]
 
 
 def _tls_uri(

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from mlcc_constructs.core.platform.load_balancing import GROUP as GROUP  # the class name's rule
+from mlcc_constructs.core.serving.spec.gateway import Gateway, gateway_problems
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -56,12 +57,16 @@ class Endpoint:
         Default: none (any host).
     ``group``: Deployments with the same ``scheme`` and ``group`` share one load balancer.
         Default: none (a load balancer of its own).
+    ``gateway``: The HyperPod Inference Gateway in front of the deployment, checking a JWT
+        bearer token on every request (:class:`Gateway`); only on targets whose manifest says
+        ``inference_gateway``. Default: none.
     """
 
     scheme: EndpointScheme = "internal"
     certificate_arn: str | None = None
     hostname: str | None = None
     group: str | None = None
+    gateway: Gateway | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -153,6 +158,8 @@ def endpoint_problems(
                 "mlcc-<scheme>-<group>)",
             )
         )
+    if endpoint.gateway is not None:
+        problems += gateway_problems(endpoint.gateway, pointer=f"{pointer}/gateway")
     if not endpoint.exposed and (certificate or endpoint.hostname or endpoint.group):
         problems.append(
             Problem(

@@ -23,6 +23,7 @@ from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
+from mlcc_constructs.core.serving.spec.gateway import ClaimRule, Gateway, JwtAuth
 from mlcc_constructs.core.support.documents import load_document, parse_json, parse_yaml, read_text
 from mlcc_constructs.core.support.errors import (
     MlccError,
@@ -147,7 +148,7 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
     values["env"] = dict(document.get("env", {}))
     values["secret_env"], problems = _secret_env(document.get("secret_env", {}))
     if "endpoint" in document:
-        values["endpoint"] = Endpoint(**document["endpoint"])
+        values["endpoint"] = _endpoint(document["endpoint"])
     if "autoscaling" in document:
         values["autoscaling"] = Autoscaling(**document["autoscaling"])
     if "allow_from" in document:
@@ -163,6 +164,20 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
         values["cache_backend"] = parse_spec(document["cache_backend"], path="/cache_backend")
     context = RenderContext(**{k: document.get(k) for k in CONTEXT_FIELDS})
     return SpecFile(spec=DeploymentSpec(**values), context=context)
+
+
+def _endpoint(document: Mapping[str, Any]) -> Endpoint:
+    """``endpoint`` with its nested ``gateway`` (schema-checked already)."""
+    fields_ = dict(document)
+    if "gateway" in fields_:
+        jwt = dict(fields_["gateway"]["jwt"])
+        jwt["audiences"] = tuple(jwt.get("audiences", ()))
+        jwt["required_claims"] = tuple(
+            ClaimRule(**{**claim, "values": tuple(claim["values"])})
+            for claim in jwt.get("required_claims", ())
+        )
+        fields_["gateway"] = Gateway(jwt=JwtAuth(**jwt))
+    return Endpoint(**fields_)
 
 
 _SECRET_FORMS = ({"name", "key"}, {"secrets_manager"}, {"secrets_manager", "json_key"})
