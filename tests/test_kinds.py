@@ -51,6 +51,7 @@ def test_every_kind_module_registers_one_kind() -> None:
         "NodePool",
         "PersistentVolume",
         "PersistentVolumeClaim",
+        "PodDisruptionBudget",
         "Role",
         "RoleBinding",
         "SecretProviderClass",
@@ -85,8 +86,9 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
         "ConfigMap, Deployment, InferenceEndpointConfig, Ingress, Namespace, NetworkPolicy, "
-        "NodePool, PersistentVolume, PersistentVolumeClaim, Role, RoleBinding, "
-        "SecretProviderClass, Service, ServiceAccount; fix: did you mean Deployment?)"
+        "NodePool, PersistentVolume, PersistentVolumeClaim, PodDisruptionBudget, Role, "
+        "RoleBinding, SecretProviderClass, Service, ServiceAccount; fix: did you mean "
+        "Deployment?)"
     )
 
 
