@@ -363,3 +363,32 @@ def test_the_drain_waits_for_open_connections_and_no_longer_than_its_limit() -> 
             with accepted:
                 elapsed = _drain(port, 4)  # a request still open: waits until the limit
         assert 4 <= elapsed < 8
+
+
+# -- the flags of mlcc render are one more layer of the same fields -----------------------
+
+
+def test_mlcc_render_takes_the_fields_as_flags(capsys: pytest.CaptureFixture[str]) -> None:
+    import yaml
+
+    from mlcc_constructs import cli
+
+    base = ["render", "--engine", "vllm", "--model", "org/model", "--name", "chat"]
+    base += ["--instance-type", "g5.12xlarge"]
+    code = cli.main(
+        [
+            *base,
+            *["--instance-types", "g6.12xlarge", "--max-request-seconds", "120"],
+            *["--rollout", "replace", "--accept-downtime"],
+        ]
+    )
+    assert code == 0
+    (deployment,) = (
+        d for d in yaml.safe_load_all(capsys.readouterr().out) if d["kind"] == "Deployment"
+    )
+    assert deployment["spec"]["strategy"]["rollingUpdate"] == {"maxSurge": 0, "maxUnavailable": 1}
+    pod = deployment["spec"]["template"]["spec"]
+    assert pod["terminationGracePeriodSeconds"] == 165
+    assert "affinity" in pod
+    assert cli.main([*base, "--rollout", "replace"]) == 1
+    assert "--rollout:/rollout: rollout replace with one replica" in capsys.readouterr().err
