@@ -392,3 +392,12 @@ def test_mlcc_render_takes_the_fields_as_flags(capsys: pytest.CaptureFixture[str
     assert "affinity" in pod
     assert cli.main([*base, "--rollout", "replace"]) == 1
     assert "--rollout:/rollout: rollout replace with one replica" in capsys.readouterr().err
+
+
+def test_the_load_balancer_lets_a_draining_pod_finish_as_long_as_the_drain_waits() -> None:
+    for longest in (120, 600):
+        ingress = _object(_prepare(max_request_seconds=longest), "Ingress")
+        attributes = ingress["metadata"]["annotations"][
+            "alb.ingress.kubernetes.io/target-group-attributes"
+        ]
+        assert attributes == f"deregistration_delay.timeout_seconds={longest}"
