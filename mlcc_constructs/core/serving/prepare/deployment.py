@@ -62,7 +62,8 @@ class PreparedDeployment(DeploymentFacts):
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
     ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
-    ``cache``, ``warnings``, ``ready_timeout``: documented on :class:`DeploymentFacts`), and
+    ``cache``, ``warnings``, ``ready_timeout``, ``min_replicas``, ``instance_types``: documented
+    on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.

@@ -123,7 +123,7 @@ def rollout_strategy(rollout: Rollout) -> dict[str, Any]:
 
 
 def rollout_problems(spec: DeploymentSpec, minimum: int) -> list[Problem]:
-    """``rollout: replace`` with one replica without ``accept_downtime``; a drain out of range."""
+    """``rollout: replace`` with one replica without ``accept_downtime``."""
     problems: list[Problem] = []
     if spec.rollout == "replace" and minimum < 2 and not spec.accept_downtime:
         problems.append(
@@ -135,17 +135,6 @@ def rollout_problems(spec: DeploymentSpec, minimum: int) -> list[Problem]:
                 allowed="surge, or replace with replicas >= 2 or accept_downtime: true",
                 fix="keep rollout: surge (needs one spare GPU node), run 2 replicas, or set "
                 "accept_downtime: true to accept the outage",
-            )
-        )
-    if not 1 <= spec.max_request_seconds <= MAX_REQUEST_SECONDS_LIMIT:
-        problems.append(
-            Problem(
-                message="not a request duration the drain can wait for",
-                pointer="/max_request_seconds",
-                value=spec.max_request_seconds,
-                allowed=f"1..{MAX_REQUEST_SECONDS_LIMIT}",
-                fix="give the longest request's seconds (default 600, the load balancer's "
-                "idle timeout)",
             )
         )
     return problems
