@@ -142,7 +142,7 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
         "spec": {
             "modelName": facts.names.base,
             "endpointName": endpoint_name(facts.names.namespace, facts.names.base),
-            "instanceType": facts.resolution.instance.name,
+            **instance_fields(facts),
             "invocationEndpoint": INVOCATION_ENDPOINT,
             "replicas": spec.replicas,
             "modelSourceConfig": model_source,
@@ -155,6 +155,14 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             "maxDeployTimeInSeconds": facts.ready_timeout.seconds,
         },
     }
+
+
+def instance_fields(facts: DeploymentFacts) -> dict[str, Any]:
+    """``instanceType``, or with fallbacks ``instanceTypes`` (v1 CRD: "List of instance types to
+    deploy the model on, in order of preference ... selecting the first available type",
+    mutually exclusive with ``instanceType``)."""
+    names = [instance.name for instance in facts.instance_types]
+    return {"instanceType": names[0]} if len(names) == 1 else {"instanceTypes": names}
 
 
 def tls_config(facts: DeploymentFacts) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import Container
 from mlcc_constructs.core.serving.prepare.names import Names
@@ -48,6 +49,11 @@ class DeploymentFacts:
         ``ready_timeout_seconds``, else the formula of
         :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the workload's own
         deadline.
+    ``min_replicas``: The fewest pods the deployment runs
+        (:func:`~mlcc_constructs.core.serving.prepare.disruption.min_replicas`): what its
+        PodDisruptionBudget and the single-replica warning follow.
+    ``instance_types``: Every instance type the pods may run on, preferred first: the spec's
+        ``instance_type`` (``resolution.instance``), then its ``instance_types`` fallbacks.
     """
 
     spec: DeploymentSpec
@@ -63,6 +69,8 @@ class DeploymentFacts:
     cache: Admission | None
     warnings: tuple[str, ...]
     ready_timeout: ReadyTimeout
+    min_replicas: int
+    instance_types: tuple[InstanceType, ...]
 
     @property
     def source(self) -> ModelSource:
