@@ -46,11 +46,13 @@ def load_balancer_cidrs(app: cdk.App) -> dict[str, tuple[str, ...]]:
 
 
 def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...]:
-    """The instance types of the deployments whose pods run on the cluster's own nodes."""
+    """The instance types of the deployments whose pods run on the cluster's own nodes, their
+    fallback ``instance_types`` included (the GPU NodePool offers every family of them)."""
     return tuple(
-        d.prepared.resolution.instance.name
+        instance.name
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
+        for instance in d.prepared.instance_types
     )
 
 

@@ -82,6 +82,9 @@ def test_the_default_endpoint_is_an_internal_http_ingress_of_the_inference_api_o
         "alb.ingress.kubernetes.io/healthcheck-path": "/health",
         "alb.ingress.kubernetes.io/listen-ports": '[{"HTTP":80}]',
         "alb.ingress.kubernetes.io/success-codes": "200",
+        "alb.ingress.kubernetes.io/target-group-attributes": (
+            "deregistration_delay.timeout_seconds=600"
+        ),
         "alb.ingress.kubernetes.io/target-type": "ip",
     }
     (rule,) = ingress["spec"]["rules"]

@@ -52,6 +52,7 @@ def test_every_kind_module_registers_one_kind() -> None:
         "NodePool",
         "PersistentVolume",
         "PersistentVolumeClaim",
+        "PodDisruptionBudget",
         "Role",
         "RoleBinding",
         "ScaledObject",
@@ -87,9 +88,9 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
         "ConfigMap, Deployment, InferenceEndpointConfig, InferenceGatewayConfig, Ingress, "
-        "Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, Role, "
-        "RoleBinding, ScaledObject, SecretProviderClass, Service, ServiceAccount; fix: did you "
-        "mean Deployment?)"
+        "Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, "
+        "PodDisruptionBudget, Role, RoleBinding, ScaledObject, SecretProviderClass, Service, "
+        "ServiceAccount; fix: did you mean Deployment?)"
     )
 
 

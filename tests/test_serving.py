@@ -217,31 +217,52 @@ def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     logical_id = manifest_logical_id(deployment)
     # (the engine reports no impact class for a custom resource's property: it is modified
     # in place, never replaced)
-    # The deploy waits again, and longer: two replicas roll one at a time.
+    # The deploy waits again, and longer: two replicas roll one at a time. Two replicas also
+    # get a PodDisruptionBudget, applied before the Deployment; the readiness waiter and its
+    # RBAC objects wait for it too (only their DependsOn changes).
     wait = "ModelReadinessWait06F58403"
     waited = {"DeadlineSeconds", "Digest", "ReadyTimeoutSeconds", "ServiceTimeout"}
+    budget = next(c.logical_id for c in diff.resources if c.change == "added")
+    assert budget.startswith("PodDisruptionBudgetInferenceLlamaVllm")
+    rbac = sorted(
+        c.logical_id for c in diff.resources if c.logical_id.startswith(("Role", "RoleBinding"))
+    )
+    assert len(rbac) == 2
     assert sorted(
         (c.change, c.type, c.logical_id, tuple(sorted(c.properties)), c.replaces)
         for c in diff.resources
-    ) == [
-        ("modified", MANIFEST, logical_id, ("Manifest",), False),
-        ("modified", READINESS, wait, tuple(sorted(waited)), False),
-    ]
+    ) == sorted(
+        [
+            ("modified", MANIFEST, logical_id, ("Manifest",), False),
+            ("modified", READINESS, wait, tuple(sorted(waited)), False),
+            ("added", MANIFEST, budget, (), False),
+            *(("modified", MANIFEST, r, (), False) for r in rbac),
+        ]
+    )
     timeouts = [
         int(t[stack_name]["Resources"][wait]["Properties"]["ReadyTimeoutSeconds"])
         for t in (before, after)
     ]
     assert timeouts[1] > timeouts[0]
+    depends = frozenset({"DependsOn"})
     declared = {
         logical_id: ExpectedChange(
-            type=MANIFEST, change="modified", properties=frozenset({"Manifest"})
+            type=MANIFEST, change="modified", properties=frozenset({"Manifest"}), other=depends
         ),
-        wait: ExpectedChange(type=READINESS, change="modified", properties=frozenset(waited)),
+        wait: ExpectedChange(
+            type=READINESS, change="modified", properties=frozenset(waited), other=depends
+        ),
+        budget: ExpectedChange(type=MANIFEST, change="added", properties=frozenset()),
+        **{
+            r: ExpectedChange(
+                type=MANIFEST, change="modified", properties=frozenset(), other=depends
+            )
+            for r in rbac
+        },
     }
     assert offending_changes(diff, declared) == []
-    assert sorted(line for line in diff.text.splitlines() if line.startswith("[")) == sorted(
-        [f"[~] {MANIFEST} {logical_id}", f"[~] {READINESS} {wait}"]
-    )
+    applied = {o["kind"]: o for _, o in _applied(after[stack_name])}
+    assert applied["PodDisruptionBudget"]["spec"]["maxUnavailable"] == 1
 
 
 # -- scale: the split ---------------------------------------------------------------------

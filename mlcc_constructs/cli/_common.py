@@ -33,6 +33,10 @@ SPEC_FLAGS: dict[str, str] = {
     "profile": "profile",
     "service_account_role_arn": "role_arn",
     "api_key_secret": "api_key_secret",
+    "instance_types": "instance_types",
+    "max_request_seconds": "max_request_seconds",
+    "rollout": "rollout",
+    "accept_downtime": "accept_downtime",
 }
 ENDPOINT_FLAGS: dict[str, str] = {
     "scheme": "endpoint_scheme",

@@ -67,6 +67,31 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--image", default=None, help="container image (default: pinned)")
     parser.add_argument("--replicas", type=int, default=None, help="pod replicas (default: 1)")
     parser.add_argument(
+        "--instance-types",
+        nargs="+",
+        default=None,
+        metavar="TYPE",
+        help="fallback instance types after --instance-type, in order of preference",
+    )
+    parser.add_argument(
+        "--max-request-seconds",
+        type=int,
+        default=None,
+        help="the longest request: a stopping pod drains this long at most (default: 600)",
+    )
+    parser.add_argument(
+        "--rollout",
+        choices=["surge", "replace"],
+        default=None,
+        help="surge: new pod first (needs a spare GPU node); replace: old pod first "
+        "(default: surge)",
+    )
+    parser.add_argument(
+        "--accept-downtime",
+        action="store_true",
+        help="accept --rollout replace with one replica (an outage on every update)",
+    )
+    parser.add_argument(
         "--config-delivery",
         choices=["env", "args"],
         default=None,

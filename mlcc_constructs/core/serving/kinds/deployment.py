@@ -2,7 +2,10 @@
 template prepared once (:mod:`mlcc_constructs.core.serving.prepare.pod`, CacheBackend wiring
 included).
 
-* **Rollout**: ``maxSurge: 1, maxUnavailable: 0`` never drops serving capacity.
+* **Rollout**: the spec's ``rollout``
+  (:func:`~mlcc_constructs.core.serving.prepare.disruption.rollout_strategy`): ``surge``
+  (default) is ``maxSurge: 1, maxUnavailable: 0``, which never drops serving capacity and needs
+  a spare GPU node; ``replace`` is ``maxSurge: 0, maxUnavailable: 1`` for a cluster with none.
 * **Readiness** as ``kubectl rollout status`` reads it: the controller observed the current
   generation and every replica is updated and available
   (:func:`~mlcc_constructs.core.serving.kinds._readiness.deployment_readiness`, the rule the
@@ -29,6 +32,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     env_of,
 )
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
+from mlcc_constructs.core.serving.prepare.disruption import rollout_strategy
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import pod_selector
 
@@ -44,10 +48,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
             "replicas": facts.spec.replicas,
             "progressDeadlineSeconds": facts.ready_timeout.seconds,
             "selector": {"matchLabels": pod_selector(facts.names)},
-            "strategy": {
-                "type": "RollingUpdate",
-                "rollingUpdate": {"maxSurge": 1, "maxUnavailable": 0},
-            },
+            "strategy": rollout_strategy(facts.spec.rollout),
             "template": copy.deepcopy(dict(facts.pod_template)),
         },
     }

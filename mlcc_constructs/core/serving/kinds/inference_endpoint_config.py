@@ -152,7 +152,7 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
         "spec": {
             "modelName": facts.names.base,
             "endpointName": endpoint_name(facts.names.namespace, facts.names.base),
-            "instanceType": facts.resolution.instance.name,
+            **instance_fields(facts),
             "invocationEndpoint": INVOCATION_ENDPOINT,
             # With autoscaling the operator's autoscaler owns the count; the IEC starts at the
             # floor (what the deploy waits for).
@@ -190,6 +190,14 @@ def auto_scaling_spec(facts: DeploymentFacts) -> dict[str, Any]:
         "scaleDownStabilizationTime": autoscaling.cooldown_seconds,
         "prometheusTrigger": trigger,
     }
+
+
+def instance_fields(facts: DeploymentFacts) -> dict[str, Any]:
+    """``instanceType``, or with fallbacks ``instanceTypes`` (v1 CRD: "List of instance types to
+    deploy the model on, in order of preference ... selecting the first available type",
+    mutually exclusive with ``instanceType``)."""
+    names = [instance.name for instance in facts.instance_types]
+    return {"instanceType": names[0]} if len(names) == 1 else {"instanceTypes": names}
 
 
 def tls_config(facts: DeploymentFacts) -> dict[str, Any]:

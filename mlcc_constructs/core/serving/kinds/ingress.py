@@ -13,8 +13,10 @@ Annotations (``alb.ingress.kubernetes.io/*``, the AWS Load Balancer Controller's
 Mode reads; its documented exceptions, such as ``group.name`` on an Ingress, are not used:
 EKS User Guide automode/auto-configure-alb.adoc at 1eb6aa42): ``target-type: ip`` (the
 ClusterIP Service needs IP targets; Auto Mode's default too), the health check on the engine's
-health path, and with a certificate HTTPS on 443 with a TLS 1.3/1.2 policy and HTTP on 80
-redirected to it.
+health path, the target group's deregistration delay at the spec's ``max_request_seconds`` (a
+draining pod's open requests may finish: ELB *Edit target group attributes*, "Deregistration
+delay", default 300 s, 0-3600 s), and with a certificate HTTPS on 443 with a TLS 1.3/1.2
+policy and HTTP on 80 redirected to it.
 """
 
 from __future__ import annotations
@@ -76,6 +78,11 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         f"{ANNOTATION}target-type": "ip",
         f"{ANNOTATION}healthcheck-path": facts.container.health_path,
         f"{ANNOTATION}success-codes": "200",
+        # A draining target keeps its open requests this long (ELB default 300 s, 0..3600; it
+        # completes at once when none is open): as long as the pod's drain waits for them.
+        f"{ANNOTATION}target-group-attributes": (
+            f"deregistration_delay.timeout_seconds={facts.spec.max_request_seconds}"
+        ),
     }
     listeners: list[dict[str, int]] = [{"HTTP": 80}]
     if endpoint.certificate_arn is not None:

@@ -23,7 +23,8 @@ Decisions (for reviewers):
   the node's vCPUs and memory after a node reserve for the kubelet, the OS and the daemon-set
   pods (CNI, kube-proxy, CSI node, device plugin): 10% of the vCPUs (at least 1) and 10% of
   the memory (at least 3 GiB), rounded down. CPU has no limit (throttling a tokenizer hurts
-  latency); memory and GPUs are limited to the request.
+  latency); memory and GPUs are limited to the request. With fallback instance types the
+  pod asks for the least any of them gives (:func:`fitting_resources`), so it fits on each.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
@@ -99,9 +100,12 @@ def describe_container(
     resolution: Resolution,
     image: str,
     secrets: SecretsPlan,
+    instances: Sequence[InstanceType] = (),
 ) -> Container:
     """The engine container of ``spec`` on ``target`` (module doc: delivery, resources);
-    ``secrets``: where its Secret-backed variables and the API key's flag come from."""
+    ``secrets``: where its Secret-backed variables and the API key's flag come from;
+    ``instances``: every type the pod may run on (default: the resolved instance only), the
+    resources fitting the smallest."""
     manifest = resolution.manifest
     launch = manifest.launch
     by_env = spec.config_delivery == "env"
@@ -152,7 +156,9 @@ def describe_container(
         health_path=str(launch["health_path"]),
         metrics_path=launch.get("metrics_path"),
         requests=MappingProxyType(
-            pod_resources(resolution.instance, resolution.tensor_parallel_degree)
+            fitting_resources(
+                instances or (resolution.instance,), resolution.tensor_parallel_degree
+            )
         ),
         config_hash=config_hash(hashed),
     )
@@ -165,6 +171,15 @@ def pod_resources(instance: InstanceType, gpus: int) -> dict[str, str]:
     memory_reserve = max(MEMORY_RESERVE_MIN_GIB, instance.memory_gib * MEMORY_RESERVE_FRACTION)
     cpu = max(1, math.floor((instance.vcpus - cpu_reserve) * share))
     memory = max(1, math.floor((instance.memory_gib - memory_reserve) * share))
+    return {"cpu": str(cpu), "memory": f"{memory}Gi", GPU_RESOURCE: str(gpus)}
+
+
+def fitting_resources(instances: Sequence[InstanceType], gpus: int) -> dict[str, str]:
+    """The requests of a pod using ``gpus`` GPUs that fits on every one of ``instances`` (its
+    fallback types): the least CPU and memory :func:`pod_resources` gives on any of them."""
+    each = [pod_resources(instance, gpus) for instance in instances]
+    cpu = min(int(r["cpu"]) for r in each)
+    memory = min(int(r["memory"].removesuffix("Gi")) for r in each)
     return {"cpu": str(cpu), "memory": f"{memory}Gi", GPU_RESOURCE: str(gpus)}
 
 

@@ -30,7 +30,14 @@ from mlcc_constructs.core.serving.kinds.registry import (
     render_objects,
 )
 from mlcc_constructs.core.serving.prepare.container import describe_container
+from mlcc_constructs.core.serving.prepare.disruption import (
+    ignored_field_warnings,
+    min_replicas,
+    rollout_problems,
+    single_replica_warning,
+)
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
+from mlcc_constructs.core.serving.prepare.instances import fallback_instances
 from mlcc_constructs.core.serving.prepare.names import (
     name_problems,
     namespace_problems,
@@ -57,8 +64,9 @@ class PreparedDeployment(DeploymentFacts):
 
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
     ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
-    ``cache``, ``warnings``, ``ready_timeout``, ``prometheus_query_url``, ``cluster_region``,
-    ``metrics_scraper_cidrs``: documented on :class:`DeploymentFacts`), and
+    ``cache``, ``warnings``, ``ready_timeout``, ``min_replicas``, ``instance_types``,
+    ``prometheus_query_url``, ``cluster_region``, ``metrics_scraper_cidrs``: documented on
+    :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -191,6 +199,17 @@ def prepare(
     for index, namespace in enumerate(spec.allow_from):
         problems += namespace_problems(namespace, pointer=f"/allow_from/{index}")
     names = object_names(spec.name or "", spec.namespace)
+    minimum = min_replicas(spec)
+    if target is not None and target.pod_volumes:  # the pods are the library's own
+        problems += rollout_problems(spec, minimum)
+    elif target is not None:
+        warnings += ignored_field_warnings(spec, target)
+    instances, instance_problems = fallback_instances(
+        resolution.instance,
+        spec.instance_types,
+        tensor_parallel_degree=resolution.tensor_parallel_degree,
+    )
+    problems += instance_problems
     secrets = None
     if target is not None:
         secrets, secret_problems = plan_secrets(
@@ -200,7 +219,7 @@ def prepare(
     if problems:
         raise MlccError(problems)
     assert image is not None and target is not None and secrets is not None  # checked above
-    container = describe_container(spec, target, resolution, image, secrets)
+    container = describe_container(spec, target, resolution, image, secrets, instances)
     facts = DeploymentFacts(
         spec=spec,
         target=target,
@@ -214,6 +233,8 @@ def prepare(
             names=names,
             secrets=secrets,
             cache=cache,
+            max_request_seconds=spec.max_request_seconds,
+            instances=instances,
         ),
         model_region=model_region,
         tls_uri=tls_uri,
@@ -239,6 +260,8 @@ def prepare(
             replicas=spec.replicas,
             override=spec.ready_timeout_seconds,
         ),
+        min_replicas=minimum,
+        instance_types=instances,
         prometheus_query_url=query_base(context.prometheus_query_url),
         cluster_region=region,
         metrics_scraper_cidrs=(
@@ -251,6 +274,15 @@ def prepare(
             else ()
         ),
     )
+    if target.cluster_gpu_nodes:  # Auto Mode's nodes expire; a HyperPod instance group's do not
+        note = single_replica_warning(
+            name=names.base,
+            minimum=minimum,
+            profile=context.profile,
+            cold_start_s=facts.ready_timeout.seconds,
+        )
+        if note is not None:
+            facts = dataclasses.replace(facts, warnings=(*facts.warnings, note))
     kind_problems, kind_warnings = check_facts(facts)
     raise_if_any(kind_problems)
     facts = dataclasses.replace(facts, warnings=(*facts.warnings, *kind_warnings))

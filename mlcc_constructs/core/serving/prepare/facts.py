@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.engines.metrics import engine_metrics
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import Container
 from mlcc_constructs.core.serving.prepare.names import Names
@@ -50,6 +51,11 @@ class DeploymentFacts:
         ``ready_timeout_seconds``, else the formula of
         :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the workload's own
         deadline.
+    ``min_replicas``: The fewest pods the deployment runs
+        (:func:`~mlcc_constructs.core.serving.prepare.disruption.min_replicas`): what its
+        PodDisruptionBudget and the single-replica warning follow.
+    ``instance_types``: Every instance type the pods may run on, preferred first: the spec's
+        ``instance_type`` (``resolution.instance``), then its ``instance_types`` fallbacks.
     ``prometheus_query_url``: Where an autoscaler reads the engine's metrics (the render
         context's Amazon Managed Service for Prometheus query endpoint). Default: none.
     ``cluster_region``: The cluster's AWS region (the render context's, else the spec's): where
@@ -72,6 +78,8 @@ class DeploymentFacts:
     cache: Admission | None
     warnings: tuple[str, ...]
     ready_timeout: ReadyTimeout
+    min_replicas: int
+    instance_types: tuple[InstanceType, ...]
     prometheus_query_url: str | None = None
     cluster_region: str | None = None
     metrics_scraper_cidrs: tuple[str, ...] = ()
@@ -80,14 +88,6 @@ class DeploymentFacts:
     def source(self) -> ModelSource:
         """The parsed model source."""
         return self.resolution.source
-
-    @property
-    def min_replicas(self) -> int:
-        """The fewest replicas while the deployment serves traffic: ``autoscaling.min_replicas``,
-        else the fixed ``replicas``. With ``autoscaling.scale_to_zero`` the deployment also
-        runs none while idle (:attr:`scales_to_zero`)."""
-        autoscaling = self.spec.autoscaling
-        return autoscaling.min_replicas if autoscaling is not None else self.spec.replicas
 
     @property
     def max_replicas(self) -> int:

@@ -17,6 +17,12 @@ Decisions (for reviewers; delivery and resources: :mod:`.container`):
   (read-only at ``/mnt/secrets-store``): the driver syncs the deployment's Secret only while a
   pod mounts it, and the container env references that Secret by key
   (:mod:`.secrets`; the SecretProviderClass kind).
+* **Disruption** (:mod:`.disruption`): the engine container's ``preStop`` drains in-flight
+  requests (up to the spec's ``max_request_seconds``) before SIGTERM, the termination grace
+  period covers that drain, and ``karpenter.sh/do-not-disrupt`` protects the pod while it
+  starts (the image pull and the startup probe's allowance), then lapses.
+* **Instance types** (:mod:`.instances`): one type is a ``nodeSelector``; with fallbacks a
+  node affinity allows every type and prefers them in order.
 * **Service links off** (``enableServiceLinks: false``): Kubernetes would otherwise inject
   ``<SERVICE>_PORT=tcp://...`` variables, and one whose service name starts with the engine's
   prefix (a Service ``vllm-x`` gives ``VLLM_X_PORT``) would reach the wrapper as a flag.
@@ -27,18 +33,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.secrets_store import CSI_DRIVER
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import (
     ENGINE_CONTAINER,
+    STARTUP_FAILURES,
+    STARTUP_PERIOD_S,
     WRAPPER_MOUNT,
     Container,
     health_probes,
     plain_env,
     secret_env,
 )
+from mlcc_constructs.core.serving.prepare.disruption import (
+    do_not_disrupt,
+    drain,
+    termination_grace_seconds,
+)
+from mlcc_constructs.core.serving.prepare.instances import INSTANCE_TYPE_LABEL, node_affinity
 from mlcc_constructs.core.serving.prepare.names import Names, object_labels
+from mlcc_constructs.core.serving.prepare.ready_timeout import IMAGE_PULL_S
 from mlcc_constructs.core.serving.prepare.secrets import (
     MOUNT_PATH as SECRETS_MOUNT,
     VOLUME as SECRETS_VOLUME,
@@ -58,7 +74,10 @@ HOME = "/home/mlcc"
 MODEL_VOLUME = "model-weights"
 WRAPPER_VOLUME = "mlcc-wrapper"
 SHM_MAX_GIB = 16
-TERMINATION_GRACE_S = 60
+STARTUP_PROTECTION_S = IMAGE_PULL_S + STARTUP_PERIOD_S * STARTUP_FAILURES
+"""How long ``karpenter.sh/do-not-disrupt`` protects a pod from its start: the image pull the
+ready timeout allows, then the startup probe's 30 minutes (after which the kubelet restarts
+the engine anyway)."""
 
 
 def pod_template(
@@ -69,11 +88,23 @@ def pod_template(
     names: Names,
     secrets: SecretsPlan,
     cache: Admission | None,
+    max_request_seconds: int,
+    instances: tuple[InstanceType, ...] = (),
 ) -> dict[str, Any] | None:
-    """The pod template (module doc), or ``None`` where the platform makes the pods."""
+    """The pod template (module doc), or ``None`` where the platform makes the pods;
+    ``max_request_seconds``: the drain's longest wait; ``instances``: every type the pod may
+    run on, preferred first (default: the resolved instance only)."""
     if not target.pod_volumes:
         return None
-    template = _template(target, resolution, container, names, secrets)
+    template = _template(
+        target,
+        resolution,
+        container,
+        names,
+        secrets,
+        max_request_seconds=max_request_seconds,
+        instances=instances or (resolution.instance,),
+    )
     if cache is None:
         return template
     from mlcc_constructs.core.cache.inject import cache_config_map_name, inject_cache_backend
@@ -98,6 +129,9 @@ def _template(
     box: Container,
     names: Names,
     secrets: SecretsPlan,
+    *,
+    max_request_seconds: int,
+    instances: tuple[InstanceType, ...],
 ) -> dict[str, Any]:
     memory_gib = int(box.requests["memory"].removesuffix("Gi"))
     env = plain_env(box.wrapper_env)
@@ -117,6 +151,14 @@ def _template(
     container["env"] = env
     container["resources"] = {"requests": dict(box.requests), "limits": box.limits}
     container.update(health_probes(box.health_path, "http"))
+    container["lifecycle"] = {
+        "preStop": drain(
+            port=box.port,
+            max_request_seconds=max_request_seconds,
+            # Every image that runs the wrapper has python3 for the drain script.
+            python=resolution.manifest.entrypoint == "wrapper",
+        )
+    }
     container["securityContext"] = {
         "allowPrivilegeEscalation": False,
         "readOnlyRootFilesystem": True,
@@ -176,16 +218,22 @@ def _template(
         "fsGroup": RUN_AS,
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    spec["nodeSelector"] = {"node.kubernetes.io/instance-type": resolution.instance.node_name}
+    if len(instances) == 1:
+        spec["nodeSelector"] = {INSTANCE_TYPE_LABEL: instances[0].node_name}
+    else:
+        spec["affinity"] = node_affinity(instances)
     if target.cluster_gpu_nodes:  # the app's GPU NodePool taints its nodes (gpu_capacity)
         spec["tolerations"] = [gpu_toleration()]
-    spec["terminationGracePeriodSeconds"] = TERMINATION_GRACE_S
+    spec["terminationGracePeriodSeconds"] = termination_grace_seconds(max_request_seconds)
     spec["containers"] = [container]
     spec["volumes"] = volumes
     return {
         "metadata": {
             "labels": object_labels(names, resolution.manifest.engine),
-            "annotations": {CONFIG_HASH_ANNOTATION: box.config_hash},
+            "annotations": {
+                CONFIG_HASH_ANNOTATION: box.config_hash,
+                **do_not_disrupt(STARTUP_PROTECTION_S),
+            },
         },
         "spec": spec,
     }

@@ -24,8 +24,9 @@ Formula (every input a documented constant or a fact of the spec)::
   ``s3-stream`` (Mountpoint for Amazon S3 reading the prefix, on eks or an IEC without prefetch),
   ``s3-prefetch`` (the HyperPod operator copies the prefix before the engine starts), and
   ``huggingface`` (a download from the Hugging Face Hub through the VPC's NAT gateway).
-* ``replicas``: rolling updates replace one pod at a time (``maxSurge: 1, maxUnavailable: 0``),
-  so an update of N replicas takes N pod starts.
+* ``replicas``: rolling updates replace one pod at a time (``rollout`` ``surge``: ``maxSurge: 1,
+  maxUnavailable: 0``; ``replace``: ``maxSurge: 0, maxUnavailable: 1``), so an update of N
+  replicas takes N pod starts.
 * ``SAFETY``: 1.5 for what the constants do not know (a slow node, a cold registry).
 * Clamped to ``MIN_S``..``MAX_S``; ``MAX_S`` leaves room under CloudFormation's one-hour limit
   on a custom resource (``ServiceTimeout`` is 1..3600 s, default 3600: AWS::CloudFormation::

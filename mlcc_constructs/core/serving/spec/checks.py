@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 
 from mlcc_constructs.core.platform.buckets import REGION
+from mlcc_constructs.core.serving.prepare.disruption import MAX_REQUEST_SECONDS_LIMIT
 from mlcc_constructs.core.serving.prepare.ready_timeout import MAX_S, MIN_OVERRIDE_S
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.support.errors import Problem, json_pointer
@@ -138,6 +139,17 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 allowed=f"{MIN_OVERRIDE_S}..{MAX_S}",
                 fix="leave it unset to compute it from the model's size and load path, or give "
                 f"seconds within {MIN_OVERRIDE_S}..{MAX_S}",
+            )
+        )
+    if not 1 <= spec.max_request_seconds <= MAX_REQUEST_SECONDS_LIMIT:
+        problems.append(
+            Problem(
+                message="not a request duration the drain can wait for",
+                pointer="/max_request_seconds",
+                value=spec.max_request_seconds,
+                allowed=f"1..{MAX_REQUEST_SECONDS_LIMIT}",
+                fix="give the longest request's seconds (default 600, the load balancer's "
+                "idle timeout)",
             )
         )
     return problems

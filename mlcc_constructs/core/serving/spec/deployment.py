@@ -18,6 +18,12 @@ if TYPE_CHECKING:
     from mlcc_constructs.core.cache.spec import CacheBackendSpec
 
 ConfigDelivery = Literal["env", "args"]
+Rollout = Literal["surge", "replace"]
+
+MAX_REQUEST_SECONDS = 600
+"""The default of ``max_request_seconds``: the load balancer's idle timeout
+(:data:`~mlcc_constructs.core.platform.load_balancing.IDLE_TIMEOUT_SECONDS`), the longest a
+non-streaming request can take through the ALB, which sends nothing back until it is done."""
 
 _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?)/(?P<prefix>.*)$")
 _HF_ID = re.compile(r"^(?P<org>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)$")
@@ -146,6 +152,20 @@ class DeploymentSpec:
         back; also the workload's own deadline (``progressDeadlineSeconds``,
         ``maxDeployTimeInSeconds``). 60..3300. Default: computed from the model's size and load
         path (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`).
+    ``instance_types``: Fallback instance types, in order of preference after ``instance_type``
+        (capacity shortages): each has at least the tensor-parallel degree's GPUs and as much GPU
+        memory per GPU as ``instance_type``. The pod may run on any of them (preferred in
+        order), asks for what the smallest offers, and the GPU NodePool offers their families.
+        Default: none.
+    ``max_request_seconds``: The longest request the engine serves (a long stream included): a
+        pod that stops drains this long before the engine gets SIGTERM, and its termination
+        grace period covers the drain. 1..3600. Default: 600, the load balancer's idle timeout.
+    ``rollout``: How an update replaces pods: ``surge`` starts the new pod first (needs a spare
+        GPU node for one pod; serving capacity never drops), ``replace`` stops an old pod first
+        (for a cluster with no spare GPUs; one replica fewer during each pod's start, and a
+        full outage with one replica). Default: surge.
+    ``accept_downtime``: Acknowledges that ``rollout: replace`` with one replica stops serving
+        for the whole cold start of every update; refused without it. Default: false.
     ``autoscaling``: Replicas driven by an engine metric (:class:`Autoscaling`: ``min_replicas``,
         ``max_replicas``, ``metric``, ``target``, ``scale_to_zero``, ``cooldown_seconds``,
         ``polling_seconds``); eks renders a KEDA ScaledObject, hyperpod-eks the IEC's
@@ -179,6 +199,10 @@ class DeploymentSpec:
     api_key_secret: str | None = None
     allow_from: tuple[str, ...] = ()
     ready_timeout_seconds: int | None = None
+    instance_types: tuple[str, ...] = ()
+    max_request_seconds: int = MAX_REQUEST_SECONDS
+    rollout: Rollout = "surge"
+    accept_downtime: bool = False
     autoscaling: Autoscaling | None = None
 
     def __post_init__(self) -> None:
@@ -188,7 +212,7 @@ class DeploymentSpec:
             value = getattr(self, name)
             if isinstance(value, Mapping):
                 object.__setattr__(self, name, MappingProxyType(dict(value)))
-        for name in ("lora_adapters", "lora_tune_ranks", "allow_from"):
+        for name in ("lora_adapters", "lora_tune_ranks", "allow_from", "instance_types"):
             value = getattr(self, name)
             if isinstance(value, list | tuple):
                 object.__setattr__(self, name, tuple(value))
