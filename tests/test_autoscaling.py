@@ -374,3 +374,13 @@ def test_the_workspace_endpoint_becomes_its_query_base(given: str) -> None:
     result = prepared(context, autoscaling=Autoscaling(max_replicas=2))
     (trigger,) = objects_of(result, "ScaledObject")[0]["spec"]["triggers"]
     assert trigger["metadata"]["serverAddress"] == AMP
+
+
+def test_an_autoscaled_floor_of_two_gets_a_disruption_budget() -> None:
+    # the disruption side reads the facts' min_replicas: the autoscaler's floor
+    assert (
+        objects_of(prepared(autoscaling=Autoscaling(max_replicas=4)), "PodDisruptionBudget") == []
+    )
+    budgeted = prepared(autoscaling=Autoscaling(max_replicas=4, min_replicas=2))
+    assert budgeted.min_replicas == 2
+    assert len(objects_of(budgeted, "PodDisruptionBudget")) == 1
