@@ -309,3 +309,52 @@ def test_the_wrapper_execs_the_engine_with_that_environment(tmp_path: Path) -> N
         "1",
     ]
     assert {k for k in engine_env if k.startswith(("DUMP_", "MLCC_"))} == {"DUMP_LOG_LEVEL"}
+
+
+def _manifest_keys_read(source: str) -> set[str]:
+    """The string keys the wrapper's code reads from a variable called ``manifest``
+    (``manifest["k"]`` and ``manifest.get("k")``)."""
+    import ast
+
+    tree = ast.parse(source)
+    # pod_manifest reads by MANIFEST_KEYS itself: what is read elsewhere is the question.
+    tree.body = [n for n in tree.body if getattr(n, "name", None) != "pod_manifest"]
+    keys = set()
+    for node in ast.walk(tree):
+        target, key = None, None
+        if isinstance(node, ast.Subscript):
+            target, key = node.value, node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and node.args
+        ):
+            target, key = node.func.value, node.args[0]
+        if isinstance(target, ast.Name) and target.id == "manifest":
+            assert isinstance(key, ast.Constant), ast.unparse(node)  # a key the test can see
+            keys.add(key.value)
+    return keys
+
+
+def test_the_pods_get_every_manifest_key_the_wrapper_reads() -> None:
+    from mlcc_constructs.core import wrapper
+
+    read = _manifest_keys_read(Path(wrapper.__file__).read_text())
+    assert read and read <= {*wrapper.MANIFEST_KEYS, "capability_map"}
+    # capability_map: only its model entry is read (model_key), and only that travels.
+    for manifest in builtin_engines():
+        shipped = wrapper.pod_manifest(manifest.raw)
+        model = manifest.raw.get("capability_map", {}).get("model")
+        assert set(shipped) - {"capability_map"} == {k for k in read if k in manifest.raw} - {
+            "capability_map"
+        }
+        assert shipped.get("capability_map") == ({"model": model} if model else None)
+
+
+def test_a_field_only_the_library_reads_changes_no_pod() -> None:
+    from mlcc_constructs.core import wrapper
+
+    vllm = next(m for m in builtin_engines() if m.engine == "vllm")
+    changed = {**vllm.raw, "description": "another text", "api_paths": ["/v2"]}
+    assert wrapper.pod_manifest(changed) == wrapper.pod_manifest(vllm.raw)

@@ -53,6 +53,19 @@ CONTROL_ENV = (ENGINE_ENV, MANIFEST_ENV, MANIFEST_JSON_ENV, KEYS_ENV, PATH_ENV, 
 """The wrapper's own variables: never passed on to the engine."""
 LIST_FORMS = ("spread", "repeat", "verbatim")
 """How a JSON array value becomes arguments (module doc)."""
+MANIFEST_KEYS = (
+    "api_key",
+    "engine",
+    "engine_env",
+    "entrypoint",
+    "env_var_prefix",
+    "launch",
+    "list_values",
+    "negation",
+)
+"""The engine manifest's keys this script reads, with the ``model`` entry of its
+``capability_map``: the part of the manifest that travels with the pods (:func:`pod_manifest`),
+so a field only the library reads (metrics, gateway, ...) rolls no pod."""
 
 _FLAG = re.compile(r"^--?[A-Za-z]")
 
@@ -174,6 +187,15 @@ def engine_flags(
         else:
             argv.extend([flag, *values])
     return argv
+
+
+def pod_manifest(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of ``manifest`` this script reads (:data:`MANIFEST_KEYS`)."""
+    kept = {key: manifest[key] for key in MANIFEST_KEYS if key in manifest}
+    model = manifest.get("capability_map", {}).get("model")
+    if model is not None:
+        kept["capability_map"] = {"model": model}
+    return kept
 
 
 def model_key(manifest: Mapping[str, Any]) -> str | None:

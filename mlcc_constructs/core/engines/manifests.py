@@ -23,7 +23,7 @@ from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
 from mlcc_constructs.core.support.documents import parse_json, read_text
 from mlcc_constructs.core.support.errors import MlccError, Problem, closest, fail
-from mlcc_constructs.core.wrapper import PATH_ENV, flag_for, off_flag
+from mlcc_constructs.core.wrapper import PATH_ENV, flag_for, off_flag, pod_manifest
 
 ENGINE_PATH_ENV = PATH_ENV
 """Plugin folders, separated by ``os.pathsep``, added to the built-in engines."""
@@ -91,9 +91,10 @@ class EngineManifest:
         return None
 
     @cached_property
-    def json_text(self) -> str:
-        """The manifest as indented JSON (what the eks wrapper ConfigMap mounts)."""
-        return json.dumps(self.raw, indent=2, ensure_ascii=False) + "\n"
+    def pod_json_text(self) -> str:
+        """The part of the manifest the wrapper reads, as indented JSON: what travels with the
+        pods (the eks wrapper ConfigMap mounts it, an IEC worker gets it in its env)."""
+        return json.dumps(pod_manifest(self.raw), indent=2, ensure_ascii=False) + "\n"
 
     def capability(self, name: str) -> Capability | None:
         """The capability called ``name``, or ``None`` when the engine does not declare it."""

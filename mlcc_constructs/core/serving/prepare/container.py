@@ -130,18 +130,18 @@ def describe_container(
         manifest_env = (
             (MANIFEST_ENV, f"{WRAPPER_MOUNT}/manifest.json")
             if mounted
-            else (MANIFEST_JSON_ENV, manifest.json_text)
+            else (MANIFEST_JSON_ENV, manifest.pod_json_text)
         )
         wrapper_env = (
             (ENGINE_ENV, manifest.engine),
             manifest_env,
             (KEYS_ENV, ",".join(resolution.flag_keys)),
         )
-    wrapper_files = wrapper_files_for(manifest.json_text) if mounted else None
+    wrapper_files = wrapper_files_for(manifest.pod_json_text) if mounted else None
     # The engine config (whatever the delivery) and the mounted wrapper files.
     hashed = dict(resolution.tier1 + resolution.tier2)
     if wrapper_files is not None:
-        hashed[WRAPPER_MOUNT] = _wrapper_files_hash(manifest.json_text)
+        hashed[WRAPPER_MOUNT] = _wrapper_files_hash(manifest.pod_json_text)
     return Container(
         image=image,
         config_delivery=spec.config_delivery,
