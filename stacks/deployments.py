@@ -13,6 +13,8 @@ import weakref
 
 import aws_cdk as cdk
 
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
+from mlcc_constructs.core.platform.gpu_disruption import max_replicas
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.load_balancing import reference_cidrs
 from mlcc_constructs.core.serving.kinds.registry import requirement
@@ -49,6 +51,16 @@ def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...
     """The instance types of the deployments whose pods run on the cluster's own nodes."""
     return tuple(
         d.prepared.resolution.instance.name
+        for d in deployments
+        if d.prepared.target.cluster_gpu_nodes
+    )
+
+
+def gpu_demand(deployments: tuple[AppDeployment, ...]) -> tuple[tuple[int, int], ...]:
+    """``(max replicas, GPUs per pod)`` of each deployment whose pods run on the cluster's own
+    GPU nodes (what the GPU NodePool's limit covers)."""
+    return tuple(
+        (max_replicas(d.prepared.spec), int(d.prepared.container.requests[GPU_RESOURCE]))
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
     )

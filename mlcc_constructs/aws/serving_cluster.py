@@ -171,6 +171,8 @@ class ServingCluster(Construct):
                     cluster=self.cluster,
                     instance_families=families,
                     instance_types=types,
+                    gpu_limit=props.gpu_limit,
+                    maintenance_window=props.gpu_maintenance_window,
                     node_class=GpuNodeClass(
                         role=_auto_mode_node_role(self.cluster),
                         subnets=_select(self.vpc, subnets).subnets,
