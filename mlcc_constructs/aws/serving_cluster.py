@@ -82,6 +82,7 @@ from mlcc_constructs.aws.cluster_endpoint import (
     known_cidr,
     use_team_subnets,
 )
+from mlcc_constructs.aws.cluster_logs import retain_control_plane_logs, retain_flow_logs
 from mlcc_constructs.aws.gpu_node_pool import GpuNodeClass, GpuNodePool, GpuNodePoolProps
 from mlcc_constructs.aws.imported_cluster import (
     ImportedServingCluster,
@@ -157,6 +158,12 @@ class ServingCluster(Construct):
         )
         self.cluster_name: str = props.cluster_name or self.cluster.cluster_name
         acknowledge_cluster_findings(self.cluster)
+        self.control_plane_log_retention = retain_control_plane_logs(
+            owner, self.cluster, self.cluster_name, props.control_plane_log_days
+        )
+        if props.vpc is None:
+            assert isinstance(self.vpc, ec2.Vpc)
+            retain_flow_logs(self.vpc, props.flow_log_days)
         admin = eks.AccessPolicy.from_access_policy_name(
             ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
         )

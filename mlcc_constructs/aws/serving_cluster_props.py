@@ -21,6 +21,11 @@ from mlcc_constructs.core.platform.gpu_disruption import (
     parse_maintenance_window,
 )
 from mlcc_constructs.core.platform.load_balancing import MAX_ZONES
+from mlcc_constructs.core.platform.log_retention import (
+    CONTROL_PLANE_LOG_DAYS,
+    FLOW_LOG_DAYS,
+    retention_problems,
+)
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import (
     MlccError,
@@ -64,6 +69,10 @@ class ServingClusterProps:
     ``gpu_maintenance_window``: when drift may replace GPU nodes
     (``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC); default ``None``: never
     (:class:`~mlcc_constructs.aws.gpu_node_pool.GpuNodePoolProps`).
+    ``control_plane_log_days``: how long the EKS control-plane log group keeps its logs; default
+    ``90`` (:mod:`mlcc_constructs.core.platform.log_retention`).
+    ``flow_log_days``: how long the VPC flow log group keeps its logs (the VPC ServingCluster
+    creates); default ``30``.
     ``read_buckets``: buckets the S3 CSI driver mounts read-only
     (:data:`~mlcc_constructs.aws.buckets.BucketRef`: the team's ``s3.IBucket``, a descriptor
     key or a literal name); default ``()`` (add some with :meth:`ServingCluster.grant_model_read`).
@@ -104,6 +113,8 @@ class ServingClusterProps:
     gpu_instance_types: Sequence[str] = ()
     gpu_limit: int | None = None
     gpu_maintenance_window: str | None = None
+    control_plane_log_days: int = CONTROL_PLANE_LOG_DAYS
+    flow_log_days: int = FLOW_LOG_DAYS
     read_buckets: Sequence[BucketRef] = ()
     tls_bucket: BucketRef | None = None
     profile: str | None = None
@@ -142,6 +153,8 @@ def _gpu_pool_problems(props: ServingClusterProps) -> list[Problem]:
         )
     except MlccError as error:
         problems.extend(error.problems)
+    for name in ("control_plane_log_days", "flow_log_days"):
+        problems.extend(retention_problems(getattr(props, name), where=_PROPS, pointer=f"/{name}"))
     return problems
 
 
