@@ -33,6 +33,12 @@ The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluste
   enforce NetworkPolicies.
 * ``SecretsStoreCsiAddon``: the EKS add-on ``aws-secrets-store-csi-driver-provider`` (the Secrets
   Store CSI driver and the AWS provider, secret sync on, tolerating the GPU taint).
+* ``PrometheusWorkspace``, ``PrometheusScraper``, ``KedaRole``, ``Keda`` (the kedacore Helm
+  chart), ``KedaAuthentication`` (the ``ClusterTriggerAuthentication`` ``mlcc-aws``): the
+  metrics the deployments scale on (:mod:`mlcc_constructs.aws.cluster_metrics`), with
+  ``scaling_metrics``.
+* ``ControlPlaneLogRetention``: the control-plane log group's retention
+  (:mod:`mlcc_constructs.aws.cluster_logs`).
 * ``GpuCapacity/NodeClass``: the GPU NodePool's own NodeClass ``mlcc-gpu`` (the cluster's Auto
   Mode node role, its subnets and cluster security group; network policies ``DefaultAllow``;
   200Gi of ephemeral storage).
@@ -83,6 +89,7 @@ from mlcc_constructs.aws.cluster_endpoint import (
     use_team_subnets,
 )
 from mlcc_constructs.aws.cluster_logs import retain_control_plane_logs, retain_flow_logs
+from mlcc_constructs.aws.cluster_metrics import ClusterMetrics, add_cluster_metrics
 from mlcc_constructs.aws.gpu_node_pool import GpuNodeClass, GpuNodePool, GpuNodePoolProps
 from mlcc_constructs.aws.imported_cluster import (
     ImportedServingCluster,
@@ -121,7 +128,10 @@ class ServingCluster(Construct):
     ``oidc_provider``, ``s3_csi`` and ``s3_csi_role``; for the endpoints
     ``load_balancer_subnets`` and ``load_balancer_cidrs`` (scheme -> the subnets, their CIDRs:
     what the deployments' NetworkPolicies admit, ``RenderContext.load_balancer_cidrs``) and
-    ``endpoint_components`` (the IngressClasses, the network policy ConfigMap, the add-on).
+    ``endpoint_components`` (the IngressClasses, the network policy ConfigMap, the add-on);
+    for scaling ``metrics`` (:class:`~mlcc_constructs.aws.cluster_metrics.ClusterMetrics`: the
+    Prometheus workspace and scraper, KEDA) and ``prometheus_query_url`` (the workspace's query
+    base URL, ``RenderContext.prometheus_query_url``; ``None`` without ``scaling_metrics``).
     """
 
     def __init__(
@@ -224,6 +234,20 @@ class ServingCluster(Construct):
                 for scheme, chosen in self.load_balancer_subnets.items()
             }
         )
+        self.metrics: ClusterMetrics | None = (
+            add_cluster_metrics(
+                owner,
+                self.cluster,
+                oidc_provider=self.oidc_provider,
+                subnets=_select(self.vpc, subnets).subnets,
+                alias=props.cluster_name,
+            )
+            if props.scaling_metrics
+            else None
+        )
+        self.prometheus_query_url: str | None = (
+            self.metrics.prometheus_query_url if self.metrics is not None else None
+        )
         self.endpoint_components: EndpointComponents = add_endpoint_components(
             owner,
             self.cluster,
@@ -244,6 +268,7 @@ class ServingCluster(Construct):
         cluster_name: str | None = None,
         s3_csi_role: iam.IRole | None = None,
         load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
+        prometheus_query_url: str | None = None,
     ) -> IServingCluster:
         """A team's own cluster as an :class:`IServingCluster` (creates nothing); see
         :class:`ImportedServingClusterProps` for the arguments."""
@@ -257,6 +282,7 @@ class ServingCluster(Construct):
                 cluster_name=cluster_name,
                 s3_csi_role=s3_csi_role,
                 load_balancer_cidrs=MappingProxyType(dict(load_balancer_cidrs or {})),
+                prometheus_query_url=prometheus_query_url,
             ),
         )
 

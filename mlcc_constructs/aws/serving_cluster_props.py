@@ -73,6 +73,10 @@ class ServingClusterProps:
     ``90`` (:mod:`mlcc_constructs.core.platform.log_retention`).
     ``flow_log_days``: how long the VPC flow log group keeps its logs (the VPC ServingCluster
     creates); default ``30``.
+    ``scaling_metrics``: default ``True``: an Amazon Managed Service for Prometheus workspace
+    with a managed scraper of the cluster's annotated pods, and KEDA (pinned Helm chart, IRSA
+    role reading that workspace and CloudWatch metric data, ``ClusterTriggerAuthentication``
+    ``mlcc-aws``); ``False``: none (the deployments then cannot autoscale).
     ``read_buckets``: buckets the S3 CSI driver mounts read-only
     (:data:`~mlcc_constructs.aws.buckets.BucketRef`: the team's ``s3.IBucket``, a descriptor
     key or a literal name); default ``()`` (add some with :meth:`ServingCluster.grant_model_read`).
@@ -115,6 +119,7 @@ class ServingClusterProps:
     gpu_maintenance_window: str | None = None
     control_plane_log_days: int = CONTROL_PLANE_LOG_DAYS
     flow_log_days: int = FLOW_LOG_DAYS
+    scaling_metrics: bool = True
     read_buckets: Sequence[BucketRef] = ()
     tls_bucket: BucketRef | None = None
     profile: str | None = None

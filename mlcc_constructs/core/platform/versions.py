@@ -29,6 +29,8 @@ class PinnedVersions:
     """Kubernetes minor version, e.g. ``1.35``."""
     kubectl_layer: str
     """PyPI package of the kubectl Lambda layer (``aws-cdk.lambda-layer-kubectl-v35``)."""
+    keda: str
+    """Version of the KEDA Helm chart (and KEDA release) the cluster installs."""
     eks_addons: Mapping[str, str]
     """EKS add-on name → version (``v1.15.0-eksbuild.1``)."""
     engine_images: Mapping[str, str]
@@ -67,6 +69,7 @@ def pinned() -> PinnedVersions:
     return PinnedVersions(
         kubernetes=kubernetes,
         kubectl_layer=layer,
+        keda=str(document["keda"]),
         eks_addons=MappingProxyType(dict(document["eks_addons"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
         engine_versions=MappingProxyType(dict(document["engine_versions"])),
