@@ -120,6 +120,8 @@ class InferenceOperatorStack(cdk.Stack):
                 role_name=operator_role_name(environment.profile, environment.region),
                 profile=environment.profile,
                 eks_cluster_name=cluster_stack.cluster_name,
+                # The eks-cluster stack installs KEDA: one KEDA per cluster.
+                install_keda=cluster_stack.serving_cluster.metrics is None,
             ),
         )
         # The operator serves on the HyperPod cluster: deployed after it, removed before it.

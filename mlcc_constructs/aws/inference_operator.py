@@ -9,7 +9,9 @@ Children:
   permissions of :func:`mlcc_constructs.core.platform.hyperpod_iam.inference_operator_statements`
   (on the real TLS bucket: the app's ``tls`` bucket of ``stacks/buckets.json``, or the team's).
 * ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
-  each trusted by exactly its service account.
+  each trusted by exactly its service account. ``KedaRole`` only with ``install_keda``: on a
+  cluster that has KEDA already (a ``ServingCluster`` installs it) the add-on's KEDA is off and
+  the cluster's serves the operator's ScaledObjects.
 * ``Namespace``: ``hyperpod-inference-system`` (the setup page creates it before the add-on),
   applied by the cluster's kubectl provider and retained.
 * ``FsxCsiDriverAddon``, ``MetricsServerAddon``, ``CertManagerAddon``: the dependency add-ons
@@ -85,6 +87,9 @@ class HyperPodInferenceOperatorProps:
     ``addon_version``: default: the version pinned in ``versions.json``.
     ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs (so cdk-nag's
     finding ids are known when the roles are built); default: the cluster's name attribute.
+    ``install_keda``: default ``True``: the add-on installs KEDA (with ``KedaRole``); ``False``
+    on a cluster that has KEDA already (a ``ServingCluster`` with ``scaling_metrics``): one KEDA
+    per cluster.
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -95,6 +100,7 @@ class HyperPodInferenceOperatorProps:
     tls_bucket: BucketRef = "tls"
     addon_version: str | None = None
     eks_cluster_name: str | None = None
+    install_keda: bool = True
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -152,8 +158,10 @@ class HyperPodInferenceOperator(Construct):
             "AlbControllerRole", ALB_SERVICE_ACCOUNT, "AWS Load Balancer Controller", provider
         )
         grant(self.alb_role, alb_controller_statements(arns))
-        self.keda_role = self._service_role("KedaRole", KEDA_SERVICE_ACCOUNT, "KEDA", provider)
-        grant(self.keda_role, keda_statements(arns))
+        self.keda_role: iam.Role | None = None
+        if props.install_keda:
+            self.keda_role = self._service_role("KedaRole", KEDA_SERVICE_ACCOUNT, "KEDA", provider)
+            grant(self.keda_role, keda_statements(arns))
         self.namespace = KubernetesObjects(
             self,
             "Namespace",
@@ -184,7 +192,7 @@ class HyperPodInferenceOperator(Construct):
             tls_bucket=self.tls_bucket_name,
             hyperpod_cluster_arn=props.hyperpod_cluster_arn,
             alb_role_arn=self.alb_role.role_arn,
-            keda_role_arn=self.keda_role.role_arn,
+            keda_role_arn=self.keda_role.role_arn if self.keda_role is not None else None,
         )
         self.addon = eks.CfnAddon(
             self,
@@ -198,7 +206,7 @@ class HyperPodInferenceOperator(Construct):
         for dependency in (
             self.execution_role,
             self.alb_role,
-            self.keda_role,
+            *([self.keda_role] if self.keda_role is not None else []),
             self.namespace,
             *self.dependencies,
         ):

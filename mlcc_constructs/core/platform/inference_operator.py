@@ -56,9 +56,13 @@ def addon_configuration(
     tls_bucket: str,
     hyperpod_cluster_arn: str,
     alb_role_arn: str,
-    keda_role_arn: str,
+    keda_role_arn: str | None,
 ) -> dict[str, Any]:
-    """The add-on's ``ConfigurationValues`` (values may be CloudFormation tokens)."""
+    """The add-on's ``ConfigurationValues`` (values may be CloudFormation tokens). With
+    ``keda_role_arn`` ``None`` the add-on installs no KEDA: the cluster has one already (two
+    KEDA installations fight over the same CRDs, HPAs and the one external metrics API,
+    :mod:`mlcc_constructs.core.platform.keda`), and the operator's ScaledObjects are served by
+    it."""
     return {
         "executionRoleArn": execution_role_arn,
         # The bucket name without s3:// (the add-on form; the Helm chart took an s3:// URI).
@@ -67,7 +71,9 @@ def addon_configuration(
         "inferenceOperator": {"enabled": True},
         "inferenceGateway": {"enabled": False},
         "alb": {"enabled": True, "serviceAccount": {"create": True, "roleArn": alb_role_arn}},
-        "keda": {
+        "keda": {"enabled": False}
+        if keda_role_arn is None
+        else {
             "enabled": True,
             "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda_role_arn}}},
         },
