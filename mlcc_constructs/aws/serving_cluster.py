@@ -37,6 +37,8 @@ The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluste
   chart), ``KedaAuthentication`` (the ``ClusterTriggerAuthentication`` ``mlcc-aws``): the
   metrics the deployments scale on (:mod:`mlcc_constructs.aws.cluster_metrics`), with
   ``scaling_metrics``.
+* ``ServingDashboard``: a CloudWatch dashboard of the load balancers' latency, 5xx, requests
+  and healthy targets (:mod:`mlcc_constructs.aws.cluster_dashboard`).
 * ``ControlPlaneLogRetention``: the control-plane log group's retention
   (:mod:`mlcc_constructs.aws.cluster_logs`).
 * ``GpuCapacity/NodeClass``: the GPU NodePool's own NodeClass ``mlcc-gpu`` (the cluster's Auto
@@ -81,6 +83,7 @@ from constructs import Construct
 
 from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
 from mlcc_constructs.aws.buckets import BucketRef
+from mlcc_constructs.aws.cluster_dashboard import add_serving_dashboard
 from mlcc_constructs.aws.cluster_endpoint import (
     EndpointComponents,
     add_endpoint_components,
@@ -248,6 +251,7 @@ class ServingCluster(Construct):
         self.prometheus_query_url: str | None = (
             self.metrics.prometheus_query_url if self.metrics is not None else None
         )
+        self.dashboard = add_serving_dashboard(owner, props.cluster_name)
         self.endpoint_components: EndpointComponents = add_endpoint_components(
             owner,
             self.cluster,
