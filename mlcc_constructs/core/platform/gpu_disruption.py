@@ -42,7 +42,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from mlcc_constructs.core.support.errors import MlccError, Problem, fail
+from mlcc_constructs.core.support.errors import Problem, fail
 
 EXPIRE_AFTER = "336h"
 """Each GPU node's lifetime (Auto Mode's default; its maximum is 21 days, 504h)."""
@@ -254,12 +254,3 @@ def lifetime_problems(
                 )
             )
     return problems
-
-
-def check_lifetime(*, expire_after: str, termination_grace_period: str, where: str) -> None:
-    """Raise the problems of :func:`lifetime_problems`."""
-    problems = lifetime_problems(
-        expire_after=expire_after, termination_grace_period=termination_grace_period, where=where
-    )
-    if problems:
-        raise MlccError(problems)
