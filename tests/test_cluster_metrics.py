@@ -151,3 +151,39 @@ def test_prometheus_query_url_is_the_endpoint_without_its_api_path() -> None:
             {"Fn::Split": ["/api/v1", {"Fn::GetAtt": [workspace_id, "PrometheusEndpoint"]}]},
         ]
     }
+
+
+def test_a_cluster_without_scaling_metrics_has_no_workspace_nor_keda() -> None:
+    import aws_cdk as cdk
+    from aws_cdk.assertions import Template
+
+    from mlcc_constructs.aws.serving_cluster import ServingCluster, ServingClusterProps
+
+    app = cdk.App()
+    team = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    team.node.set_context(
+        "availability-zones:account=123456789012:region=us-east-1", ["us-east-1a", "us-east-1b"]
+    )
+    cluster = ServingCluster(team, "Serving", props=ServingClusterProps(scaling_metrics=False))
+    assert cluster.metrics is None and cluster.prometheus_query_url is None
+    resources = Template.from_stack(team).to_json()["Resources"]
+    kinds = {r["Type"] for r in resources.values()}
+    assert not kinds & {"AWS::APS::Workspace", "AWS::APS::Scraper", "Custom::AWSCDK-EKS-HelmChart"}
+
+
+def test_an_imported_cluster_passes_its_query_url() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+
+    from mlcc_constructs.aws.serving_cluster import ServingCluster
+
+    team = cdk.Stack(cdk.App(), "Team")
+    cluster = eks.Cluster.from_cluster_attributes(team, "C", cluster_name="c")
+    oidc = eks.OidcProviderNative(team, "Oidc", url="https://oidc.example.com/id/X")
+    url = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1"
+    imported = ServingCluster.from_cluster_attributes(
+        team, "Imported", cluster=cluster, oidc_provider=oidc, prometheus_query_url=url
+    )
+    assert imported.prometheus_query_url == url
+    bare = ServingCluster.from_cluster_attributes(team, "Bare", cluster=cluster, oidc_provider=oidc)
+    assert bare.prometheus_query_url is None

@@ -193,3 +193,36 @@ def test_bad_context_is_named(context: dict[str, str], message: str) -> None:
     with pytest.raises(MlccError) as caught:
         build(**context)
     assert [str(p) for p in caught.value.problems] == [message]
+
+
+def test_bad_pool_and_log_props_are_named() -> None:
+    from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps
+
+    with pytest.raises(MlccError) as caught:
+        ServingClusterProps(
+            gpu_limit=0, gpu_maintenance_window="sunday 2am", control_plane_log_days=45
+        )
+    assert [p.pointer for p in caught.value.problems] == [
+        "/gpu_limit",
+        "/gpu_maintenance_window",
+        "/control_plane_log_days",
+    ]
+    assert all(p.where == "ServingClusterProps" for p in caught.value.problems)
+
+
+def test_bad_node_pool_lifetime_is_named() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+
+    from mlcc_constructs.aws.gpu_node_pool import GpuNodePoolProps
+
+    stack = cdk.Stack(cdk.App())
+    cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c")
+    with pytest.raises(MlccError) as caught:
+        GpuNodePoolProps(
+            cluster=cluster, instance_families=["g5"], expire_after="30d", maintenance_window="x"
+        )
+    assert [(p.where, p.pointer) for p in caught.value.problems] == [
+        ("GpuNodePoolProps", "/expire_after"),
+        ("GpuNodePoolProps", "/maintenance_window"),
+    ]
