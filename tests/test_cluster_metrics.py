@@ -40,9 +40,12 @@ def test_workspace_and_scraper_of_the_cluster() -> None:
     source = props["Source"]["EksConfiguration"]
     (cluster_id,) = _resources("AWS::EKS::Cluster")
     assert source["ClusterArn"] == {"Fn::GetAtt": [cluster_id, "Arn"]}
-    private = {k for k in _resources("AWS::EC2::Subnet") if k.startswith("VpcPrivate")}
-    # At least two subnets in two zones (the managed collector's requirement).
-    assert {s["Ref"] for s in source["SubnetIds"]} == private and len(private) == 2
+    internal = {
+        k for k in _resources("AWS::EC2::Subnet") if k.startswith("LoadBalancerSubnetsInternal")
+    }
+    # At least two subnets in two zones (the managed collector's requirement): the internal load
+    # balancer subnets, whose CIDRs the deployments' NetworkPolicies admit.
+    assert {s["Ref"] for s in source["SubnetIds"]} == internal and len(internal) == 2
     assert source["SecurityGroupIds"] == [{"Fn::GetAtt": [cluster_id, "ClusterSecurityGroupId"]}]
     blob = props["ScrapeConfiguration"]["ConfigurationBlob"]
     assert blob == configuration_blob()

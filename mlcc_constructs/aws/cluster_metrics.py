@@ -5,8 +5,14 @@ and the ``ClusterTriggerAuthentication`` ``mlcc-aws`` (:mod:`mlcc_constructs.cor
 Children (of the ``ServingCluster``'s owner; new ids):
 
 * ``PrometheusWorkspace`` (``AWS::APS::Workspace``) and ``PrometheusScraper``
-  (``AWS::APS::Scraper``: the cluster's private subnets and cluster security group, the
-  workspace as destination).
+  (``AWS::APS::Scraper``: its network interfaces in the given subnets, which a ``ServingCluster``
+  chooses as its internal load balancer subnets, with the cluster security group; the workspace
+  as destination). The collector scrapes through those interfaces (a VPC's local route reaches
+  every pod and the API endpoint's interfaces) and writes to the workspace through the
+  service's own VPC endpoint ("The scraped data never travels on the public internet",
+  https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-collector.html), so subnets with
+  no route out serve. The deployments' NetworkPolicies admit the internal load balancer
+  subnets' CIDRs already, so a scrape reaches the engine's port.
 * ``KedaRole``: trusted by exactly ``system:serviceaccount:keda:keda-operator`` (IRSA), with the
   Prometheus query actions on the workspace and ``cloudwatch:GetMetricData``.
 * ``Keda``: the kedacore Helm chart ``keda`` (version pinned in ``versions.json``) in namespace

@@ -242,7 +242,11 @@ class ServingCluster(Construct):
                 owner,
                 self.cluster,
                 oidc_provider=self.oidc_provider,
-                subnets=_select(self.vpc, subnets).subnets,
+                # The scraper's interfaces go where the deployments' NetworkPolicies admit
+                # traffic from already: the internal load balancer subnets (no pods there);
+                # the node subnets on a cluster without them.
+                subnets=self.load_balancer_subnets.get("internal")
+                or _select(self.vpc, subnets).subnets,
                 alias=props.cluster_name,
             )
             if props.scaling_metrics

@@ -6,9 +6,10 @@
   ``/api/v1/query`` to its ``serverAddress``, so the cluster's ``prometheus_query_url`` is that
   endpoint without its :data:`API_SUFFIX` (the query base URL).
 * ``AWS::APS::Scraper``: an agentless collector in the cluster's VPC (one network interface per
-  subnet: at least two subnets in two zones, the cluster's security group), writing to the
-  workspace. The cluster's authentication mode is ``API``, so the scraper gets its EKS access
-  entry automatically ("any scrapers you create ... will automatically have the correct access
+  subnet: at least two subnets in two zones, the cluster's security group; the internal load
+  balancer subnets, which the deployments' NetworkPolicies admit), writing to the workspace.
+  The cluster's authentication mode is ``API``, so the scraper gets its EKS access entry
+  automatically ("any scrapers you create ... will automatically have the correct access
   entry policy created for you"); the API endpoint must include private access, which it does.
   https://docs.aws.amazon.com/prometheus/latest/userguide/AMP-collector-how-to.html.
 * The scrape configuration (:func:`scrape_configuration`, base64 in ``ConfigurationBlob``)
