@@ -16,8 +16,10 @@ from mlcc_constructs.core.serving.spec.app_deployments import (
 )
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
+from stacks.app_context import gpu_pool_from_context
 from stacks.deployments import (
     app_deployments,
+    gpu_demand,
     gpu_instance_types,
     hyperpod_needs,
     wants_inference_gateway,
@@ -54,6 +56,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         environment=environment,
         gpu_families=instance_families(gpu_instance_types(app_deployments(app))),
         load_balancer_groups=served_load_balancers(app_deployments(app)),
+        gpu_pool=gpu_pool_from_context(app, gpu_demand(app_deployments(app))),
     )
     # The deployments were prepared before the cluster existed: their NetworkPolicies must
     # admit exactly the load balancer subnets the cluster has.

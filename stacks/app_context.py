@@ -15,6 +15,12 @@ import aws_cdk as cdk
 
 from mlcc_constructs.core.platform.buckets import check_environment
 from mlcc_constructs.core.platform.cluster_access import admin_role_arns, endpoint_cidrs
+from mlcc_constructs.core.platform.gpu_disruption import (
+    default_gpu_limit,
+    gpu_limit_problems,
+    parse_gpu_limit,
+    parse_maintenance_window,
+)
 from mlcc_constructs.core.platform.load_balancing import MAX_ZONES
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
@@ -87,6 +93,43 @@ class AppEnvironment:
     def stack_name(self, suffix: str) -> str:
         """``mlcc-<profile>-<suffix>``, e.g. ``mlcc-dev-eks-cluster``."""
         return f"mlcc-{self.profile}-{suffix}"
+
+
+GPU_LIMIT_KEY = "gpu_limit"
+MAINTENANCE_WINDOW_KEY = "gpu_maintenance_window"
+
+
+@dataclass(frozen=True, kw_only=True)
+class GpuPoolSettings:
+    """The GPU NodePool's context values: ``gpu_limit`` (default: the deployments' max replicas
+    x GPUs per pod) and ``gpu_maintenance_window`` (default: none, drift never replaces a
+    node)."""
+
+    gpu_limit: int
+    maintenance_window: str | None = None
+
+
+def gpu_pool_from_context(app: cdk.App, demand: tuple[tuple[int, int], ...]) -> GpuPoolSettings:
+    """Read and check ``gpu_limit`` and ``gpu_maintenance_window``; ``demand`` holds
+    ``(max replicas, GPUs per pod)`` of the deployments on the pool."""
+    problems: list[Problem] = []
+    limit: int | None = None
+    try:
+        limit = parse_gpu_limit(app.node.try_get_context(GPU_LIMIT_KEY), where=_WHERE)
+    except MlccError as error:
+        problems.extend(error.problems)
+    if limit is not None:
+        problems.extend(gpu_limit_problems(limit, demand, where=_WHERE))
+    window = app.node.try_get_context(MAINTENANCE_WINDOW_KEY) or None
+    try:
+        parse_maintenance_window(window, where=_WHERE, pointer=f"/{MAINTENANCE_WINDOW_KEY}")
+    except MlccError as error:
+        problems.extend(error.problems)
+    raise_if_any(problems)
+    return GpuPoolSettings(
+        gpu_limit=default_gpu_limit(demand) if limit is None else limit,
+        maintenance_window=window,
+    )
 
 
 def environment_from_context(app: cdk.App) -> AppEnvironment:

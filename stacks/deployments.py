@@ -13,6 +13,7 @@ import weakref
 
 import aws_cdk as cdk
 
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.load_balancing import reference_cidrs
 from mlcc_constructs.core.serving.kinds.registry import requirement
@@ -53,6 +54,16 @@ def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
         for instance in d.prepared.instance_types
+    )
+
+
+def gpu_demand(deployments: tuple[AppDeployment, ...]) -> tuple[tuple[int, int], ...]:
+    """``(max replicas, GPUs per pod)`` of each deployment whose pods run on the cluster's own
+    GPU nodes (what the GPU NodePool's limit covers)."""
+    return tuple(
+        (d.prepared.max_replicas, int(d.prepared.container.requests[GPU_RESOURCE]))
+        for d in deployments
+        if d.prepared.target.cluster_gpu_nodes
     )
 
 

@@ -16,7 +16,7 @@ from mlcc_constructs.aws.gpu_node_pool import GpuNodePool
 from mlcc_constructs.aws.s3_csi import DEFAULT_READ_BUCKETS, S3CsiDriver
 from mlcc_constructs.aws.serving_cluster import ServingCluster, ServingClusterProps
 from mlcc_constructs.core.platform.cluster_access import admin_access_id
-from stacks.app_context import AppEnvironment
+from stacks.app_context import AppEnvironment, GpuPoolSettings
 
 
 class EksClusterStack(cdk.Stack):
@@ -29,10 +29,12 @@ class EksClusterStack(cdk.Stack):
         environment: AppEnvironment,
         gpu_families: Sequence[str] = (),
         load_balancer_groups: Mapping[str, Sequence[str]] | None = None,
+        gpu_pool: GpuPoolSettings | None = None,
     ) -> None:
         """``gpu_families``: the instance families the GPU NodePool offers (none: no pool);
         ``load_balancer_groups``: the schemes and groups the IngressClasses serve (default
-        ``None``: internal only, no groups)."""
+        ``None``: internal only, no groups); ``gpu_pool``: the pool's limit and maintenance
+        window (default ``None``: no limit, no window)."""
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
@@ -59,6 +61,8 @@ class EksClusterStack(cdk.Stack):
                 admin_roles=admins,
                 endpoint_public_cidrs=environment.endpoint_public_cidrs,
                 gpu_instance_families=gpu_families,
+                gpu_limit=gpu_pool.gpu_limit if gpu_pool and gpu_pool.gpu_limit else None,
+                gpu_maintenance_window=gpu_pool.maintenance_window if gpu_pool else None,
                 read_buckets=DEFAULT_READ_BUCKETS,
                 tls_bucket="tls",
                 profile=environment.profile,

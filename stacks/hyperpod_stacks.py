@@ -123,6 +123,8 @@ class InferenceOperatorStack(cdk.Stack):
                 profile=environment.profile,
                 eks_cluster_name=cluster_stack.cluster_name,
                 inference_gateway=inference_gateway,
+                # The eks-cluster stack installs KEDA: one KEDA per cluster.
+                install_keda=cluster_stack.serving_cluster.metrics is None,
             ),
         )
         # The operator serves on the HyperPod cluster: deployed after it, removed before it.

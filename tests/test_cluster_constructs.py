@@ -603,6 +603,7 @@ def _hyperpod_team() -> tuple[Any, dict[str, Any]]:
             role_name="SageMakerHyperPodInference-team",
             tls_bucket=s3.Bucket.from_bucket_name(stack, "TeamTls", "acme-tls-certs"),
             eks_cluster_name=serving.cluster_name,
+            install_keda=False,  # the ServingCluster installs KEDA: one per cluster
         ),
     )
     ServedModel(

@@ -44,6 +44,7 @@ from mlcc_constructs.core.platform.hyperpod_iam import (
     keda_statements,
 )
 from mlcc_constructs.core.platform.iam_statement import Arns, wildcard_actions
+from mlcc_constructs.core.platform.inference_operator import addon_configuration
 from mlcc_constructs.core.support.errors import MlccError
 
 NAMES = bucket_names(account="123456789012", region="us-east-1", profile="dev")
@@ -506,20 +507,26 @@ def test_the_operator_addon_name_version_and_configuration() -> None:
         "hyperpodClusterArn": json.dumps(hyperpod_arn),
         "inferenceGateway": {"enabled": False},
         "inferenceOperator": {"enabled": True},
-        "keda": {
-            "auth": {
-                "aws": {
-                    "irsa": {
-                        "enabled": True,
-                        "roleArn": json.dumps({"Fn::GetAtt": [roles["KedaRole"], "Arn"]}),
-                    }
-                }
-            },
-            "enabled": True,
-        },
+        # The eks-cluster stack installs KEDA (one per cluster): the add-on's is off.
+        "keda": {"enabled": False},
         "tlsCertificateS3Bucket": NAMES["tls"],
     }
+    assert "KedaRole" not in roles
     assert logical_id.startswith("InferenceOperator")
+
+
+def test_an_operator_on_a_cluster_without_keda_installs_its_own() -> None:
+    configuration = addon_configuration(
+        execution_role_arn="e",
+        tls_bucket="t",
+        hyperpod_cluster_arn="h",
+        alb_role_arn="a",
+        keda_role_arn="k",
+    )
+    assert configuration["keda"] == {
+        "enabled": True,
+        "auth": {"aws": {"irsa": {"enabled": True, "roleArn": "k"}}},
+    }
 
 
 def test_the_operator_addon_waits_for_its_dependencies() -> None:
@@ -572,7 +579,6 @@ def _trust(role_prefix: str) -> tuple[dict[str, str], list[Any]]:
             ],
         ),
         ("InferenceOperatorAlbControllerRole", "aws-load-balancer-controller", []),
-        ("InferenceOperatorKedaRole", "keda-operator", []),
     ],
 )
 def test_trust_is_pinned_to_the_service_account(

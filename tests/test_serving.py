@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _cdk_app import REPO, cdk_context, synthesised
+from _cdk_app import REPO, cdk_context, manifest_object, synthesised
 
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
@@ -202,6 +202,21 @@ needs_node = pytest.mark.skipif(
 )
 
 
+EKS_CLUSTER = "mlcc-dev-eks-cluster"
+
+
+def _gpu_limit_apart(template: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The eks-cluster template without its GPU NodePool's limit, and that limit: the limit
+    follows the deployments' max replicas x GPUs (core/platform/gpu_disruption.py), nothing
+    else of the cluster does."""
+    rest = copy.deepcopy(template)
+    (logical_id,) = [k for k in rest["Resources"] if k.startswith("NodePoolMlccGpu")]
+    pool = manifest_object(rest["Resources"].pop(logical_id))
+    limit = pool["spec"].pop("limits")["nvidia.com/gpu"]
+    rest["Resources"][logical_id] = pool
+    return rest, limit
+
+
 @needs_node
 def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     before = {name: json.loads(text) for name, text in synthesised()[1].items()}
@@ -211,7 +226,12 @@ def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     assert set(after) == set(before)
     changed = {name for name in before if after[name] != before[name]}
     stack_name = "mlcc-dev-serving-eks-inference-llama-vllm"
-    assert changed == {stack_name}
+    assert changed == {stack_name, EKS_CLUSTER}
+    # The cluster's only change: the GPU NodePool's limit, 1 x 4 + 1 x 1 -> 2 x 4 + 1 x 1.
+    (cluster_before, limit_before), (cluster_after, limit_after) = (
+        _gpu_limit_apart(t[EKS_CLUSTER]) for t in (before, after)
+    )
+    assert cluster_after == cluster_before and (limit_before, limit_after) == ("5", "9")
     diff = template_diff(before[stack_name], after[stack_name])
     deployment = next(o for _, o in _applied(before[stack_name]) if o["kind"] == "Deployment")
     logical_id = manifest_logical_id(deployment)
@@ -312,7 +332,9 @@ def test_adding_a_deployment_moves_no_other_deployments_resources() -> None:
     assert added == {"mlcc-dev-serving-eks-team-new-d900"}
     assert set(before) <= set(after)
     for name in before:
-        if name != "mlcc-dev-serving":
+        if name == EKS_CLUSTER:  # only the GPU NodePool's limit grows with a deployment
+            assert _gpu_limit_apart(after[name])[0] == _gpu_limit_apart(before[name])[0]
+        elif name != "mlcc-dev-serving":
             assert after[name] == before[name], name
     old, now = before["mlcc-dev-serving"]["Resources"], after["mlcc-dev-serving"]["Resources"]
     assert {k: v for k, v in now.items() if k in old} == old

@@ -185,11 +185,11 @@ def test_cluster_version_name_oidc_and_network() -> None:
     cluster = next(iter(_resources("AWS::EKS::Cluster").values()))
     private = {k for k in _resources("AWS::EC2::Subnet") if k.startswith("VpcPrivate")}
     assert {s["Ref"] for s in cluster["Properties"]["ResourcesVpcConfig"]["SubnetIds"]} == private
-    # Offline synth: no Lambda but the CfnJson helper of the IRSA condition and the cluster's
+    # Offline synth: no Lambda but the CfnJson helper of the IRSA condition, the cluster's
     # kubectl provider (its handler and the custom-resource framework), which runs in the
-    # private subnets.
+    # private subnets, and the log retention handler (the control-plane log group's retention).
     functions = _resources("AWS::Lambda::Function")
-    assert len(functions) == 3
+    assert len(functions) == 4
     handler = next(v for k, v in functions.items() if k.startswith("ClusterKubectlProviderHandler"))
     assert {s["Ref"] for s in handler["Properties"]["VpcConfig"]["SubnetIds"]} == private
 

@@ -104,6 +104,7 @@ def test_the_gpu_pool_and_the_model_are_applied_in_order() -> None:
     model = [(k, obj) for k, obj in applied if k in mine]
     cluster_side = [obj for k, obj in applied if k not in mine]
     assert sorted(f"{o['kind']} {o['metadata']['name']}" for o in cluster_side) == [
+        "ClusterTriggerAuthentication mlcc-aws",  # KEDA's AWS identity for the ScaledObjects
         "ConfigMap amazon-vpc-cni",  # network policy enforcement, in kube-system
         "IngressClass mlcc-internal",
         "IngressClassParams mlcc-internal",

@@ -1,7 +1,10 @@
 """``ModelBuckets``: the project's S3 buckets, named only by ``stacks/buckets.json``.
 
 Every bucket is versioned, encrypted, blocks all public access, refuses plain HTTP, is
-retained when the stack goes away, and writes server access logs to one log bucket.
+retained when the stack goes away, and writes server access logs to one log bucket. Each has one
+lifecycle rule: an object's previous versions expire ``noncurrent_days`` (per bucket in
+``stacks/buckets.json``, default 30) after they stop being current, unfinished multipart uploads
+after 7 days; the access logs themselves expire after ``access_logs.expiration_days`` (90).
 
 Encryption is SSE-S3 (S3-managed keys), on purpose: the readers of these buckets (the
 Mountpoint S3 CSI driver role, the HyperPod inference operator, SageMaker) then need only
@@ -20,7 +23,14 @@ import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
-from mlcc_constructs.core.platform.buckets import bucket_name, bucket_names, bucket_patterns
+from mlcc_constructs.core.platform.buckets import (
+    Lifecycle,
+    access_log_lifecycle,
+    bucket_lifecycles,
+    bucket_name,
+    bucket_names,
+    bucket_patterns,
+)
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -101,6 +111,7 @@ class ModelBuckets(Construct):
             enforce_ssl=True,
             object_ownership=s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
             removal_policy=cdk.RemovalPolicy.RETAIN,
+            lifecycle_rules=[lifecycle_rule(access_log_lifecycle())],
         )
         cdk.Validations.of(self.log_bucket).acknowledge(
             cdk.Acknowledgment(
@@ -110,6 +121,7 @@ class ModelBuckets(Construct):
             )
         )
         self._buckets: dict[str, s3.IBucket] = {}
+        lifecycles = bucket_lifecycles()
         for key in keys:
             self._buckets[key] = s3.Bucket(
                 self,
@@ -123,6 +135,7 @@ class ModelBuckets(Construct):
                 removal_policy=cdk.RemovalPolicy.RETAIN,
                 server_access_logs_bucket=self.log_bucket,
                 server_access_logs_prefix=f"{names[key]}/",
+                lifecycle_rules=[lifecycle_rule(lifecycles[key])],
             )
 
     @property
@@ -140,6 +153,21 @@ class ModelBuckets(Construct):
                 allowed=", ".join(self._buckets),
             )
         return self._buckets[key]
+
+
+def lifecycle_rule(lifecycle: Lifecycle) -> s3.LifecycleRule:
+    """The one lifecycle rule of a bucket (id ``mlcc-lifecycle``): previous versions expire,
+    unfinished multipart uploads are removed, current objects expire where ``lifecycle`` says."""
+    return s3.LifecycleRule(
+        id="mlcc-lifecycle",
+        noncurrent_version_expiration=cdk.Duration.days(lifecycle.noncurrent_days),
+        abort_incomplete_multipart_upload_after=cdk.Duration.days(
+            lifecycle.abort_incomplete_upload_days
+        ),
+        expiration=cdk.Duration.days(lifecycle.expiration_days)
+        if lifecycle.expiration_days is not None
+        else None,
+    )
 
 
 def _construct_id(key: str) -> str:

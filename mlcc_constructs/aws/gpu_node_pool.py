@@ -3,7 +3,8 @@
 Auto Mode's built-in ``system`` and ``general-purpose`` node pools launch only C, M and R
 instances, so a pod asking for ``nvidia.com/gpu`` stays Pending without a pool of its own. This
 construct applies the pool :func:`mlcc_constructs.core.platform.gpu_capacity.gpu_node_pool`
-describes (the given instance families, on-demand, amd64, consolidated only when empty, tainted
+describes (the given instance families, on-demand, amd64, consolidated only when empty, limited
+to ``gpu_limit`` GPUs, drift only inside a maintenance window, nodes expiring after 336h, tainted
 ``nvidia.com/gpu:NoSchedule``, which the rendered Deployments and the S3 CSI driver's node pod
 tolerate) through the cluster's kubectl provider, on the built-in ``default`` NodeClass or, with
 ``node_class`` (:class:`GpuNodeClass`), on a NodeClass of its own
@@ -37,6 +38,13 @@ from mlcc_constructs.core.platform.gpu_capacity import (
     gpu_node_class,
     gpu_node_pool,
     instance_families,
+)
+from mlcc_constructs.core.platform.gpu_disruption import (
+    EXPIRE_AFTER,
+    TERMINATION_GRACE_PERIOD,
+    gpu_limit_problems,
+    lifetime_problems,
+    parse_maintenance_window,
 )
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -158,6 +166,13 @@ class GpuNodePoolProps:
     ``name``: the NodePool's name; default ``mlcc-gpu``.
     ``node_class``: the pool's own NodeClass (:class:`GpuNodeClass`); default ``None``: the
     built-in ``default`` NodeClass.
+    ``gpu_limit``: the most ``nvidia.com/gpu`` the pool's nodes hold together (``limits``); default
+    ``None``: no limit (the app passes its deployments' max replicas x GPUs per pod).
+    ``maintenance_window``: when drift may replace nodes, one at a time,
+    ``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC; default ``None``: never (expiry still does).
+    ``expire_after``: each node's lifetime; default ``336h`` (Auto Mode's; at most 21 days).
+    ``termination_grace_period``: how long a node being removed waits for its pods to drain;
+    default ``2h``. See :mod:`mlcc_constructs.core.platform.gpu_disruption`.
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -165,12 +180,31 @@ class GpuNodePoolProps:
     instance_types: Sequence[str] = ()
     name: str = NODE_POOL_NAME
     node_class: GpuNodeClass | None = None
+    gpu_limit: int | None = None
+    maintenance_window: str | None = None
+    expire_after: str = EXPIRE_AFTER
+    termination_grace_period: str = TERMINATION_GRACE_PERIOD
 
     def __post_init__(self) -> None:
         check_fields(self)
         problems = capacity_problems(
             self.instance_families, self.instance_types, where="GpuNodePoolProps"
         )
+        problems.extend(
+            lifetime_problems(
+                expire_after=self.expire_after,
+                termination_grace_period=self.termination_grace_period,
+                where="GpuNodePoolProps",
+            )
+        )
+        if self.gpu_limit is not None:
+            problems.extend(gpu_limit_problems(self.gpu_limit, (), where="GpuNodePoolProps"))
+        try:
+            parse_maintenance_window(
+                self.maintenance_window, where="GpuNodePoolProps", pointer="/maintenance_window"
+            )
+        except MlccError as error:
+            problems.extend(error.problems)
         if not self.instance_families and not self.instance_types:
             problems.append(
                 Problem(
@@ -206,7 +240,15 @@ class GpuNodePool(Construct):
             else None
         )
         self.object: Mapping[str, Any] = gpu_node_pool(
-            self.families, name=props.name, node_class=own.name if own is not None else None
+            self.families,
+            name=props.name,
+            node_class=own.name if own is not None else None,
+            gpu_limit=props.gpu_limit,
+            maintenance_window=parse_maintenance_window(
+                props.maintenance_window, where="GpuNodePoolProps", pointer="/maintenance_window"
+            ),
+            expire_after=props.expire_after,
+            termination_grace_period=props.termination_grace_period,
         )
         self.node_pool_name: str = props.name
         self.node_class_manifest: eks.KubernetesManifest | None = None

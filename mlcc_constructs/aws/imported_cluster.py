@@ -33,6 +33,9 @@ class IServingCluster(Protocol):
     ``load_balancer_cidrs``: scheme -> the CIDRs of the subnets its load balancers live in:
     what the deployments' NetworkPolicies admit the load balancers from (pass it as
     ``RenderContext.load_balancer_cidrs`` when preparing them).
+    ``prometheus_query_url``: the query base URL of the Amazon Managed Service for Prometheus
+    workspace the cluster's metrics go to (what KEDA's ``prometheus`` trigger takes as
+    ``serverAddress``; ``RenderContext.prometheus_query_url``), or ``None``: none.
     """
 
     @property
@@ -49,6 +52,9 @@ class IServingCluster(Protocol):
 
     @property
     def load_balancer_cidrs(self) -> Mapping[str, tuple[str, ...]]: ...
+
+    @property
+    def prometheus_query_url(self) -> str | None: ...
 
     def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
         """Let the cluster's S3 CSI driver mount ``bucket`` read-only; returns the bucket."""
@@ -70,6 +76,10 @@ class ImportedServingClusterProps:
     ``load_balancer_cidrs``: scheme (``internal``, ``internet-facing``) -> the CIDRs of the
     subnets the cluster's load balancers live in (two or more IPv4 networks each); default
     ``{}``: none known (a deployment rendered for this cluster would admit no load balancer).
+    ``prometheus_query_url``: the query base URL of the workspace the cluster's metrics go to
+    (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``), with KEDA installed and
+    a ``ClusterTriggerAuthentication`` ``mlcc-aws`` whose identity may query it; default
+    ``None``: none (deployments rendered for this cluster cannot autoscale on metrics).
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -80,6 +90,7 @@ class ImportedServingClusterProps:
     load_balancer_cidrs: Mapping[str, Sequence[str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    prometheus_query_url: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -137,6 +148,10 @@ class ImportedServingCluster(Construct):
         return MappingProxyType(
             {scheme: tuple(cidrs) for scheme, cidrs in self._props.load_balancer_cidrs.items()}
         )
+
+    @property
+    def prometheus_query_url(self) -> str | None:
+        return self._props.prometheus_query_url
 
     def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
         """Grant the S3 CSI role (``s3_csi_role``) read access to ``bucket`` (an object or a

@@ -9,7 +9,9 @@ Children:
   permissions of :func:`mlcc_constructs.core.platform.hyperpod_iam.inference_operator_statements`
   (on the real TLS bucket: the app's ``tls`` bucket of ``stacks/buckets.json``, or the team's).
 * ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
-  each trusted by exactly its service account.
+  each trusted by exactly its service account. ``KedaRole`` only with ``install_keda``: on a
+  cluster that has KEDA already (a ``ServingCluster`` installs it) the add-on's KEDA is off and
+  the cluster's serves the operator's ScaledObjects.
 * ``GatewayControllerRole`` (only with ``inference_gateway``): the Inference Gateway
   controller's, trusted by ``hyperpod-inference-system:inference-gateway-controller`` (IRSA),
   with AWS's managed policy ``AmazonSageMakerHyperPodInferenceGatewayAccess`` (the ACM import of
@@ -95,6 +97,9 @@ class HyperPodInferenceOperatorProps:
     finding ids are known when the roles are built); default: the cluster's name attribute.
     ``inference_gateway``: turn the add-on's Inference Gateway on (with its controller's role),
     for deployments with ``endpoint.gateway``; default ``False`` (off: no role, no gateway).
+    ``install_keda``: default ``True``: the add-on installs KEDA (with ``KedaRole``); ``False``
+    on a cluster that has KEDA already (a ``ServingCluster`` with ``scaling_metrics``): one KEDA
+    per cluster.
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -106,6 +111,7 @@ class HyperPodInferenceOperatorProps:
     addon_version: str | None = None
     eks_cluster_name: str | None = None
     inference_gateway: bool = False
+    install_keda: bool = True
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -163,8 +169,10 @@ class HyperPodInferenceOperator(Construct):
             "AlbControllerRole", ALB_SERVICE_ACCOUNT, "AWS Load Balancer Controller", provider
         )
         grant(self.alb_role, alb_controller_statements(arns))
-        self.keda_role = self._service_role("KedaRole", KEDA_SERVICE_ACCOUNT, "KEDA", provider)
-        grant(self.keda_role, keda_statements(arns))
+        self.keda_role: iam.Role | None = None
+        if props.install_keda:
+            self.keda_role = self._service_role("KedaRole", KEDA_SERVICE_ACCOUNT, "KEDA", provider)
+            grant(self.keda_role, keda_statements(arns))
         self.gateway_role: iam.Role | None = None
         if props.inference_gateway:
             self.gateway_role = self._service_role(
@@ -212,7 +220,7 @@ class HyperPodInferenceOperator(Construct):
             tls_bucket=self.tls_bucket_name,
             hyperpod_cluster_arn=props.hyperpod_cluster_arn,
             alb_role_arn=self.alb_role.role_arn,
-            keda_role_arn=self.keda_role.role_arn,
+            keda_role_arn=self.keda_role.role_arn if self.keda_role is not None else None,
             gateway_role_arn=self.gateway_role.role_arn if self.gateway_role else None,
         )
         self.addon = eks.CfnAddon(
@@ -227,7 +235,7 @@ class HyperPodInferenceOperator(Construct):
         for dependency in (
             self.execution_role,
             self.alb_role,
-            self.keda_role,
+            *([self.keda_role] if self.keda_role is not None else []),
             *([self.gateway_role] if self.gateway_role else []),
             self.namespace,
             *self.dependencies,

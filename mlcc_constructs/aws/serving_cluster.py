@@ -33,6 +33,14 @@ The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluste
   enforce NetworkPolicies.
 * ``SecretsStoreCsiAddon``: the EKS add-on ``aws-secrets-store-csi-driver-provider`` (the Secrets
   Store CSI driver and the AWS provider, secret sync on, tolerating the GPU taint).
+* ``PrometheusWorkspace``, ``PrometheusScraper``, ``KedaRole``, ``Keda`` (the kedacore Helm
+  chart), ``KedaAuthentication`` (the ``ClusterTriggerAuthentication`` ``mlcc-aws``): the
+  metrics the deployments scale on (:mod:`mlcc_constructs.aws.cluster_metrics`), with
+  ``scaling_metrics``.
+* ``ServingDashboard``: a CloudWatch dashboard of the load balancers' latency, 5xx, requests
+  and healthy targets (:mod:`mlcc_constructs.aws.cluster_dashboard`).
+* ``ControlPlaneLogRetention``: the control-plane log group's retention
+  (:mod:`mlcc_constructs.aws.cluster_logs`).
 * ``GpuCapacity/NodeClass``: the GPU NodePool's own NodeClass ``mlcc-gpu`` (the cluster's Auto
   Mode node role, its subnets and cluster security group; network policies ``DefaultAllow``;
   200Gi of ephemeral storage).
@@ -75,6 +83,7 @@ from constructs import Construct
 
 from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
 from mlcc_constructs.aws.buckets import BucketRef
+from mlcc_constructs.aws.cluster_dashboard import add_serving_dashboard
 from mlcc_constructs.aws.cluster_endpoint import (
     EndpointComponents,
     add_endpoint_components,
@@ -82,6 +91,8 @@ from mlcc_constructs.aws.cluster_endpoint import (
     known_cidr,
     use_team_subnets,
 )
+from mlcc_constructs.aws.cluster_logs import retain_control_plane_logs, retain_flow_logs
+from mlcc_constructs.aws.cluster_metrics import ClusterMetrics, add_cluster_metrics
 from mlcc_constructs.aws.gpu_node_pool import GpuNodeClass, GpuNodePool, GpuNodePoolProps
 from mlcc_constructs.aws.imported_cluster import (
     ImportedServingCluster,
@@ -120,7 +131,10 @@ class ServingCluster(Construct):
     ``oidc_provider``, ``s3_csi`` and ``s3_csi_role``; for the endpoints
     ``load_balancer_subnets`` and ``load_balancer_cidrs`` (scheme -> the subnets, their CIDRs:
     what the deployments' NetworkPolicies admit, ``RenderContext.load_balancer_cidrs``) and
-    ``endpoint_components`` (the IngressClasses, the network policy ConfigMap, the add-on).
+    ``endpoint_components`` (the IngressClasses, the network policy ConfigMap, the add-on);
+    for scaling ``metrics`` (:class:`~mlcc_constructs.aws.cluster_metrics.ClusterMetrics`: the
+    Prometheus workspace and scraper, KEDA) and ``prometheus_query_url`` (the workspace's query
+    base URL, ``RenderContext.prometheus_query_url``; ``None`` without ``scaling_metrics``).
     """
 
     def __init__(
@@ -157,6 +171,12 @@ class ServingCluster(Construct):
         )
         self.cluster_name: str = props.cluster_name or self.cluster.cluster_name
         acknowledge_cluster_findings(self.cluster)
+        self.control_plane_log_retention = retain_control_plane_logs(
+            owner, self.cluster, self.cluster_name, props.control_plane_log_days
+        )
+        if props.vpc is None:
+            assert isinstance(self.vpc, ec2.Vpc)
+            retain_flow_logs(self.vpc, props.flow_log_days)
         admin = eks.AccessPolicy.from_access_policy_name(
             ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
         )
@@ -171,6 +191,8 @@ class ServingCluster(Construct):
                     cluster=self.cluster,
                     instance_families=families,
                     instance_types=types,
+                    gpu_limit=props.gpu_limit,
+                    maintenance_window=props.gpu_maintenance_window,
                     node_class=GpuNodeClass(
                         role=_auto_mode_node_role(self.cluster),
                         subnets=_select(self.vpc, subnets).subnets,
@@ -215,6 +237,25 @@ class ServingCluster(Construct):
                 for scheme, chosen in self.load_balancer_subnets.items()
             }
         )
+        self.metrics: ClusterMetrics | None = (
+            add_cluster_metrics(
+                owner,
+                self.cluster,
+                oidc_provider=self.oidc_provider,
+                # The scraper's interfaces go where the deployments' NetworkPolicies admit
+                # traffic from already: the internal load balancer subnets (no pods there);
+                # the node subnets on a cluster without them.
+                subnets=self.load_balancer_subnets.get("internal")
+                or _select(self.vpc, subnets).subnets,
+                alias=props.cluster_name,
+            )
+            if props.scaling_metrics
+            else None
+        )
+        self.prometheus_query_url: str | None = (
+            self.metrics.prometheus_query_url if self.metrics is not None else None
+        )
+        self.dashboard = add_serving_dashboard(owner, props.cluster_name)
         self.endpoint_components: EndpointComponents = add_endpoint_components(
             owner,
             self.cluster,
@@ -235,6 +276,7 @@ class ServingCluster(Construct):
         cluster_name: str | None = None,
         s3_csi_role: iam.IRole | None = None,
         load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
+        prometheus_query_url: str | None = None,
     ) -> IServingCluster:
         """A team's own cluster as an :class:`IServingCluster` (creates nothing); see
         :class:`ImportedServingClusterProps` for the arguments."""
@@ -248,6 +290,7 @@ class ServingCluster(Construct):
                 cluster_name=cluster_name,
                 s3_csi_role=s3_csi_role,
                 load_balancer_cidrs=MappingProxyType(dict(load_balancer_cidrs or {})),
+                prometheus_query_url=prometheus_query_url,
             ),
         )
 

@@ -16,7 +16,16 @@ from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem
 from mlcc_constructs.aws.cluster_endpoint import subnet_problems
 from mlcc_constructs.aws.gpu_node_pool import capacity_problems
 from mlcc_constructs.core.platform.cluster_access import endpoint_cidrs
+from mlcc_constructs.core.platform.gpu_disruption import (
+    gpu_limit_problems,
+    parse_maintenance_window,
+)
 from mlcc_constructs.core.platform.load_balancing import MAX_ZONES
+from mlcc_constructs.core.platform.log_retention import (
+    CONTROL_PLANE_LOG_DAYS,
+    FLOW_LOG_DAYS,
+    retention_problems,
+)
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import (
     MlccError,
@@ -56,6 +65,18 @@ class ServingClusterProps:
     ``()``.
     ``gpu_instance_types``: instance types of the catalog whose families the pool offers
     (``ml.g5.12xlarge``); default ``()``. Neither: no GPU NodePool.
+    ``gpu_limit``: the most GPUs the GPU NodePool holds (``limits``); default ``None``: no limit.
+    ``gpu_maintenance_window``: when drift may replace GPU nodes
+    (``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC); default ``None``: never
+    (:class:`~mlcc_constructs.aws.gpu_node_pool.GpuNodePoolProps`).
+    ``control_plane_log_days``: how long the EKS control-plane log group keeps its logs; default
+    ``90`` (:mod:`mlcc_constructs.core.platform.log_retention`).
+    ``flow_log_days``: how long the VPC flow log group keeps its logs (the VPC ServingCluster
+    creates); default ``30``.
+    ``scaling_metrics``: default ``True``: an Amazon Managed Service for Prometheus workspace
+    with a managed scraper of the cluster's annotated pods, and KEDA (pinned Helm chart, IRSA
+    role reading that workspace and CloudWatch metric data, ``ClusterTriggerAuthentication``
+    ``mlcc-aws``); ``False``: none (the deployments then cannot autoscale).
     ``read_buckets``: buckets the S3 CSI driver mounts read-only
     (:data:`~mlcc_constructs.aws.buckets.BucketRef`: the team's ``s3.IBucket``, a descriptor
     key or a literal name); default ``()`` (add some with :meth:`ServingCluster.grant_model_read`).
@@ -94,6 +115,11 @@ class ServingClusterProps:
     endpoint_public_cidrs: Sequence[str] = ()
     gpu_instance_families: Sequence[str] = ()
     gpu_instance_types: Sequence[str] = ()
+    gpu_limit: int | None = None
+    gpu_maintenance_window: str | None = None
+    control_plane_log_days: int = CONTROL_PLANE_LOG_DAYS
+    flow_log_days: int = FLOW_LOG_DAYS
+    scaling_metrics: bool = True
     read_buckets: Sequence[BucketRef] = ()
     tls_bucket: BucketRef | None = None
     profile: str | None = None
@@ -117,8 +143,24 @@ class ServingClusterProps:
                     where=_PROPS,
                     fields=("gpu_instance_families", "gpu_instance_types"),
                 ),
+                *_gpu_pool_problems(self),
             ]
         )
+
+
+def _gpu_pool_problems(props: ServingClusterProps) -> list[Problem]:
+    problems = (
+        gpu_limit_problems(props.gpu_limit, (), where=_PROPS) if props.gpu_limit is not None else []
+    )
+    try:
+        parse_maintenance_window(
+            props.gpu_maintenance_window, where=_PROPS, pointer="/gpu_maintenance_window"
+        )
+    except MlccError as error:
+        problems.extend(error.problems)
+    for name in ("control_plane_log_days", "flow_log_days"):
+        problems.extend(retention_problems(getattr(props, name), where=_PROPS, pointer=f"/{name}"))
+    return problems
 
 
 def _problem(field: str, message: str, value: object, *, allowed: str = "", fix: str) -> Problem:

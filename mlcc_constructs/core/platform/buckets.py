@@ -11,7 +11,9 @@ account and region can never form the same name.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.support.documents import read_json
@@ -26,11 +28,56 @@ _ACCOUNT = re.compile(r"^[0-9]{12}$")
 REGION = re.compile(r"^[a-z]{2}(-gov|-iso[a-z]*)?-[a-z]+-[0-9]$")
 
 
+DEFAULT_NONCURRENT_DAYS = 30
+"""Days a bucket keeps an object's previous version when its ``noncurrent_days`` is absent."""
+DEFAULT_ACCESS_LOG_DAYS = 90
+"""Days the server access logs are kept when the descriptor has no ``access_logs``."""
+DEFAULT_ACCESS_LOG_NONCURRENT_DAYS = 1
+ABORT_INCOMPLETE_UPLOAD_DAYS = 7
+"""Days after which S3 removes the parts of a multipart upload that never completed."""
+
+
+@cache
+def _descriptor() -> dict[str, Any]:
+    document: dict[str, Any] = read_json(shipped_path("stacks/buckets.json"))
+    return document
+
+
+@dataclass(frozen=True, kw_only=True)
+class Lifecycle:
+    """A bucket's lifecycle: previous versions expire ``noncurrent_days`` after they stop being
+    current; current objects expire after ``expiration_days`` (``None``: never)."""
+
+    noncurrent_days: int
+    expiration_days: int | None = None
+    abort_incomplete_upload_days: int = ABORT_INCOMPLETE_UPLOAD_DAYS
+
+
+def bucket_lifecycles() -> dict[str, Lifecycle]:
+    """Bucket key → its lifecycle (``noncurrent_days`` of ``stacks/buckets.json``, default
+    :data:`DEFAULT_NONCURRENT_DAYS`): a model overwritten or deleted by mistake can be restored
+    from its previous version for that long, and multi-GB weights stop being billed after it."""
+    return {
+        key: Lifecycle(noncurrent_days=int(bucket.get("noncurrent_days", DEFAULT_NONCURRENT_DAYS)))
+        for key, bucket in _descriptor()["buckets"].items()
+    }
+
+
+def access_log_lifecycle() -> Lifecycle:
+    """The server access log bucket's lifecycle (``access_logs`` of ``stacks/buckets.json``;
+    default: logs kept :data:`DEFAULT_ACCESS_LOG_DAYS` days, their previous versions a day)."""
+    logs = _descriptor().get("access_logs", {})
+    return Lifecycle(
+        noncurrent_days=int(logs.get("noncurrent_days", DEFAULT_ACCESS_LOG_NONCURRENT_DAYS)),
+        expiration_days=int(logs.get("expiration_days", DEFAULT_ACCESS_LOG_DAYS)),
+    )
+
+
 @cache
 def bucket_patterns() -> dict[str, str]:
     """Bucket key → name pattern with ``${account}``, ``${region}``, ``${profile}``."""
     path = shipped_path("stacks/buckets.json")
-    document = read_json(path)
+    document = _descriptor()
     # The shipped descriptor's schema is checked by the test suite (tests/test_buckets.py), as
     # the shipped engine manifests are: jsonschema costs more to import than a whole render.
     problems = pattern_problems(document["buckets"], where=str(path))

@@ -33,6 +33,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
+from mlcc_constructs.core.platform.gpu_disruption import (
+    CONSOLIDATION_POLICY,
+    EXPIRE_AFTER,
+    TERMINATION_GRACE_PERIOD,
+    MaintenanceWindow,
+    disruption_budgets,
+)
 from mlcc_constructs.core.platform.labels import MANAGED_BY
 
 NODE_POOL_NAME = "mlcc-gpu"
@@ -102,15 +109,27 @@ def gpu_node_class(
 
 
 def gpu_node_pool(
-    families: Iterable[str], *, name: str = NODE_POOL_NAME, node_class: str | None = None
+    families: Iterable[str],
+    *,
+    name: str = NODE_POOL_NAME,
+    node_class: str | None = None,
+    gpu_limit: int | None = None,
+    maintenance_window: MaintenanceWindow | None = None,
+    expire_after: str = EXPIRE_AFTER,
+    termination_grace_period: str = TERMINATION_GRACE_PERIOD,
 ) -> dict[str, Any]:
     """The Auto Mode ``NodePool`` offering ``families``, tainted for GPU pods only, on the
-    NodeClass ``node_class`` (default: the built-in ``default``)."""
+    NodeClass ``node_class`` (default: the built-in ``default``), holding at most ``gpu_limit``
+    GPUs (``None``: no limit), its nodes disrupted as :mod:`gpu_disruption` describes."""
+    spec: dict[str, Any] = {}
+    if gpu_limit is not None:
+        spec["limits"] = {GPU_RESOURCE: str(gpu_limit)}
     return {
         "apiVersion": "karpenter.sh/v1",
         "kind": "NodePool",
         "metadata": {"name": name, "labels": dict(MANAGED_BY)},
         "spec": {
+            **spec,
             "template": {
                 "spec": {
                     "nodeClassRef": {**NODE_CLASS, "name": node_class or NODE_CLASS["name"]},
@@ -132,11 +151,14 @@ def gpu_node_pool(
                         },
                     ],
                     "taints": [gpu_taint()],
+                    "expireAfter": expire_after,
+                    "terminationGracePeriod": termination_grace_period,
                 }
             },
             "disruption": {
-                "consolidationPolicy": "WhenEmpty",
+                "consolidationPolicy": CONSOLIDATION_POLICY,
                 "consolidateAfter": CONSOLIDATE_AFTER,
+                "budgets": disruption_budgets(maintenance_window),
             },
         },
     }

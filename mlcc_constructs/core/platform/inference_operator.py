@@ -63,11 +63,14 @@ def addon_configuration(
     tls_bucket: str,
     hyperpod_cluster_arn: str,
     alb_role_arn: str,
-    keda_role_arn: str,
+    keda_role_arn: str | None,
     gateway_role_arn: str | None = None,
 ) -> dict[str, Any]:
-    """The add-on's ``ConfigurationValues`` (values may be CloudFormation tokens);
-    ``gateway_role_arn``: the gateway controller's role, which turns the Inference Gateway on
+    """The add-on's ``ConfigurationValues`` (values may be CloudFormation tokens). With
+    ``keda_role_arn`` ``None`` the add-on installs no KEDA: the cluster has one already (two
+    KEDA installations fight over the same CRDs, HPAs and the one external metrics API,
+    :mod:`mlcc_constructs.core.platform.keda`), and the operator's ScaledObjects are served by
+    it. ``gateway_role_arn``: the gateway controller's role, which turns the Inference Gateway on
     (default none: off)."""
     gateway: dict[str, Any] = {"enabled": gateway_role_arn is not None}
     if gateway_role_arn is not None:
@@ -80,7 +83,9 @@ def addon_configuration(
         "inferenceOperator": {"enabled": True},
         "inferenceGateway": gateway,
         "alb": {"enabled": True, "serviceAccount": {"create": True, "roleArn": alb_role_arn}},
-        "keda": {
+        "keda": {"enabled": False}
+        if keda_role_arn is None
+        else {
             "enabled": True,
             "auth": {"aws": {"irsa": {"enabled": True, "roleArn": keda_role_arn}}},
         },

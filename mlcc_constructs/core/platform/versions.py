@@ -29,15 +29,15 @@ class PinnedVersions:
     """Kubernetes minor version, e.g. ``1.35``."""
     kubectl_layer: str
     """PyPI package of the kubectl Lambda layer (``aws-cdk.lambda-layer-kubectl-v35``)."""
+    keda: str
+    """Version of the KEDA Helm chart (and KEDA release) the cluster installs; the serving
+    side's ScaledObject rule data follows KEDA's documented fields."""
     eks_addons: Mapping[str, str]
     """EKS add-on name → version (``v1.15.0-eksbuild.1``)."""
     engine_images: Mapping[str, str]
     """Engine → its pinned default image."""
     engine_versions: Mapping[str, str]
     """Engine → the engine version its pinned image holds (for version gates)."""
-    keda: str
-    """KEDA release (``2.22.0``): the ScaledObject rule data is written from its documented CRD
-    fields, and the cluster side installs it."""
 
     def addon(self, name: str) -> str:
         """The pinned version of EKS add-on ``name``."""
@@ -70,10 +70,10 @@ def pinned() -> PinnedVersions:
     return PinnedVersions(
         kubernetes=kubernetes,
         kubectl_layer=layer,
+        keda=str(document["keda"]),
         eks_addons=MappingProxyType(dict(document["eks_addons"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
         engine_versions=MappingProxyType(dict(document["engine_versions"])),
-        keda=str(document["keda"]),
     )
 
 

@@ -33,8 +33,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
+from mlcc_constructs.core.platform.prometheus import scrape_annotations
 from mlcc_constructs.core.platform.secrets_store import CSI_DRIVER
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import (
@@ -227,12 +229,14 @@ def _template(
     spec["terminationGracePeriodSeconds"] = termination_grace_seconds(max_request_seconds)
     spec["containers"] = [container]
     spec["volumes"] = volumes
+    metrics = engine_metrics(resolution.manifest.raw) if target.metrics_scraped else None
     return {
         "metadata": {
             "labels": object_labels(names, resolution.manifest.engine),
             "annotations": {
                 CONFIG_HASH_ANNOTATION: box.config_hash,
                 **do_not_disrupt(STARTUP_PROTECTION_S),
+                **(scrape_annotations(box.port, metrics.path) if metrics is not None else {}),
             },
         },
         "spec": spec,
