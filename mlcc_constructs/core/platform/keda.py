@@ -55,7 +55,7 @@ RELEASE = "keda"
 CHART = "keda"
 CHART_REPOSITORY = "https://kedacore.github.io/charts"
 API_VERSION = "keda.sh/v1alpha1"
-"""The ScaledObject API (keda.sh/docs/2.22/reference/scaledobject-spec)."""
+"""The ScaledObject API (keda.sh/docs/2.21/reference/scaledobject-spec)."""
 PROMETHEUS_QUERY_ACTIONS = (
     "aps:GetLabels",
     "aps:GetMetricMetadata",

@@ -3,7 +3,7 @@ by its engine's metric in Amazon Managed Service for Prometheus. Rendered only w
 ``autoscaling``; KEDA's HorizontalPodAutoscaler then owns the Deployment's ``replicas``, which
 the Deployment leaves out (every apply would reset it otherwise).
 
-Fields (KEDA 2.22, keda.sh/docs/2.22/reference/scaledobject-spec):
+Fields (KEDA 2.21, keda.sh/docs/2.21/reference/scaledobject-spec; the same in 2.22):
 
 * ``scaleTargetRef``: the deployment's Deployment.
 * ``minReplicaCount`` / ``maxReplicaCount``: ``autoscaling.min_replicas`` / ``max_replicas``.
@@ -24,7 +24,7 @@ Triggers:
   ``threshold`` the target per replica (``metricType`` AverageValue, KEDA's default: the HPA
   divides the sum by the replicas), ``awsRegion`` for SigV4, and ``authenticationRef`` the
   cluster's ``ClusterTriggerAuthentication`` ``mlcc-aws`` (``podIdentity.provider: aws``;
-  keda.sh/docs/2.22/scalers/prometheus, "Amazon Managed Service for Prometheus").
+  keda.sh/docs/2.21/scalers/prometheus, "Amazon Managed Service for Prometheus").
 * With ``scale_to_zero``, two ``aws-cloudwatch`` triggers on the deployment's load balancer,
   which exist while no pod runs (no pod is left to report a queue): ``requests``
   (``RequestCount``: keeps a serving deployment awake while clients call it, even when nothing
