@@ -393,3 +393,19 @@ def test_the_asset_is_the_handler_and_the_rules_and_runs_alone(tmp_path: Path) -
         cwd=tmp_path,
     )
     assert run.stdout.strip() == "{'PhysicalResourceId': 'p'}"
+
+
+def test_the_digest_follows_the_objects_not_the_token_numbers() -> None:
+    from mlcc_constructs.core.serving.kinds.registry import RenderedObject
+    from mlcc_constructs.core.serving.readiness import digest
+
+    def objects(url: str, replicas: int = 1) -> list[RenderedObject]:
+        scaled = {"kind": "ScaledObject", "spec": {"serverAddress": url, "max": replicas}}
+        return [RenderedObject("Scaler", scaled)]
+
+    # The same token under another number (unrelated code made tokens first): the same digest.
+    assert digest(objects("${Token[TOKEN.812]}")) == digest(objects("${Token[TOKEN.815]}"))
+    # A real change, or a literal URL in place of the token, still moves it.
+    assert digest(objects("${Token[TOKEN.812]}", 2)) != digest(objects("${Token[TOKEN.812]}"))
+    literal = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1"
+    assert digest(objects(literal)) != digest(objects("${Token[TOKEN.812]}"))
