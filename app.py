@@ -19,9 +19,11 @@ from stacks import BucketsStack, EksClusterStack, environment_from_context
 from stacks.app_context import gpu_pool_from_context
 from stacks.deployments import (
     app_deployments,
+    dist_text,
     gpu_demand,
     gpu_instance_types,
     hyperpod_needs,
+    set_cluster_query_url,
     wants_inference_gateway,
 )
 from stacks.hyperpod_stacks import (
@@ -58,6 +60,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         load_balancer_groups=served_load_balancers(app_deployments(app)),
         gpu_pool=gpu_pool_from_context(app, gpu_demand(app_deployments(app))),
     )
+    set_cluster_query_url(app, cluster_stack.serving_cluster.prometheus_query_url)
     # The deployments were prepared before the cluster existed: their NetworkPolicies must
     # admit exactly the load balancer subnets the cluster has.
     raise_if_any(
@@ -134,7 +137,7 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     for deployment in app_deployments(app):
         objects = [entry.object for entry in deployment.prepared.objects]
         validate_objects(objects)  # as mlcc render does: what dist/ holds is valid
-        files[f"{deployment.chart_id}.k8s.yaml"] = to_yaml(objects)
+        files[f"{deployment.chart_id}.k8s.yaml"] = dist_text(app, to_yaml(objects))
     folder = Path(outdir)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.k8s.yaml"):

@@ -5,13 +5,17 @@ schema), each prepared once. ``dist/`` (app.py), the GPU NodePool and the Ingres
 The deployments are prepared before the cluster exists (they size its GPU NodePool), so their
 NetworkPolicies admit the load balancers from CIDRs both sides compute from one input: the
 app's availability zones (:func:`load_balancer_cidrs`, the load balancer subnets of the VPC the
-cluster creates). ``app.py`` checks that the cluster's subnets have exactly those CIDRs."""
+cluster creates). ``app.py`` checks that the cluster's subnets have exactly those CIDRs. Their
+autoscalers query the cluster's Prometheus workspace, which exists only once the cluster stack
+does: its query URL reaches them as a lazy value (:func:`cluster_query_url`) that ``app.py``
+fills in (:func:`set_cluster_query_url`), unless cdk.json gives ``prometheus_query_url``."""
 
 from __future__ import annotations
 
 import weakref
 
 import aws_cdk as cdk
+import jsii
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
@@ -22,9 +26,63 @@ from mlcc_constructs.core.serving.spec.app_deployments import (
     AppDeployment,
     prepare_deployments,
 )
+from mlcc_constructs.core.support.errors import fail
 from stacks.app_context import environment_from_context
 
+QUERY_URL_KEY = "prometheus_query_url"
+"""cdk.json / ``-c`` key: a Prometheus workspace URL in place of the app's cluster's."""
+QUERY_URL_PLACEHOLDER = "${MLCC_PROMETHEUS_QUERY_URL}"
+"""What dist/ holds where the cluster's query URL goes, when cdk.json names none."""
+
 _CACHE: weakref.WeakKeyDictionary[cdk.App, tuple[AppDeployment, ...]] = weakref.WeakKeyDictionary()
+_QUERY_URLS: weakref.WeakKeyDictionary[cdk.App, tuple[str, list[str | None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+@jsii.implements(cdk.IStableStringProducer)
+class _ClusterQueryUrl:
+    """Produces the cluster's query URL once :func:`set_cluster_query_url` gave it."""
+
+    def __init__(self, given: list[str | None]) -> None:
+        self._given = given
+
+    def produce(self) -> str | None:
+        if not self._given or self._given[0] is None:
+            raise fail(
+                "an autoscaled deployment needs the cluster's Prometheus workspace, and the "
+                "app's cluster has none",
+                where="cdk.json:/context",
+                pointer=f"/{QUERY_URL_KEY}",
+                fix=f"keep the cluster's scaling metrics on, or set {QUERY_URL_KEY}",
+            )
+        return self._given[0]
+
+
+def cluster_query_url(app: cdk.App) -> str:
+    """The Prometheus query URL the app's deployments get: cdk.json's ``prometheus_query_url``,
+    else a lazy value the cluster's URL fills in at synth (one per app)."""
+    given = app.node.try_get_context(QUERY_URL_KEY)
+    if given:
+        return str(given)
+    if app not in _QUERY_URLS:
+        slot: list[str | None] = []
+        _QUERY_URLS[app] = (cdk.Lazy.string(_ClusterQueryUrl(slot)), slot)
+    return _QUERY_URLS[app][0]
+
+
+def set_cluster_query_url(app: cdk.App, url: str | None) -> None:
+    """Give the app's deployments the cluster's query URL (``None``: it has no workspace)."""
+    if app in _QUERY_URLS:
+        _QUERY_URLS[app][1][:] = [url]
+
+
+def dist_text(app: cdk.App, text: str) -> str:
+    """``text`` (a dist/ file) with the cluster's lazy query URL as :data:`QUERY_URL_PLACEHOLDER`:
+    GitOps substitutes the workspace URL (or cdk.json names it and dist/ holds it)."""
+    if app in _QUERY_URLS:
+        text = text.replace(_QUERY_URLS[app][0], QUERY_URL_PLACEHOLDER)
+    return text
 
 
 def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
@@ -34,7 +92,10 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
     defaults = {key: app.node.try_get_context(key) for key in ("account", "region", "profile")}
     entries = app.node.try_get_context(CONTEXT_KEY) or []
     _CACHE[app] = result = prepare_deployments(
-        entries, defaults=defaults, load_balancer_cidrs=load_balancer_cidrs(app)
+        entries,
+        defaults=defaults,
+        load_balancer_cidrs=load_balancer_cidrs(app),
+        prometheus_query_url=cluster_query_url(app),
     )
     return result
 

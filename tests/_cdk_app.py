@@ -61,16 +61,23 @@ def manifest_object(resource: dict[str, Any]) -> dict[str, Any]:
     manifest = resource["Properties"]["Manifest"]
     if isinstance(manifest, dict):
         separator, parts = manifest["Fn::Join"]
-        manifest = separator.join(
-            part
-            if isinstance(part, str)
-            else f"<{part['Ref']}>"
-            if "Ref" in part
-            else "<{}.{}>".format(*part["Fn::GetAtt"])
-            for part in parts
-        )
+        manifest = separator.join(_deploy_time(part) for part in parts)
     (obj,) = json.loads(manifest)
     return obj  # type: ignore[no-any-return]
+
+
+def _deploy_time(part: Any) -> str:
+    """A ``Fn::Join`` part as text: ``<Ref>``, ``<LogicalId.Attribute>``, or for a value another
+    stack exports (maybe cut with ``Fn::Select``/``Fn::Split``) ``<ImportValue:export name>``."""
+    if isinstance(part, str):
+        return part
+    if "Ref" in part:
+        return f"<{part['Ref']}>"
+    if "Fn::GetAtt" in part:
+        return "<{}.{}>".format(*part["Fn::GetAtt"])
+    found = re.search(r'"Fn::ImportValue": "([^"]+)"', json.dumps(part))
+    assert found is not None, part
+    return f"<ImportValue:{found.group(1)}>"
 
 
 def mask_asset_hashes(text: str) -> str:

@@ -93,8 +93,9 @@ def test_stack_applies_the_node_pool_for_the_eks_deployments_families() -> None:
     pool = manifest_object(manifest)
     # cdk.json: eks deployments on ml.g5.12xlarge and ml.g5.2xlarge; the hyperpod-eks ones
     # run on HyperPod instance groups, not on this pool. Its NodeClass is the pool's own.
-    # Its limit: llama-vllm 1 x 4 GPUs (ml.g5.12xlarge, TP 4) + mistral-vllm-args 1 x 1.
-    assert pool == gpu_node_pool(["g5"], node_class="mlcc-gpu", gpu_limit=5)
+    # Its limit: llama-vllm 1 x 4 GPUs (ml.g5.12xlarge, TP 4) + mistral-vllm-args at its
+    # autoscaling max_replicas, 3 x 1.
+    assert pool == gpu_node_pool(["g5"], node_class="mlcc-gpu", gpu_limit=7)
     assert manifest["Properties"]["Overwrite"] is True
 
 

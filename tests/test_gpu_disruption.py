@@ -182,7 +182,7 @@ def test_the_stack_pool_has_the_default_limit_and_no_drift() -> None:
     resources = template(EKS_STACK)["Resources"]
     (manifest,) = [r for k, r in resources.items() if k.startswith("NodePool")]
     pool = manifest_object(manifest)
-    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "5"}
+    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "7"}  # 1 x 4 + 3 x 1 (cdk.json)
     assert pool["spec"]["disruption"]["budgets"] == disruption_budgets(None)
 
 

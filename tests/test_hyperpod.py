@@ -19,6 +19,7 @@ from _cdk_app import (
     OPERATOR_STACK,
     build,
     cdk_context,
+    manifest_object,
     stack,
     synthesised,
     synthesised_import_mode,
@@ -652,7 +653,7 @@ def _manifest(manifest: Any) -> dict[str, Any]:
 
     resource = manifest.node.find_child("Resource").node.default_child
     properties = cdk.Stack.of(manifest).resolve(resource._cfn_properties)
-    return json.loads(properties["Manifest"])[0]  # type: ignore[no-any-return]
+    return manifest_object({"Properties": properties})
 
 
 def test_the_deploy_order() -> None:

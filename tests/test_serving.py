@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from functools import cache
 from pathlib import Path
@@ -23,6 +24,7 @@ from mlcc_constructs.core.serving.plan import SUFFIX_MAX, plan_serving, serving_
 from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.diff_guard import ExpectedChange, offending_changes, template_diff
+from stacks.deployments import QUERY_URL_PLACEHOLDER
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 READINESS = "Custom::MlccWorkloadReadiness"
@@ -48,8 +50,7 @@ def _applied(template: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
             del remaining[key]
     result = []
     for key in order:
-        (obj,) = json.loads(manifests[key]["Properties"]["Manifest"])
-        result.append((key, obj))
+        result.append((key, manifest_object(manifests[key])))
     return result
 
 
@@ -144,6 +145,32 @@ def _deployment_stacks() -> dict[str, Any]:
     }
 
 
+_DEPLOY_TIME = re.compile(
+    r"\$\{Token\[[^\]]+\]\}|<ImportValue:[^>]+>|" + re.escape(QUERY_URL_PLACEHOLDER)
+)
+
+
+def _deploy_time_free(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``objects`` with the cluster's Prometheus query URL as one marker, however it reads:
+    the app's lazy value (rendered), the eks-cluster stack's export (applied), dist/'s
+    placeholder."""
+    text = _DEPLOY_TIME.sub("<query-url>", json.dumps(objects))
+    return json.loads(text)  # type: ignore[no-any-return]
+
+
+def test_an_autoscaled_deployment_queries_the_clusters_workspace() -> None:
+    texts = synthesised()[1]
+    (scaler,) = (
+        obj
+        for stack_name in _deployment_stacks()
+        for _, obj in _applied(json.loads(texts[stack_name]))
+        if obj["kind"] == "ScaledObject"
+    )
+    address = scaler["spec"]["triggers"][0]["metadata"]["serverAddress"]
+    assert address.startswith("<ImportValue:mlcc-dev-eks-cluster:")
+    assert "PrometheusWorkspacePrometheusEndpoint" in address
+
+
 def test_each_deployment_stack_applies_exactly_the_rendered_objects() -> None:
     texts = synthesised()[1]
     for stack_name, deployment in _deployment_stacks().items():
@@ -154,7 +181,7 @@ def test_each_deployment_stack_applies_exactly_the_rendered_objects() -> None:
         assert target is not None
         rendered += [entry.object for entry in target.access]
         assert [obj["kind"] for obj in rendered[-2:]] == ["Role", "RoleBinding"]
-        assert [obj for _, obj in applied] == rendered, stack_name
+        assert _deploy_time_free([obj for _, obj in applied]) == _deploy_time_free(rendered)
         assert [k for k, _ in applied] == [manifest_logical_id(o) for o in rendered]
         for logical_id, _ in applied:
             props = json.loads(texts[stack_name])["Resources"][logical_id]["Properties"]
@@ -191,7 +218,9 @@ def test_dist_equals_what_the_stacks_apply(tmp_path: Path) -> None:
         waiter = [entry.object for entry in target.access]
         stack_objects = applied.pop(stack_name)
         assert stack_objects[-2:] == waiter
-        assert dist.pop(f"{deployment.chart_id}.k8s.yaml") == stack_objects[:-2]
+        assert _deploy_time_free(dist.pop(f"{deployment.chart_id}.k8s.yaml")) == (
+            _deploy_time_free(stack_objects[:-2])
+        )
     assert dist == {} and applied == {}
 
 
@@ -227,11 +256,12 @@ def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     changed = {name for name in before if after[name] != before[name]}
     stack_name = "mlcc-dev-serving-eks-inference-llama-vllm"
     assert changed == {stack_name, EKS_CLUSTER}
-    # The cluster's only change: the GPU NodePool's limit, 1 x 4 + 1 x 1 -> 2 x 4 + 1 x 1.
+    # The cluster's only change: the GPU NodePool's limit, 1 x 4 + 3 x 1 -> 2 x 4 + 3 x 1 (the
+    # autoscaled mistral-vllm-args counts at its max_replicas).
     (cluster_before, limit_before), (cluster_after, limit_after) = (
         _gpu_limit_apart(t[EKS_CLUSTER]) for t in (before, after)
     )
-    assert cluster_after == cluster_before and (limit_before, limit_after) == ("5", "9")
+    assert cluster_after == cluster_before and (limit_before, limit_after) == ("7", "11")
     diff = template_diff(before[stack_name], after[stack_name])
     deployment = next(o for _, o in _applied(before[stack_name]) if o["kind"] == "Deployment")
     logical_id = manifest_logical_id(deployment)
