@@ -59,6 +59,7 @@ def test_every_kind_module_registers_one_kind() -> None:
         "SecretProviderClass",
         "Service",
         "ServiceAccount",
+        "ServiceMonitor",
     ]
     modules = {
         p.stem
@@ -90,7 +91,7 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
         "ConfigMap, Deployment, InferenceEndpointConfig, InferenceGatewayConfig, Ingress, "
         "Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, "
         "PodDisruptionBudget, Role, RoleBinding, ScaledObject, SecretProviderClass, Service, "
-        "ServiceAccount; fix: did you mean Deployment?)"
+        "ServiceAccount, ServiceMonitor; fix: did you mean Deployment?)"
     )
 
 
@@ -195,7 +196,12 @@ def _crd_rule_kinds() -> list[tuple[str, CrdRules]]:
 
 def test_custom_resources_validate_against_rule_data_named_by_crd_version() -> None:
     found = dict(_crd_rule_kinds())
-    assert sorted(found) == ["InferenceEndpointConfig", "InferenceGatewayConfig", "NodePool"]
+    assert sorted(found) == [
+        "InferenceEndpointConfig",
+        "InferenceGatewayConfig",
+        "NodePool",
+        "ServiceMonitor",
+    ]
     for name, rules in found.items():
         kind = kind_named(name)
         document = rules.document

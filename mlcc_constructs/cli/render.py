@@ -20,6 +20,7 @@ from mlcc_constructs.core.support.errors import MlccError, fail
 _CONTEXT = ("account", "region", "profile")
 CIDRS_KEY = "load_balancer_cidrs"
 PROMETHEUS_KEY = "prometheus_query_url"
+OPERATOR_NAMESPACE_KEY = "prometheus_operator_namespace"
 """The cdk.json context key of the load balancer subnets' CIDRs (by scheme)."""
 
 
@@ -159,6 +160,14 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         "autoscaled deployment's ScaledObject reads (https://aps-workspaces.<region>."
         "amazonaws.com/workspaces/<id>; default: ./cdk.json context prometheus_query_url)",
     )
+    parser.add_argument(
+        "--prometheus-operator-namespace",
+        default=None,
+        metavar="NAMESPACE",
+        help="namespace of a Prometheus the Prometheus Operator runs: render a ServiceMonitor "
+        "for each engine with metrics and admit that namespace on the engine port (default: "
+        "./cdk.json context prometheus_operator_namespace, else none)",
+    )
     parser.add_argument("--region", default=None, help="AWS region (model and TLS buckets)")
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
@@ -179,8 +188,9 @@ def _cdk_context() -> dict[str, Any]:
     }
     if isinstance(context.get(CIDRS_KEY), dict):
         found[CIDRS_KEY] = context[CIDRS_KEY]
-    if isinstance(context.get(PROMETHEUS_KEY), str):
-        found[PROMETHEUS_KEY] = context[PROMETHEUS_KEY]
+    for key in (PROMETHEUS_KEY, OPERATOR_NAMESPACE_KEY):
+        if isinstance(context.get(key), str):
+            found[key] = context[key]
     return found
 
 
@@ -189,11 +199,14 @@ def render_context(
     fallback: dict[str, Any] | None = None,
     cidrs: list[str] | None = None,
     prometheus_url: str | None = None,
+    operator_namespace: str | None = None,
 ) -> Any:
     """The render context of a loaded spec: its account, region and profile, else
     ``./cdk.json``'s context (``fallback``: that context, when already read); the load
     balancer CIDRs of ``--load-balancer-cidrs`` (``cidrs``), else that context's; the Prometheus
-    query URL of ``--prometheus-url``, else that context's ``prometheus_query_url``."""
+    query URL of ``--prometheus-url``, else that context's ``prometheus_query_url``; the
+    Prometheus Operator's namespace of ``--prometheus-operator-namespace``, else that
+    context's."""
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     fallback = _cdk_context() if fallback is None else fallback
@@ -204,6 +217,7 @@ def render_context(
         profile=values["profile"],
         load_balancer_cidrs=parse_cidrs(cidrs) if cidrs else fallback.get(CIDRS_KEY),
         prometheus_query_url=prometheus_url or fallback.get(PROMETHEUS_KEY),
+        prometheus_operator_namespace=operator_namespace or fallback.get(OPERATOR_NAMESPACE_KEY),
     )
 
 
@@ -232,6 +246,7 @@ def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
         loaded,
         cidrs=getattr(args, "load_balancer_cidrs", None),
         prometheus_url=getattr(args, "prometheus_url", None),
+        operator_namespace=getattr(args, "prometheus_operator_namespace", None),
     )
 
 
@@ -247,7 +262,13 @@ def run_render(args: argparse.Namespace) -> int:
         if isinstance(loaded, MlccError):
             problems.extend(loaded.problems)
             continue
-        context = render_context(loaded, fallback, args.load_balancer_cidrs, args.prometheus_url)
+        context = render_context(
+            loaded,
+            fallback,
+            args.load_balancer_cidrs,
+            args.prometheus_url,
+            args.prometheus_operator_namespace,
+        )
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))
         except MlccError as error:

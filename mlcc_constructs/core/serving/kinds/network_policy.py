@@ -44,10 +44,13 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     if scrapers:  # the cluster's Prometheus scraper reads /metrics on the engine port
         blocks = [{"ipBlock": {"cidr": cidr}} for cidr in scrapers]
         ingress.append({"from": blocks, "ports": engine_port})
-    if spec.allow_from:
+    callers = [*spec.allow_from]
+    if facts.service_monitor_namespace and facts.service_monitor_namespace not in callers:
+        callers.append(facts.service_monitor_namespace)  # the team's Prometheus scrapes /metrics
+    if callers:
         namespaces = [
             {"namespaceSelector": {"matchLabels": {NAMESPACE_LABEL: namespace}}}
-            for namespace in spec.allow_from
+            for namespace in callers
         ]
         ingress.append({"from": namespaces, "ports": engine_port})
     egress: list[dict[str, Any]] = [

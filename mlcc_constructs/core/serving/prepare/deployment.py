@@ -65,8 +65,8 @@ class PreparedDeployment(DeploymentFacts):
     Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
     ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
     ``cache``, ``warnings``, ``ready_timeout``, ``min_replicas``, ``instance_types``,
-    ``prometheus_query_url``, ``cluster_region``, ``metrics_scraper_cidrs``: documented on
-    :class:`DeploymentFacts`), and
+    ``prometheus_query_url``, ``cluster_region``, ``metrics_scraper_cidrs``,
+    ``service_monitor_namespace``: documented on :class:`DeploymentFacts`), and
 
     ``objects``: The target's objects in apply order, each with its construct id: what
         ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
@@ -272,6 +272,11 @@ def prepare(
             )
             if target.metrics_scraped and engine_metrics(manifest.raw) is not None
             else ()
+        ),
+        service_monitor_namespace=(
+            context.prometheus_operator_namespace
+            if target.metrics_scraped and engine_metrics(manifest.raw) is not None
+            else None
         ),
     )
     if target.cluster_gpu_nodes:  # Auto Mode's nodes expire; a HyperPod instance group's do not

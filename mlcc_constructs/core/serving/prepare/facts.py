@@ -63,6 +63,10 @@ class DeploymentFacts:
     ``metrics_scraper_cidrs``: Where the target's Prometheus scraper reaches the engine port
         from, for an engine with metrics on a target that scrapes them (the render context's,
         else its internal load balancer subnets). Default: none.
+    ``service_monitor_namespace``: The namespace of the Prometheus Operator's Prometheus that
+        scrapes the engine through a ServiceMonitor (the render context's
+        ``prometheus_operator_namespace``, for an engine with metrics on a target that scrapes
+        them). Default: none (no ServiceMonitor).
     """
 
     spec: DeploymentSpec
@@ -83,6 +87,7 @@ class DeploymentFacts:
     prometheus_query_url: str | None = None
     cluster_region: str | None = None
     metrics_scraper_cidrs: tuple[str, ...] = ()
+    service_monitor_namespace: str | None = None
 
     @property
     def source(self) -> ModelSource:

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from mlcc_constructs.core.support.errors import Problem, raise_if_any
+from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
+
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -43,6 +46,10 @@ class RenderContext:
         (the engine serves ``/metrics`` there). Default: the ``internal`` load balancer subnets
         (``load_balancer_cidrs``), where the cluster side places the managed scraper's network
         interfaces: subnets that hold no pod, so admitting them admits no other workload.
+    ``prometheus_operator_namespace``: The namespace of a Prometheus the Prometheus Operator
+        runs (a team's own, beside or instead of the cluster's managed scraper): each deployment
+        whose engine serves metrics gets a ``ServiceMonitor`` for it, and its NetworkPolicy
+        admits that namespace's pods on the engine port. Default: none (no ServiceMonitor).
     """
 
     account: str | None = None
@@ -52,6 +59,7 @@ class RenderContext:
     load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None
     prometheus_query_url: str | None = None
     metrics_scraper_cidrs: Sequence[str] | None = None
+    prometheus_operator_namespace: str | None = None
 
     def __post_init__(self) -> None:
         if self.load_balancer_cidrs is not None and isinstance(self.load_balancer_cidrs, Mapping):
@@ -64,6 +72,16 @@ class RenderContext:
         check_fields(self)
         if self.metrics_scraper_cidrs is not None:
             raise_if_any(_network_problems(self.metrics_scraper_cidrs, "/metrics_scraper_cidrs"))
+        namespace = self.prometheus_operator_namespace
+        if namespace is not None and not _NAMESPACE.match(namespace):
+            raise fail(
+                "not a namespace name",
+                pointer="/prometheus_operator_namespace",
+                value=namespace,
+                allowed="1-63 lower-case letters, digits and '-', starting and ending with a "
+                "letter or digit",
+                fix="name the namespace your Prometheus runs in, e.g. monitoring",
+            )
         if self.load_balancer_cidrs is not None:
             from mlcc_constructs.core.platform.load_balancing import cidr_problems
 
