@@ -9,6 +9,7 @@ import aws_cdk as cdk
 
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
+from mlcc_constructs.core.platform.hyperpod_capacity import capacity_problems, surge_headroom
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import (
     cidr_mismatch_problems,
@@ -22,6 +23,7 @@ from stacks.deployments import (
     dist_text,
     gpu_demand,
     gpu_instance_types,
+    hyperpod_demand,
     hyperpod_needs,
     set_cluster_query_url,
     wants_inference_gateway,
@@ -51,7 +53,13 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     environment = environment_from_context(app)
     plan = serving_plan(app)
     hyperpod = hyperpod_settings_from_context(app, environment)
-    raise_if_any(coverage_problems(hyperpod, hyperpod_needs(app_deployments(app))))
+    demand = hyperpod_demand(app_deployments(app))
+    raise_if_any(
+        [
+            *coverage_problems(hyperpod, hyperpod_needs(app_deployments(app))),
+            *capacity_problems(hyperpod, demand),
+        ]
+    )
     buckets = BucketsStack(app, environment=environment)
     cluster_stack = EksClusterStack(
         app,
@@ -73,6 +81,8 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         hyperpod_stack = HyperPodClusterStack(
             app, environment=environment, cluster_stack=cluster_stack, settings=hyperpod
         )
+        for note in surge_headroom(hyperpod, demand):  # shown by cdk synth and cdk deploy
+            cdk.Annotations.of(hyperpod_stack).add_info(note)
         operator_stack = InferenceOperatorStack(
             app,
             environment=environment,

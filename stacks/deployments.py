@@ -18,6 +18,7 @@ import aws_cdk as cdk
 import jsii
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
+from mlcc_constructs.core.platform.hyperpod_capacity import HyperPodDemand
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.load_balancing import reference_cidrs
 from mlcc_constructs.core.serving.kinds.registry import requirement
@@ -126,6 +127,21 @@ def gpu_demand(deployments: tuple[AppDeployment, ...]) -> tuple[tuple[int, int],
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
     )
+
+
+def hyperpod_demand(deployments: tuple[AppDeployment, ...]) -> list[HyperPodDemand]:
+    """What each deployment that runs on the HyperPod cluster asks of its instance groups."""
+    return [
+        HyperPodDemand(
+            where=d.where,
+            name=d.prepared.names.base,
+            instance_type=d.prepared.resolution.instance.name,
+            max_replicas=d.prepared.max_replicas,
+            gpus_per_pod=int(d.prepared.container.requests[GPU_RESOURCE]),
+        )
+        for d in deployments
+        if any(requirement(entry.object) == ADDON_NAME for entry in d.prepared.objects)
+    ]
 
 
 def hyperpod_needs(deployments: tuple[AppDeployment, ...]) -> list[tuple[str, str]]:

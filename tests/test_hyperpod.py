@@ -346,7 +346,7 @@ def test_instance_groups_come_from_context() -> None:
     assert _cluster()["Properties"]["InstanceGroups"] == [
         {
             "ExecutionRole": {"Fn::GetAtt": [role, "Arn"]},
-            "InstanceCount": 1,
+            "InstanceCount": 2,  # cdk.json: two IECs of 4 GPUs on ml.g5.12xlarge (4 GPUs each)
             "InstanceGroupName": "inference",
             "InstanceStorageConfigs": [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}],
             "InstanceType": "ml.g5.12xlarge",
