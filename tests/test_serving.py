@@ -393,3 +393,23 @@ def test_bad_deployments_in_cdk_json_are_reported_at_once() -> None:
         "namespace 'inference' (the other: cdk.json:/context/reference_deployments/0) (got "
         "'mistral-vllm-args'; fix: rename one of them, or move it to another namespace)"
     ]
+
+
+def test_dist_holds_the_placeholder_or_the_given_query_url(tmp_path: Path) -> None:
+    from _cdk_app import build
+
+    from app import write_reference_manifests
+
+    def scaler_address(app: Any, folder: Path) -> str:
+        files = write_reference_manifests(app, outdir=str(folder))
+        (scaler,) = [
+            d
+            for f in files
+            for d in yaml.safe_load_all(Path(f).read_text())
+            if d and d["kind"] == "ScaledObject"
+        ]
+        return str(scaler["spec"]["triggers"][0]["metadata"]["serverAddress"])
+
+    assert scaler_address(synthesised()[0], tmp_path / "a") == QUERY_URL_PLACEHOLDER
+    given = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-given"
+    assert scaler_address(build(prometheus_query_url=given), tmp_path / "b") == given
