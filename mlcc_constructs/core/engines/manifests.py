@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
+from mlcc_constructs.core.engines.metrics import EngineMetrics, engine_metrics
 from mlcc_constructs.core.support.documents import parse_json, read_text
 from mlcc_constructs.core.support.errors import MlccError, Problem, closest, fail
 from mlcc_constructs.core.wrapper import PATH_ENV, flag_for, off_flag, pod_manifest
@@ -89,6 +90,11 @@ class EngineManifest:
             off = off_flag(suffix, style, negation["prefix"])
             return f"{self.engine} takes {off} only from version {negation['since']}"
         return None
+
+    @cached_property
+    def metrics(self) -> EngineMetrics | None:
+        """The Prometheus metrics the engine declares (manifest ``metrics``), or ``None``."""
+        return engine_metrics(self.raw)
 
     @cached_property
     def pod_json_text(self) -> str:

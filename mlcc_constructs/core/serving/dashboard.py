@@ -22,7 +22,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from mlcc_constructs.core.engines.manifests import EngineManifest
-from mlcc_constructs.core.engines.metrics import EngineMetrics, engine_metrics
+from mlcc_constructs.core.engines.metrics import EngineMetrics
 from mlcc_constructs.core.platform.keda import NAMESPACE_LABEL
 
 DASHBOARD_FILE = "grafana-dashboard.json"
@@ -103,9 +103,7 @@ def _variable(name: str, label: str, query: str) -> dict[str, Any]:
 
 def dashboard(manifests: Iterable[EngineManifest]) -> dict[str, Any]:
     """The dashboard of every engine of ``manifests`` that declares metrics (by engine name)."""
-    engines = sorted(
-        (m.engine, metrics) for m in manifests if (metrics := engine_metrics(m.raw)) is not None
-    )
+    engines = sorted((m.engine, m.metrics) for m in manifests if m.metrics is not None)
     # The variables list the namespaces and served models of every engine's queue-depth series.
     names = "|".join(re.escape(metrics.names["queue_depth"]) for _, metrics in engines)
     queues = f'{{__name__=~"{names}"}}'

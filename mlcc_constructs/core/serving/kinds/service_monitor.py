@@ -13,7 +13,6 @@ engine port. Validated against rule data written from the Prometheus Operator's 
 
 from __future__ import annotations
 
-from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.prometheus import SCRAPE_INTERVAL
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._crd_rules import CrdRules
@@ -28,7 +27,7 @@ SERVICE_PORT = "http"
 
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
     """The deployment's ServiceMonitor, or none without a Prometheus Operator (module doc)."""
-    metrics = engine_metrics(facts.resolution.manifest.raw)
+    metrics = facts.resolution.manifest.metrics
     if facts.service_monitor_namespace is None or metrics is None:
         return []
     monitor = {

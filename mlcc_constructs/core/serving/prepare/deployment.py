@@ -18,7 +18,6 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
-from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
 from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target, target_names
@@ -127,7 +126,7 @@ def prepare(
             spec.autoscaling,
             replicas=spec.replicas,
             engine=manifest.engine,
-            metrics=engine_metrics(manifest.raw),
+            metrics=manifest.metrics,
         )
 
     image = spec.image or pinned().engine_images.get(manifest.engine)
@@ -220,6 +219,8 @@ def prepare(
         raise MlccError(problems)
     assert image is not None and target is not None and secrets is not None  # checked above
     container = describe_container(spec, target, resolution, image, secrets, instances)
+    # The target scrapes the engine's /metrics, and the engine serves some.
+    scraped = target.metrics_scraped and manifest.metrics is not None
     facts = DeploymentFacts(
         spec=spec,
         target=target,
@@ -270,14 +271,10 @@ def prepare(
                 if context.metrics_scraper_cidrs is not None
                 else load_balancer_cidrs(context.load_balancer_cidrs, "internal")
             )
-            if target.metrics_scraped and engine_metrics(manifest.raw) is not None
+            if scraped
             else ()
         ),
-        service_monitor_namespace=(
-            context.prometheus_operator_namespace
-            if target.metrics_scraped and engine_metrics(manifest.raw) is not None
-            else None
-        ),
+        service_monitor_namespace=context.prometheus_operator_namespace if scraped else None,
     )
     if target.cluster_gpu_nodes:  # Auto Mode's nodes expire; a HyperPod instance group's do not
         note = single_replica_warning(

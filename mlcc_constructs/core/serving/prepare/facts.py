@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
 from mlcc_constructs.core.serving.prepare.container import Container
@@ -109,7 +108,7 @@ class DeploymentFacts:
     @property
     def scaling_metric(self) -> ScalingMetric | None:
         """The metric an autoscaled deployment scales on (``None``: fixed replicas)."""
-        metrics = engine_metrics(self.resolution.manifest.raw)
+        metrics = self.resolution.manifest.metrics
         if self.spec.autoscaling is None or metrics is None:
             return None
         return scaling_metric(self.spec.autoscaling, metrics)

@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.prometheus import scrape_annotations
@@ -229,7 +228,7 @@ def _template(
     spec["terminationGracePeriodSeconds"] = termination_grace_seconds(max_request_seconds)
     spec["containers"] = [container]
     spec["volumes"] = volumes
-    metrics = engine_metrics(resolution.manifest.raw) if target.metrics_scraped else None
+    metrics = resolution.manifest.metrics if target.metrics_scraped else None
     return {
         "metadata": {
             "labels": object_labels(names, resolution.manifest.engine),

@@ -25,7 +25,6 @@ from mlcc_constructs.core.engines.manifests import (
     EngineRegistry,
     parse_version,
 )
-from mlcc_constructs.core.engines.metrics import engine_metrics
 from mlcc_constructs.core.engines.values import (
     FALSE,
     TRUE,
@@ -104,7 +103,7 @@ class _Resolver:
         # The target scrapes /metrics (eks: the managed scraper; hyperpod-eks: the IEC's
         # metrics config), so an engine that serves them only when asked is asked (its
         # manifest's metrics.enable_capability): unasked, its /metrics answers 404.
-        metrics = engine_metrics(manifest.raw)
+        metrics = manifest.metrics
         if metrics is not None and metrics.enable_capability and self._scraped():
             requested.setdefault(metrics.enable_capability, TRUE)
         for name, user in self.user.items():
