@@ -24,7 +24,6 @@ from stacks.deployments import (
     gpu_demand,
     gpu_instance_types,
     hyperpod_demand,
-    hyperpod_needs,
     set_cluster_query_url,
     wants_inference_gateway,
 )
@@ -56,7 +55,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     demand = hyperpod_demand(app_deployments(app))
     raise_if_any(
         [
-            *coverage_problems(hyperpod, hyperpod_needs(app_deployments(app))),
+            *coverage_problems(hyperpod, [(d.where, d.instance_type) for d in demand]),
             *capacity_problems(hyperpod, demand),
         ]
     )

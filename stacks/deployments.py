@@ -123,32 +123,27 @@ def gpu_demand(deployments: tuple[AppDeployment, ...]) -> tuple[tuple[int, int],
     """``(max replicas, GPUs per pod)`` of each deployment whose pods run on the cluster's own
     GPU nodes (what the GPU NodePool's limit covers)."""
     return tuple(
-        (d.prepared.max_replicas, int(d.prepared.container.requests[GPU_RESOURCE]))
+        (d.prepared.max_replicas, _gpus_per_pod(d))
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
     )
 
 
+def _gpus_per_pod(deployment: AppDeployment) -> int:
+    return int(deployment.prepared.container.requests[GPU_RESOURCE])
+
+
 def hyperpod_demand(deployments: tuple[AppDeployment, ...]) -> list[HyperPodDemand]:
-    """What each deployment that runs on the HyperPod cluster asks of its instance groups."""
+    """What each deployment with an object the HyperPod inference operator serves (its pods run
+    on the HyperPod cluster's instance groups) asks of those groups."""
     return [
         HyperPodDemand(
             where=d.where,
             name=d.prepared.names.base,
             instance_type=d.prepared.resolution.instance.name,
             max_replicas=d.prepared.max_replicas,
-            gpus_per_pod=int(d.prepared.container.requests[GPU_RESOURCE]),
+            gpus_per_pod=_gpus_per_pod(d),
         )
-        for d in deployments
-        if any(requirement(entry.object) == ADDON_NAME for entry in d.prepared.objects)
-    ]
-
-
-def hyperpod_needs(deployments: tuple[AppDeployment, ...]) -> list[tuple[str, str]]:
-    """``(where declared, instance type)`` of each deployment with an object the HyperPod
-    inference operator serves (its pods run on the HyperPod cluster's instance groups)."""
-    return [
-        (d.where, d.prepared.resolution.instance.name)
         for d in deployments
         if any(requirement(entry.object) == ADDON_NAME for entry in d.prepared.objects)
     ]

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlcc_constructs.core.platform.catalog import lookup
-from mlcc_constructs.core.platform.hyperpod import GROUPS_KEY, HyperPodSettings
+from mlcc_constructs.core.platform.hyperpod import GROUPS_KEY, HyperPodSettings, InstanceGroup
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 
 
@@ -44,42 +44,84 @@ class HyperPodDemand:
         return self.max_replicas * self.gpus_per_pod
 
 
+@dataclass(frozen=True, kw_only=True)
+class _TypeCapacity:
+    """The created groups of one instance type (with their indexes) and the deployments on
+    them."""
+
+    instance_type: str
+    groups: tuple[tuple[int, InstanceGroup], ...]
+    asking: tuple[HyperPodDemand, ...]
+
+    @property
+    def per_node(self) -> int:
+        return lookup(self.instance_type).gpus
+
+    @property
+    def nodes(self) -> int:
+        return sum(group.count for _, group in self.groups)
+
+    @property
+    def have(self) -> int:
+        return self.nodes * self.per_node
+
+    @property
+    def want(self) -> int:
+        """The GPUs the deployments ask for at most."""
+        return sum(d.gpus for d in self.asking)
+
+    @property
+    def free(self) -> int:
+        """GPUs left once the deployments run at most (negative: they do not fit)."""
+        return self.have - self.want
+
+
+def _by_type(
+    settings: HyperPodSettings | None, demands: Sequence[HyperPodDemand]
+) -> list[_TypeCapacity]:
+    """Per instance type the deployments ask for, the created groups of it; none for an
+    imported cluster, and no entry for a type without a group (``coverage_problems`` names
+    those deployments)."""
+    if settings is None or settings.imported:
+        return []
+    found = []
+    for instance_type in sorted({d.instance_type for d in demands}):
+        groups = tuple(
+            (index, group)
+            for index, group in enumerate(settings.groups)
+            if group.instance_type == instance_type
+        )
+        if groups:
+            asking = tuple(d for d in demands if d.instance_type == instance_type)
+            found.append(_TypeCapacity(instance_type=instance_type, groups=groups, asking=asking))
+    return found
+
+
 def capacity_problems(
     settings: HyperPodSettings | None, demands: Sequence[HyperPodDemand]
 ) -> list[Problem]:
     """One problem per instance type whose deployments ask for more GPUs than the created
     cluster's groups of that type have (module doc); none for an imported cluster."""
-    if settings is None or settings.imported:
-        return []
     problems = []
-    for instance_type in sorted({d.instance_type for d in demands}):
-        groups = [
-            (index, group)
-            for index, group in enumerate(settings.groups)
-            if group.instance_type == instance_type
-        ]
-        if not groups:
-            continue  # coverage_problems names a deployment without a group of its type
-        asking = [d for d in demands if d.instance_type == instance_type]
-        per_node = lookup(instance_type).gpus
-        have = sum(group.count for _, group in groups) * per_node
-        want = sum(d.gpus for d in asking)
-        if want <= have:
+    for capacity in _by_type(settings, demands):
+        if capacity.free >= 0:
             continue
-        index, group = groups[0]
-        nodes = -(-want // per_node)
+        per_node, nodes = capacity.per_node, capacity.nodes
+        index, group = capacity.groups[0]
+        needed = -(-capacity.want // per_node)
         problems.append(
             Problem(
-                message=f"the {instance_type} instance groups have {have} GPUs "
-                f"({sum(g.count for _, g in groups)} x {per_node}), and the deployments on "
-                f"them ask for {want} at most ("
-                + ", ".join(f"{d.name} {d.max_replicas} x {d.gpus_per_pod}" for d in asking)
+                message=f"the {capacity.instance_type} instance groups have "
+                f"{capacity.have} GPUs ({nodes} x {per_node}), and the deployments on them "
+                f"ask for {capacity.want} at most ("
+                + ", ".join(
+                    f"{d.name} {d.max_replicas} x {d.gpus_per_pod}" for d in capacity.asking
+                )
                 + "): a replica beyond the capacity stays Pending",
                 where="cdk.json",
                 pointer=json_pointer("context", GROUPS_KEY, index, "count"),
                 value=group.count,
-                allowed=f"at least {nodes - sum(g.count for _, g in groups) + group.count} "
-                f"for this group",
+                allowed=f"at least {needed - nodes + group.count} for this group",
                 fix=f"raise {group.name}'s count, or lower the deployments' replicas or "
                 "max_replicas",
             )
@@ -92,25 +134,18 @@ def surge_headroom(
 ) -> list[str]:
     """One note per instance type of a created cluster: the GPUs left once its deployments run
     at most, and whether a rollout can start its new pod there (module doc)."""
-    if settings is None or settings.imported:
-        return []
     notes = []
-    for instance_type in sorted({d.instance_type for d in demands}):
-        nodes = sum(g.count for g in settings.groups if g.instance_type == instance_type)
-        if not nodes:
-            continue
-        asking = [d for d in demands if d.instance_type == instance_type]
-        free = nodes * lookup(instance_type).gpus - sum(d.gpus for d in asking)
-        largest = max(d.gpus_per_pod for d in asking)
-        if free >= largest:
-            notes.append(
-                f"HyperPod {instance_type}: {free} GPUs free at the deployments' most, room for "
-                "a rollout's surge pod"
-            )
+    for capacity in _by_type(settings, demands):
+        largest = max(d.gpus_per_pod for d in capacity.asking)
+        prefix = (
+            f"HyperPod {capacity.instance_type}: {max(capacity.free, 0)} GPUs free at the "
+            "deployments' most"
+        )
+        if capacity.free >= largest:
+            notes.append(f"{prefix}, room for a rollout's surge pod")
         else:
             notes.append(
-                f"HyperPod {instance_type}: {max(free, 0)} GPUs free at the deployments' most, "
-                f"fewer than a pod's {largest}: a rollout waits for a node; roll out with "
-                "`mlcc rollout apply -f SPEC --cluster NAME --surge-node`"
+                f"{prefix}, fewer than a pod's {largest}: a rollout waits for a node; roll out "
+                "with `mlcc rollout apply -f SPEC --cluster NAME --surge-node`"
             )
     return notes
