@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +28,7 @@ from mlcc_constructs.core.platform.labels import MANAGED_BY
 from mlcc_constructs.core.serving.kinds.registry import RenderedObject, kind_named, of_kind
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.prepare.ready_timeout import WaiterTiming, waiter_timing
+from mlcc_constructs.core.support.tokens import UNRESOLVED_TOKEN
 
 RBAC_API = "rbac.authorization.k8s.io"
 GROUP_PREFIX = "mlcc-readiness"
@@ -105,17 +105,12 @@ def access_objects(
     return (RenderedObject("ReadinessRole", role), RenderedObject("ReadinessRoleBinding", binding))
 
 
-_TOKEN = re.compile(r"\$\{Token\[[^\]]*\]\}")
-"""The text of an unresolved CDK token (e.g. a ``ServingCluster``'s Prometheus query URL in a
-ScaledObject): its number follows the app's construction order, not the value."""
-
-
 def digest(objects: Sequence[RenderedObject]) -> str:
     """SHA-256 of the objects' canonical JSON, in order. An unresolved CDK token counts as one
     fixed text: its number changes when unrelated code creates tokens first, and a digest that
     moved with it would make every such change an update that waits again."""
     text = json.dumps([entry.object for entry in objects], sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(_TOKEN.sub("${Token}", text).encode()).hexdigest()
+    return hashlib.sha256(UNRESOLVED_TOKEN.sub("${Token}", text).encode()).hexdigest()
 
 
 def readiness_target(prepared: PreparedDeployment) -> ReadinessTarget | None:

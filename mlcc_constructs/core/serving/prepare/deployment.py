@@ -52,6 +52,7 @@ from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import endpoint_problems
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
+from mlcc_constructs.core.support.tokens import has_token
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.cache.admission import Admission
@@ -297,7 +298,7 @@ def query_base(url: str | None) -> str | None:
     ``serverAddress`` pattern ends at the workspace id, while the workspace's own
     ``prometheusEndpoint`` (DescribeWorkspace, ``AWS::APS::Workspace``) ends in ``/api/v1/``; a
     CDK token is kept as given (the cluster side builds the base from the workspace id)."""
-    if url is None or "${Token[" in url:
+    if url is None or has_token(url):
         return url
     return url.rstrip("/").removesuffix("/api/v1").rstrip("/")
 
