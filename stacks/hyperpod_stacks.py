@@ -29,8 +29,13 @@ from mlcc_constructs.core.platform.hyperpod import (
     hyperpod_settings,
     operator_role_name,
 )
+from mlcc_constructs.core.platform.versions import hyperpod_version_warning, pinned
 from stacks.app_context import AppEnvironment
 from stacks.eks_cluster_stack import EksClusterStack
+
+# The id of the synth warning for a Kubernetes version HyperPod does not document
+# (``cdk.Annotations.of(stack).acknowledge_warning(id)`` silences it once checked).
+HYPERPOD_VERSION_WARNING = "mlcc:hyperpod-kubernetes-version"
 
 HYPERPOD_CLUSTER = "hyperpod-cluster"
 INFERENCE_OPERATOR = "inference-operator"
@@ -74,6 +79,13 @@ class HyperPodClusterStack(cdk.Stack):
             )
             return
         cluster = cluster_stack.cluster
+        # The app's EKS cluster runs the pinned version (EksClusterStack sets no other).
+        versions = pinned()
+        warning = hyperpod_version_warning(
+            versions.kubernetes, versions.hyperpod_kubernetes_documented
+        )
+        if warning is not None:  # shown by cdk synth and cdk deploy
+            cdk.Annotations.of(self).add_warning_v2(HYPERPOD_VERSION_WARNING, warning)
         private = cluster_stack.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         self.hyperpod = HyperPodCluster(
             self,

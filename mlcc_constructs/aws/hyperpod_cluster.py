@@ -12,21 +12,20 @@
   ``stacks/buckets.json``, or the team's own) under a content-addressed prefix
   (:func:`mlcc_constructs.core.adapters.s3_layout.hyperpod_lifecycle_prefix`).
 * ``VpcCniAddon``, ``KubeProxyAddon``, ``CoreDnsAddon``: the networking add-ons HyperPod nodes
-  need on an EKS Auto Mode cluster. Auto Mode nodes bring their own networking and DNS, so the
-  cluster has none of these; HyperPod nodes are ordinary EC2 nodes and "SageMaker HyperPod
-  requires the Amazon VPC CNI plugin version 1.18.3 or later"
-  (https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html).
-  The VPC CNI's DaemonSet never schedules on Auto Mode nodes (its node affinity excludes
-  ``eks.amazonaws.com/compute-type`` ``auto``, ``hybrid`` and ``fargate``:
-  aws/amazon-vpc-cni-k8s ``charts/aws-vpc-cni/values.yaml``). EKS installs its default version
-  for the cluster's Kubernetes version (far above 1.18.3 on Kubernetes 1.35).
+  need on an EKS Auto Mode cluster
+  (:data:`mlcc_constructs.core.platform.networking_addons.NETWORKING_ADDONS`, which cites how
+  each schedules on Auto Mode). None of them waits for a HyperPod node: the VPC CNI and
+  kube-proxy DaemonSets want no pod on Auto Mode nodes, and CoreDNS runs on Auto Mode's pools
+  (it prefers them). EKS installs its default version for the cluster's Kubernetes version
+  (far above the VPC CNI 1.18.3 HyperPod requires, on Kubernetes 1.35).
 * ``Resource``: the ``AWS::SageMaker::Cluster`` (``Orchestrator.Eks.ClusterArn``, the given
   private subnets and security group, ``NodeRecovery: Automatic``), created after the roles,
-  scripts and add-ons it needs.
+  scripts, the VPC CNI and kube-proxy (not CoreDNS: DNS serves pods, not joining nodes).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -57,17 +56,12 @@ from mlcc_constructs.core.platform.hyperpod import (
 )
 from mlcc_constructs.core.platform.hyperpod_iam import hyperpod_instance_statements
 from mlcc_constructs.core.platform.iam_statement import Arns
+from mlcc_constructs.core.platform.networking_addons import NETWORKING_ADDONS
 from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 NODE_RECOVERY = "Automatic"
 _ANY_BUCKET = "bucket-known-at-deploy-time"  # stands in for a token name (the key is the same)
-# Add-on name -> child id. Versions: EKS's default for the cluster's Kubernetes version.
-NETWORKING_ADDONS = (
-    ("vpc-cni", "VpcCniAddon"),
-    ("kube-proxy", "KubeProxyAddon"),
-    ("coredns", "CoreDnsAddon"),
-)
 
 # Findings of aws-cdk-lib's BucketDeployment handler (a Lambda that copies the asset into the
 # artifacts bucket): its role and runtime are aws-cdk-lib's, pinned in requirements.lock.
@@ -124,7 +118,7 @@ class HyperPodClusterProps:
 
 class HyperPodCluster(Construct):
     """A HyperPod cluster on the given EKS cluster; ``cluster_arn`` and ``cluster_name`` are
-    its attributes."""
+    its attributes, ``addons`` its networking add-ons (EKS add-on name -> ``CfnAddon``)."""
 
     def __init__(self, scope: Construct, id: str, *, props: HyperPodClusterProps) -> None:
         super().__init__(scope, id)
@@ -175,16 +169,22 @@ class HyperPodCluster(Construct):
                     cdk.Validations.of(handler).acknowledge(
                         cdk.Acknowledgment(id=finding, reason=reason)
                     )
-        self.addons = [
-            eks.CfnAddon(
+        # Versions: EKS's default for the cluster's Kubernetes version.
+        self.addons = {
+            addon.name: eks.CfnAddon(
                 self,
-                child_id,
-                addon_name=addon,
+                addon.child_id,
+                addon_name=addon.name,
                 cluster_name=props.cluster.cluster_name,
                 resolve_conflicts="OVERWRITE",
+                configuration_values=(
+                    json.dumps(dict(addon.configuration), sort_keys=True)
+                    if addon.configuration is not None
+                    else None
+                ),
             )
-            for addon, child_id in NETWORKING_ADDONS
-        ]
+            for addon in NETWORKING_ADDONS
+        }
         self.resource = sagemaker.CfnCluster(
             self,
             "Resource",
@@ -204,7 +204,8 @@ class HyperPodCluster(Construct):
             ),
         )
         # The role's policy, the scripts and the nodes' networking exist before any node.
-        for dependency in (self.role, self.lifecycle_scripts, *self.addons):
+        before_nodes = [self.addons[a.name] for a in NETWORKING_ADDONS if a.before_nodes]
+        for dependency in (self.role, self.lifecycle_scripts, *before_nodes):
             self.resource.node.add_dependency(dependency)
         self.cluster_arn: str = self.resource.attr_cluster_arn
         self.cluster_name: str = props.cluster_name

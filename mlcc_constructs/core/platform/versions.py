@@ -29,6 +29,9 @@ class PinnedVersions:
     """Kubernetes minor version, e.g. ``1.35``."""
     kubectl_layer: str
     """PyPI package of the kubectl Lambda layer (``aws-cdk.lambda-layer-kubectl-v35``)."""
+    hyperpod_kubernetes_documented: tuple[str, ...]
+    """The Kubernetes versions SageMaker HyperPod's EKS prerequisites page documents (the
+    sources cite each copy of the page)."""
     keda: str
     """Version of the KEDA Helm chart (and KEDA release) the cluster installs; the serving
     side's ScaledObject rule data follows KEDA's documented fields."""
@@ -70,6 +73,9 @@ def pinned() -> PinnedVersions:
     return PinnedVersions(
         kubernetes=kubernetes,
         kubectl_layer=layer,
+        hyperpod_kubernetes_documented=tuple(
+            str(v) for v in document["hyperpod_kubernetes_documented"]
+        ),
         keda=str(document["keda"]),
         eks_addons=MappingProxyType(dict(document["eks_addons"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
@@ -91,3 +97,21 @@ def check_kubectl_layer(kubernetes: str, layer: str) -> None:
             fix="pin the layer package of the cluster's minor version in versions.json, "
             "pyproject.toml and requirements.lock",
         )
+
+
+def hyperpod_version_warning(kubernetes: str, documented: tuple[str, ...]) -> str | None:
+    """The warning for a HyperPod cluster orchestrated by an EKS cluster of Kubernetes
+    ``kubernetes`` when HyperPod's documentation does not name that version (``None``: it
+    does). A warning, not a refusal: the pin is the only version in EKS standard support, the
+    evidence is a documentation page that lags, and HyperPod's ``CreateCluster`` rejects an
+    unsupported version loudly (the hyperpod-cluster stack rolls back; the EKS cluster stays)."""
+    if kubernetes in documented:
+        return None
+    return (
+        f"Kubernetes {kubernetes} is not among the versions SageMaker HyperPod documents for "
+        f"EKS ({', '.join(documented)}: mlcc_constructs/data/{VERSIONS_FILE}, "
+        "hyperpod_kubernetes_documented and its sources); check "
+        "https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-prerequisites.html "
+        "before deploying: CreateCluster fails on a version HyperPod does not support, and an "
+        "EKS cluster cannot be downgraded (a lower version is a new cluster)"
+    )
