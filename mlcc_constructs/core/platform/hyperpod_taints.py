@@ -40,6 +40,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
@@ -96,11 +97,9 @@ class Taint:
 GPU_TAINT = Taint(key=GPU_RESOURCE, effect="NoSchedule")
 """The default taint of a GPU instance group: the name of the GPU's extended resource, so that
 ``ExtendedResourceToleration`` makes every pod requesting a GPU tolerate it."""
-GPU_TOLERATION: Mapping[str, str] = {
-    "key": GPU_RESOURCE,
-    "operator": "Exists",
-    "effect": "NoSchedule",
-}
+GPU_TOLERATION: Mapping[str, str] = MappingProxyType(
+    {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+)
 """The toleration of :data:`GPU_TAINT`, for pods that must run on GPU nodes without requesting a
 GPU (the device plugin, the health agent): a copy goes into each pod spec."""
 
