@@ -10,6 +10,7 @@ import aws_cdk as cdk
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
 from mlcc_constructs.core.platform.hyperpod_capacity import capacity_problems, surge_headroom
+from mlcc_constructs.core.platform.hyperpod_tolerations import toleration_problems
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import (
     cidr_mismatch_problems,
@@ -57,6 +58,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         [
             *coverage_problems(hyperpod, [(d.where, d.instance_type) for d in demand]),
             *capacity_problems(hyperpod, demand),
+            *toleration_problems(hyperpod, demand),
         ]
     )
     buckets = BucketsStack(app, environment=environment)

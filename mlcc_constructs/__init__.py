@@ -74,6 +74,9 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.core.platform.hyperpod import (
         InstanceGroup as InstanceGroup,
     )
+    from mlcc_constructs.core.platform.hyperpod_taints import (
+        Taint as Taint,
+    )
     from mlcc_constructs.core.serving.manifest_ids import (
         manifest_logical_id as manifest_logical_id,
     )
@@ -155,6 +158,7 @@ _LAZY: dict[str, str] = {
     "KubernetesObjectsProps": "mlcc_constructs.aws.kubernetes_objects",
     "MlccChecks": "mlcc_constructs.aws.nag",
     "InstanceGroup": "mlcc_constructs.core.platform.hyperpod",
+    "Taint": "mlcc_constructs.core.platform.hyperpod_taints",
     "HyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
     "HyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",
     "ImportedHyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",

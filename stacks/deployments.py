@@ -143,6 +143,7 @@ def hyperpod_demand(deployments: tuple[AppDeployment, ...]) -> list[HyperPodDema
             instance_type=d.prepared.resolution.instance.name,
             max_replicas=d.prepared.max_replicas,
             gpus_per_pod=_gpus_per_pod(d),
+            resources=tuple(sorted(d.prepared.container.requests)),
         )
         for d in deployments
         if any(requirement(entry.object) == ADDON_NAME for entry in d.prepared.objects)

@@ -170,7 +170,7 @@ BAD_CONTEXT = [
         None,
         [
             f"{WHERE}:/hyperpod_instance_groups/0/size: unknown key 'size' (got 3; allowed: "
-            f"name, instance_type, count, ebs_volume_gib; fix: {FIX})",
+            f"name, instance_type, count, ebs_volume_gib, taints, labels; fix: {FIX})",
             f"{WHERE}:/hyperpod_instance_groups/0: missing 'name' (got {{'instance_type': "
             f"'ml.g5.12xlarge', 'count': 1, 'size': 3}}; allowed: name; fix: {FIX})",
         ],
@@ -198,7 +198,8 @@ BAD_CONTEXT = [
         None,
         [
             f"{WHERE}:/hyperpod_instance_groups/0: an instance group must be an object (got 'x'; "
-            f"allowed: name, instance_type, count and optionally ebs_volume_gib; fix: {FIX})"
+            "allowed: name, instance_type, count and optionally ebs_volume_gib, taints and "
+            f"labels; fix: {FIX})"
         ],
     ),
     (
@@ -351,6 +352,11 @@ def test_instance_groups_come_from_context() -> None:
             "InstanceStorageConfigs": [{"EbsVolumeConfig": {"VolumeSizeInGB": 500}}],
             "InstanceType": "ml.g5.12xlarge",
             "LifeCycleConfig": {"OnCreate": "on_create.sh", "SourceS3Uri": SCRIPTS.uri},
+            # The GPU type's default taint (tests/test_hyperpod_taints.py).
+            "KubernetesConfig": {
+                "Labels": {},
+                "Taints": [{"Effect": "NoSchedule", "Key": "nvidia.com/gpu"}],
+            },
         }
     ]
     assert role.startswith("HyperPodClusterRole")

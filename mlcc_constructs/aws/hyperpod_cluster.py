@@ -21,6 +21,10 @@
 * ``Resource``: the ``AWS::SageMaker::Cluster`` (``Orchestrator.Eks.ClusterArn``, the given
   private subnets and security group, ``NodeRecovery: Automatic``), created after the roles,
   scripts, the VPC CNI and kube-proxy (not CoreDNS: DNS serves pods, not joining nodes).
+  Each instance group's ``KubernetesConfig`` holds its nodes' taints and labels
+  (:attr:`InstanceGroup.node_taints`: the GPU taint by default), always given, so that
+  removing one from the context removes it from the nodes (HyperPod reconciles the nodes to
+  the declared state).
 """
 
 from __future__ import annotations
@@ -258,6 +262,15 @@ def _instance_group(
                 )
             )
         ],
+        kubernetes_config=sagemaker.CfnCluster.ClusterKubernetesConfigProperty(
+            labels=dict(sorted(group.labels.items())),
+            taints=[
+                sagemaker.CfnCluster.ClusterKubernetesTaintProperty(
+                    key=taint.key, effect=taint.effect, value=taint.value
+                )
+                for taint in group.node_taints
+            ],
+        ),
     )
 
 

@@ -5,10 +5,18 @@ Two context keys (``cdk.json``, or ``-c key=value``), at most one of them set:
 ``hyperpod_instance_groups``
     The stack ``mlcc-<profile>-hyperpod-cluster`` creates the ``AWS::SageMaker::Cluster``
     ``mlcc-<profile>-hyperpod`` with these instance groups: a JSON list of
-    ``{"name": ..., "instance_type": "ml.<family>.<size>", "count": N, "ebs_volume_gib": G}``
+    ``{"name": ..., "instance_type": "ml.<family>.<size>", "count": N, "ebs_volume_gib": G,
+    "taints": [{"key": ..., "value": ..., "effect": ...}], "labels": {...}}``
     (``ebs_volume_gib`` optional, default :data:`DEFAULT_EBS_VOLUME_GIB`). The instance type is
     checked against the instance catalog (``data/instance_catalog.json``); a count is at least 1
     (HyperPod inference needs a node, and ``mlcc rollout`` never scales a group to zero).
+    ``taints`` (optional) are the nodes' Kubernetes taints: default ``nvidia.com/gpu:NoSchedule``
+    on a GPU instance type (:data:`~mlcc_constructs.core.platform.hyperpod_taints.GPU_TAINT`),
+    which keeps the cluster's system pods off the GPU nodes while every pod requesting a GPU
+    tolerates it; ``[]`` leaves the nodes untainted. ``labels`` (optional, default none) are
+    extra node labels. Rules and limits: :mod:`mlcc_constructs.core.platform.hyperpod_taints`;
+    a taint an IEC of the group cannot tolerate is refused at synth
+    (:mod:`mlcc_constructs.core.platform.hyperpod_tolerations`).
 ``hyperpod_cluster_name``
     Import mode: an existing HyperPod cluster, orchestrated by the app's EKS cluster, is used
     as it is; the stack creates no cluster (it only reads the cluster's ARN at deploy time).
@@ -27,11 +35,17 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.platform.hyperpod_taints import (
+    Taint,
+    default_taints,
+    parse_labels,
+    parse_taints,
+)
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -41,7 +55,7 @@ WHERE = "CDK context (cdk.json or -c)"
 DEFAULT_EBS_VOLUME_GIB = 500  # engine images are 10-20 GB; HyperPod mounts it at /opt/sagemaker
 _NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _NAME_RULE = "1-63 letters, digits and '-', starting and ending with a letter or digit"
-_GROUP_KEYS = ("name", "instance_type", "count", "ebs_volume_gib")
+_GROUP_KEYS = ("name", "instance_type", "count", "ebs_volume_gib", "taints", "labels")
 _EXAMPLE = '[{"name": "inference", "instance_type": "ml.g5.12xlarge", "count": 1}]'
 _MAX_COUNT = 6758
 _MAX_VOLUME_GIB = 16384
@@ -66,16 +80,28 @@ class InstanceGroup:
     ``name``: the instance group name.
     ``instance_type``: the SageMaker instance type (``ml.g5.12xlarge``), from the catalog.
     ``count``: the number of instances (at least 1).
-    ``ebs_volume_gib``: the extra EBS volume per instance, mounted at ``/opt/sagemaker``.
+    ``ebs_volume_gib``: the extra EBS volume per instance, mounted at ``/opt/sagemaker``;
+    default :data:`DEFAULT_EBS_VOLUME_GIB`.
+    ``taints``: the nodes' taints; default ``None``: the instance type's
+    (:func:`~mlcc_constructs.core.platform.hyperpod_taints.default_taints`, the GPU taint on a
+    GPU type). ``()`` leaves the nodes untainted.
+    ``labels``: extra Kubernetes labels of the nodes; default none.
     """
 
     name: str
     instance_type: str
     count: int
     ebs_volume_gib: int = DEFAULT_EBS_VOLUME_GIB
+    taints: tuple[Taint, ...] | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_fields(self)
+
+    @property
+    def node_taints(self) -> tuple[Taint, ...]:
+        """The taints the nodes carry: ``taints``, else the instance type's default."""
+        return default_taints(self.instance_type) if self.taints is None else self.taints
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -223,7 +249,7 @@ def _group(entry: object, index: int, problems: list[Problem]) -> InstanceGroup 
                 "an instance group must be an object",
                 json_pointer(index),
                 entry,
-                "name, instance_type, count and optionally ebs_volume_gib",
+                "name, instance_type, count and optionally ebs_volume_gib, taints and labels",
             )
         )
         return None
@@ -252,6 +278,12 @@ def _group(entry: object, index: int, problems: list[Problem]) -> InstanceGroup 
     instance_type = _instance_type(entry, index, problems)
     count = _integer(entry, index, "count", 1, _MAX_COUNT, problems)
     volume = _integer(entry, index, "ebs_volume_gib", 1, _MAX_VOLUME_GIB, problems)
+
+    def report(message: str, pointer: str, value: object, allowed: str) -> Problem:
+        return _group_problem(message, json_pointer(index) + pointer, value, allowed)
+
+    taints = parse_taints(entry["taints"], report, problems) if "taints" in entry else None
+    labels = parse_labels(entry["labels"], report, problems) if "labels" in entry else {}
     if len(problems) > before:
         return None
     assert isinstance(name, str) and instance_type is not None and count is not None
@@ -260,6 +292,8 @@ def _group(entry: object, index: int, problems: list[Problem]) -> InstanceGroup 
         instance_type=instance_type,
         count=count,
         ebs_volume_gib=DEFAULT_EBS_VOLUME_GIB if volume is None else volume,
+        taints=taints,
+        labels=labels,
     )
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
 from mlcc_constructs.core.platform.hyperpod import GROUPS_KEY, HyperPodSettings, InstanceGroup
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 
@@ -31,6 +31,9 @@ class HyperPodDemand:
     ``instance_type``: its SageMaker instance type.
     ``max_replicas``: the most replicas it runs (its autoscaling maximum, else ``replicas``).
     ``gpus_per_pod``: the GPUs one replica takes.
+    ``resources``: the names of the resources a replica's worker requests (what its pods
+    tolerate follows from them, :mod:`mlcc_constructs.core.platform.hyperpod_tolerations`);
+    default ``("nvidia.com/gpu",)``.
     """
 
     where: str
@@ -38,6 +41,7 @@ class HyperPodDemand:
     instance_type: str
     max_replicas: int
     gpus_per_pod: int
+    resources: tuple[str, ...] = (GPU_RESOURCE,)
 
     @property
     def gpus(self) -> int:
