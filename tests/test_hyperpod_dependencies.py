@@ -263,7 +263,16 @@ def test_a_region_without_the_agent_is_refused_naming_the_supported_ones(region:
     assert "us-east-1" in problem.allowed
 
 
-def test_the_construct_refuses_an_unsupported_region_at_synth() -> None:
+@pytest.mark.parametrize(
+    ("region", "error"),
+    [
+        ("mars-1", r"^Far env:/region: SageMaker HyperPod's health monitoring agent has no image "),
+        (None, r"^Far/Dependencies: HyperPod's health monitoring agent image is chosen by region"),
+    ],
+)
+def test_the_construct_refuses_a_region_without_the_agent_at_synth(
+    region: str | None, error: str
+) -> None:
     import aws_cdk as cdk
     from aws_cdk import aws_eks_v2 as eks
 
@@ -273,9 +282,10 @@ def test_the_construct_refuses_an_unsupported_region_at_synth() -> None:
     )
 
     app = cdk.App()
-    stack = cdk.Stack(app, "Far", env=cdk.Environment(account="123456789012", region="mars-1"))
+    env = cdk.Environment(account="123456789012", region=region) if region else None
+    stack = cdk.Stack(app, "Far", env=env)
     cluster = eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="c")
-    with pytest.raises(MlccError, match=r"Far env:/region: .* no image in this region"):
+    with pytest.raises(MlccError, match=error):
         HyperPodDependencies(
             stack,
             "Dependencies",
@@ -343,3 +353,41 @@ def test_the_hyperpod_cluster_is_created_after_every_required_component() -> Non
 def test_an_imported_cluster_gets_no_dependencies() -> None:
     resources = _resources(import_mode()[1][HYPERPOD_STACK])
     assert {r["Type"] for r in resources.values()}.isdisjoint({HELM, MANIFEST})
+
+
+def _team_hyperpod(install: bool) -> dict[str, Any]:
+    """A team's HyperPodCluster on an imported cluster that has no kubectl provider."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+
+    from mlcc_constructs import HyperPodCluster, HyperPodClusterProps, InstanceGroup
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    cluster = eks.Cluster.from_cluster_attributes(stack, "Cluster", cluster_name="team")
+    HyperPodCluster(
+        stack,
+        "HyperPod",
+        props=HyperPodClusterProps(
+            cluster=cluster,
+            eks_cluster_arn="arn:aws:eks:us-east-1:123456789012:cluster/team",
+            cluster_name="team-hyperpod",
+            groups=[InstanceGroup(name="inference", instance_type="ml.g5.xlarge", count=1)],
+            subnet_ids=["subnet-1"],
+            security_group_ids=["sg-1"],
+            artifacts_bucket="acme-artifacts",
+            eks_cluster_name="team",
+            install_dependencies=install,
+        ),
+    )
+    return app.synth().get_stack_by_name("Team").template  # type: ignore[no-any-return]
+
+
+def test_a_team_that_installs_the_chart_itself_gets_none_of_it() -> None:
+    resources = _team_hyperpod(install=False)["Resources"]
+    assert {r["Type"] for r in resources.values()}.isdisjoint({HELM, MANIFEST})
+
+
+def test_the_components_need_the_clusters_kubectl_provider() -> None:
+    with pytest.raises(MlccError, match="the cluster has no kubectl provider"):
+        _team_hyperpod(install=True)

@@ -26,7 +26,11 @@ import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct
 
-from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.aws.kubernetes_objects import (
+    KubernetesObjects,
+    KubernetesObjectsProps,
+    require_kubectl_provider,
+)
 from mlcc_constructs.core.platform.hyperpod_dependencies import (
     charts,
     dependency_objects,
@@ -69,6 +73,7 @@ class HyperPodDependencies(Construct):
         objects = dependency_objects(
             props.instance_types, region=region, where=f"{cdk.Stack.of(self).stack_name} env"
         )
+        require_kubectl_provider(props.cluster, where=self.node.path)
         cluster = cast(eks.ICluster, props.cluster)
         self.charts: dict[str, eks.HelmChart] = {
             chart.name: eks.HelmChart(
