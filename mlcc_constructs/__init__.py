@@ -29,6 +29,10 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ImportedHyperPodCluster as ImportedHyperPodCluster,
         ImportedHyperPodClusterProps as ImportedHyperPodClusterProps,
     )
+    from mlcc_constructs.aws.hyperpod_dependencies import (
+        HyperPodDependencies as HyperPodDependencies,
+        HyperPodDependenciesProps as HyperPodDependenciesProps,
+    )
     from mlcc_constructs.aws.imported_cluster import (
         ImportedServingCluster as ImportedServingCluster,
         ImportedServingClusterProps as ImportedServingClusterProps,
@@ -163,6 +167,8 @@ _LAZY: dict[str, str] = {
     "HyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",
     "ImportedHyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
     "ImportedHyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",
+    "HyperPodDependencies": "mlcc_constructs.aws.hyperpod_dependencies",
+    "HyperPodDependenciesProps": "mlcc_constructs.aws.hyperpod_dependencies",
     "HyperPodInferenceOperator": "mlcc_constructs.aws.inference_operator",
     "HyperPodInferenceOperatorProps": "mlcc_constructs.aws.inference_operator",
     "Namespaces": "mlcc_constructs.k8s.namespaces",

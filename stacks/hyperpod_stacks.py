@@ -4,7 +4,9 @@ that order after ``mlcc-<profile>-eks-cluster`` and before the serving stacks wh
 need the operator.
 
 Context: ``hyperpod_instance_groups`` (create) or ``hyperpod_cluster_name`` (import); see
-:mod:`mlcc_constructs.core.platform.hyperpod`.
+:mod:`mlcc_constructs.core.platform.hyperpod`. A created cluster comes after HyperPod's required
+components on the EKS cluster (``HyperPodCluster``'s ``Dependencies``); an imported one has its
+own and gets none.
 """
 
 from __future__ import annotations

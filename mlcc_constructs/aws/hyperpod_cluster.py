@@ -18,6 +18,10 @@
   kube-proxy DaemonSets want no pod on Auto Mode nodes, and CoreDNS runs on Auto Mode's pools
   (it prefers them). EKS installs its default version for the cluster's Kubernetes version
   (far above the VPC CNI 1.18.3 HyperPod requires, on Kubernetes 1.35).
+* ``Dependencies`` (unless ``install_dependencies`` is off): the components of HyperPod's
+  dependency Helm chart an inference cluster needs (device plugins, health monitoring agent,
+  HyperPod's RBAC; :class:`mlcc_constructs.aws.hyperpod_dependencies.HyperPodDependencies`),
+  which AWS requires before ``CreateCluster``.
 * ``Resource``: the ``AWS::SageMaker::Cluster`` (``Orchestrator.Eks.ClusterArn``, the given
   private subnets and security group, ``NodeRecovery: Automatic``), created after the roles,
   scripts, the VPC CNI and kube-proxy (not CoreDNS: DNS serves pods, not joining nodes).
@@ -50,6 +54,10 @@ from mlcc_constructs.aws.buckets import (
     bucket_ref_problem,
     concrete_environment,
     resolve_bucket,
+)
+from mlcc_constructs.aws.hyperpod_dependencies import (
+    HyperPodDependencies,
+    HyperPodDependenciesProps,
 )
 from mlcc_constructs.core.adapters.s3_layout import S3Location, hyperpod_lifecycle_prefix
 from mlcc_constructs.core.platform.hyperpod import (
@@ -98,6 +106,8 @@ class HyperPodClusterProps:
     (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"artifacts"`` (the descriptor's).
     ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs; default: the
     cluster's name attribute.
+    ``install_dependencies``: default ``True``: install HyperPod's required components on the
+    EKS cluster first; ``False`` when the team installs AWS's dependency chart itself.
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -109,6 +119,7 @@ class HyperPodClusterProps:
     profile: str | None = None
     artifacts_bucket: BucketRef = "artifacts"
     eks_cluster_name: str | None = None
+    install_dependencies: bool = True
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -189,6 +200,17 @@ class HyperPodCluster(Construct):
             )
             for addon in NETWORKING_ADDONS
         }
+        self.dependencies = (
+            HyperPodDependencies(
+                self,
+                "Dependencies",
+                props=HyperPodDependenciesProps(
+                    cluster=props.cluster, instance_types=[g.instance_type for g in props.groups]
+                ),
+            )
+            if props.install_dependencies
+            else None
+        )
         self.resource = sagemaker.CfnCluster(
             self,
             "Resource",
@@ -207,9 +229,11 @@ class HyperPodCluster(Construct):
                 subnets=list(props.subnet_ids),
             ),
         )
-        # The role's policy, the scripts and the nodes' networking exist before any node.
+        # The role's policy, the scripts, the nodes' networking and HyperPod's required
+        # components exist before any node.
         before_nodes = [self.addons[a.name] for a in NETWORKING_ADDONS if a.before_nodes]
-        for dependency in (self.role, self.lifecycle_scripts, *before_nodes):
+        required = [self.dependencies] if self.dependencies is not None else []
+        for dependency in (self.role, self.lifecycle_scripts, *before_nodes, *required):
             self.resource.node.add_dependency(dependency)
         self.cluster_arn: str = self.resource.attr_cluster_arn
         self.cluster_name: str = props.cluster_name

@@ -48,19 +48,24 @@ class KubernetesObjectsProps:
         check_fields(self)
 
 
+def require_kubectl_provider(cluster: eks.ICluster | eks.Cluster, *, where: str) -> None:
+    """Refuse a cluster without the kubectl provider that applies objects and charts."""
+    if cluster.kubectl_provider is None:
+        raise fail(
+            "the cluster has no kubectl provider to apply Kubernetes objects with",
+            where=where,
+            fix="create the cluster with kubectl_provider_options=..., or import it with "
+            "eks.Cluster.from_cluster_attributes(..., kubectl_provider="
+            "eks.KubectlProvider.from_kubectl_provider_attributes(...))",
+        )
+
+
 class KubernetesObjects(Construct):
     """One ``KubernetesManifest`` per object; its child id and logical id are the object's id."""
 
     def __init__(self, scope: Construct, id: str, *, props: KubernetesObjectsProps) -> None:
         super().__init__(scope, id)
-        if props.cluster.kubectl_provider is None:
-            raise fail(
-                "the cluster has no kubectl provider to apply Kubernetes objects with",
-                where=self.node.path,
-                fix="create the cluster with kubectl_provider_options=..., or import it with "
-                "eks.Cluster.from_cluster_attributes(..., kubectl_provider="
-                "eks.KubectlProvider.from_kubectl_provider_attributes(...))",
-            )
+        require_kubectl_provider(props.cluster, where=self.node.path)
         ids = unique_ids(props.objects, where=self.node.path)
         manifests: dict[str, eks.KubernetesManifest] = {}
         previous: eks.KubernetesManifest | None = None

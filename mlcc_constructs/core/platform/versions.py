@@ -1,8 +1,9 @@
 """Every pinned version the library emits, read from ``data/versions.json`` (its one reader).
 
 Kubernetes (the cluster and the schemas objects are validated against), the kubectl Lambda
-layer that matches it, EKS add-on versions, and each engine's default image with the engine
-version that image holds. ``versions.json`` cites where each version was checked (``sources``).
+layer that matches it, EKS add-on versions, HyperPod's dependency charts and agent image, and
+each engine's default image with the engine version that image holds. ``versions.json`` cites
+where each version was checked (``sources``).
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ class PinnedVersions:
     side's ScaledObject rule data follows KEDA's documented fields."""
     eks_addons: Mapping[str, str]
     """EKS add-on name → version (``v1.15.0-eksbuild.1``)."""
+    hyperpod_dependencies: Mapping[str, str]
+    """Component of HyperPod's dependency chart → the version installed (a Helm chart's version,
+    or the health monitoring agent's image tag); see ``data/hyperpod_dependencies.json``."""
     engine_images: Mapping[str, str]
     """Engine → its pinned default image."""
     engine_versions: Mapping[str, str]
@@ -52,6 +56,17 @@ class PinnedVersions:
                 allowed=", ".join(sorted(self.eks_addons)),
             )
         return self.eks_addons[name]
+
+    def hyperpod_dependency(self, name: str) -> str:
+        """The pinned version of HyperPod dependency component ``name``."""
+        if name not in self.hyperpod_dependencies:
+            raise fail(
+                f"no pinned version for HyperPod dependency {name!r}",
+                where=f"mlcc_constructs/data/{VERSIONS_FILE}",
+                pointer=f"/hyperpod_dependencies/{name}",
+                allowed=", ".join(sorted(self.hyperpod_dependencies)),
+            )
+        return self.hyperpod_dependencies[name]
 
     @property
     def kubectl_layer_module(self) -> str:
@@ -78,6 +93,7 @@ def pinned() -> PinnedVersions:
         ),
         keda=str(document["keda"]),
         eks_addons=MappingProxyType(dict(document["eks_addons"])),
+        hyperpod_dependencies=MappingProxyType(dict(document["hyperpod_dependencies"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
         engine_versions=MappingProxyType(dict(document["engine_versions"])),
     )
