@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from _cdk_app import HYPERPOD_STACK, build, synthesised
 
+from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.hyperpod import (
     HyperPodSettings,
     InstanceGroup,
@@ -18,7 +19,6 @@ from mlcc_constructs.core.platform.hyperpod import (
 from mlcc_constructs.core.platform.hyperpod_capacity import HyperPodDemand
 from mlcc_constructs.core.platform.hyperpod_taints import (
     GPU_TAINT,
-    GPU_TOLERATION,
     Taint,
     Toleration,
     blocking_taints,
@@ -212,7 +212,7 @@ def test_a_gpu_request_gets_the_toleration_of_the_gpu_taint() -> None:
     assert extended_resource_tolerations(["cpu", "memory"]) == ()
     # What other HyperPod pods copy into their specs is the same toleration.
     (toleration,) = extended_resource_tolerations(["nvidia.com/gpu"])
-    assert dict(GPU_TOLERATION) == {
+    assert gpu_toleration() == {
         "key": toleration.key,
         "operator": toleration.operator,
         "effect": toleration.effect,

@@ -29,7 +29,8 @@ key, or ``NoExecute``, on a group an IEC must run on leaves it Pending (the chec
 :mod:`mlcc_constructs.core.platform.hyperpod_tolerations`). ``PreferNoSchedule`` only steers the
 scheduler and never blocks a pod (:data:`BLOCKING_EFFECTS`). Pods that must run on the GPU nodes
 without requesting a GPU (the NVIDIA device plugin, HyperPod's health agent) carry
-:data:`GPU_TOLERATION` themselves.
+the GPU pool's toleration themselves
+(:func:`mlcc_constructs.core.platform.gpu_capacity.gpu_toleration`).
 
 **Labels.** ``KubernetesConfig.Labels``: at most :data:`MAX_ENTRIES`, keys as taint keys,
 values 1-63 characters of a label value (same API pages).
@@ -40,10 +41,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Literal
 
-from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
+from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.platform.gpu_capacity import gpu_taint
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -94,14 +95,9 @@ class Taint:
         return f"{self.key}{value}:{self.effect}"
 
 
-GPU_TAINT = Taint(key=GPU_RESOURCE, effect="NoSchedule")
+GPU_TAINT = Taint(key=gpu_taint()["key"], effect="NoSchedule")
 """The default taint of a GPU instance group: the name of the GPU's extended resource, so that
 ``ExtendedResourceToleration`` makes every pod requesting a GPU tolerate it."""
-GPU_TOLERATION: Mapping[str, str] = MappingProxyType(
-    {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
-)
-"""The toleration of :data:`GPU_TAINT`, for pods that must run on GPU nodes without requesting a
-GPU (the device plugin, the health agent): a copy goes into each pod spec."""
 
 
 @dataclass(frozen=True, kw_only=True)
