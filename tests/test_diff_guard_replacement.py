@@ -127,7 +127,7 @@ def test_forced_replacements(before: Any, after: Any, verb: str | None) -> None:
     else:
         assert found == {
             RESOURCE: (
-                f"{RULE} {verb} spec.intelligentRoutingSpec, and the v1 InferenceEndpointConfig "
+                f"{RULE} {verb} spec.intelligentRoutingSpec: the v1 InferenceEndpointConfig "
                 "CRD rejects intelligentRoutingSpec on an existing deployment, and its enabled "
                 "field cannot change once set",
             )

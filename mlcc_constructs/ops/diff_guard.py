@@ -440,7 +440,7 @@ def _reasons(
         reasons = ["not declared in the expectation"]
         if change.replaces:
             reasons.append("would be replaced")
-        reasons += [f"{reason}: {_FORCED_FIX}" for reason in forced]
+        reasons += [f"{reason}; {_FORCED_FIX}" for reason in forced]
         return reasons
     reasons = []
     if change.type != want.type:
@@ -460,7 +460,7 @@ def _reasons(
     if change.replaces and not want.replacement:
         reasons.append('would be replaced (declare "replacement": true if intended)')
     if not want.replacement:
-        reasons += [f"{reason}: {_FORCED_FIX}" for reason in forced]
+        reasons += [f"{reason}; {_FORCED_FIX}" for reason in forced]
     return reasons
 
 

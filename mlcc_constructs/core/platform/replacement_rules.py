@@ -110,7 +110,7 @@ def forced_replacements(
                 if change is not None:
                     reasons.append(
                         f"rule {rule.id}: {rule.kind} {key[1]}/{key[2]} {change} "
-                        f"spec.{rule.field}, and {rule.reason}"
+                        f"spec.{rule.field}: {rule.reason}"
                     )
         if reasons:
             found[logical_id] = tuple(reasons)
