@@ -30,6 +30,8 @@ TIERED_STORAGE_WARNING = (
     "library's HyperPod cluster does not enable it, so enable it on the cluster or use l2: redis"
 )
 
+_LABELS = {"routing": "intelligent routing", "kv_cache": "managed tiered KV cache"}
+
 
 def cache_routing_problems(
     spec: DeploymentSpec,
@@ -58,8 +60,7 @@ def cache_routing_problems(
         if target is not None and not target.managed_cache_routing:
             problems.append(_target_problem(field, target))
         if manifest.managed_cache_routing is None:
-            supported = sorted(e.engine for e in engines if e.managed_cache_routing)
-            problems.append(_engine_problem(field, manifest.engine, supported))
+            problems.append(_engine_problem(field, manifest.engine, engines))
     return problems, warnings
 
 
@@ -71,8 +72,8 @@ def _target_problem(field: str, target: TargetDescriptor) -> Problem:
     allowed = _supported_targets()
     reason = target.notes.get(field)
     return Problem(
-        message=f"target {target.name} renders no {field}: it is the HyperPod inference "
-        "operator's" + (f" ({reason})" if reason else ""),
+        message=f"target {target.name} renders no {field}: "
+        + (reason or f"the {_LABELS[field]} is the HyperPod inference operator's"),
         pointer=f"/{field}",
         value=target.name,
         allowed="targets " + ", ".join(allowed),
@@ -80,14 +81,18 @@ def _target_problem(field: str, target: TargetDescriptor) -> Problem:
     )
 
 
-def _engine_problem(field: str, engine: str, supported: list[str]) -> Problem:
+def _engine_problem(field: str, engine: str, engines: Iterable[EngineManifest]) -> Problem:
+    """The reason is the supported engines' own (their manifests cite AWS)."""
+    supported = {e.engine: e.managed_cache_routing for e in engines if e.managed_cache_routing}
+    sources = "; ".join(str(source) for _, source in sorted(supported.items()))
     return Problem(
-        message=f"the HyperPod inference operator's {field.replace('_', ' ')} supports "
-        f"vLLM-based inference containers only, and engine {engine!r} is not one (its engine "
-        f"manifest declares no managed_cache_routing; AWS: {DOCS})",
+        message=f"the HyperPod inference operator's {_LABELS[field]} does not support engine "
+        f"{engine!r} (its engine manifest declares no managed_cache_routing): "
+        + (sources or f"see {DOCS}"),
         pointer=f"/{field}",
         value=engine,
-        allowed=", ".join(supported) or "engines whose manifest declares managed_cache_routing",
+        allowed=", ".join(sorted(supported))
+        or "engines whose manifest declares managed_cache_routing",
         fix=f"drop {field}"
-        + (f", or serve the model with {' or '.join(supported)}" if supported else ""),
+        + (f", or serve the model with {' or '.join(sorted(supported))}" if supported else ""),
     )
