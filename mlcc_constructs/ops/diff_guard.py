@@ -17,7 +17,11 @@ changed properties, and ``"other": ["DependsOn", ...]`` for changes outside ``Pr
 a declared change that does not happen, an undeclared change outside properties
 (``DependsOn``, ``Metadata``, policies), a replacement (unless ``"replacement": true``) and
 any change outside ``Resources`` that is not declared under ``"sections"``
-(``{"conditions": {"Id": "added"}}``) are offending. Stdlib only: no jsii.
+(``{"conditions": {"Id": "added"}}``) are offending. So is an update that CloudFormation
+performs in place but the Kubernetes API server rejects (the rules of
+:mod:`mlcc_constructs.core.platform.replacement_rules`: an InferenceEndpointConfig gaining,
+changing or dropping ``intelligentRoutingSpec``), unless it is declared ``"replacement": true``
+(README, *Routing and KV cache*: how to replace the endpoint). Stdlib only: no jsii.
 """
 
 from __future__ import annotations
@@ -28,10 +32,11 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mlcc_constructs.core.platform.replacement_rules import forced_replacements
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer, raise_if_any
 
 SCRIPT = Path(__file__).resolve().parent / "_cfn_diff.js"
@@ -76,6 +81,8 @@ class TemplateDiff:
     resources: tuple[ResourceChange, ...]
     sections: tuple[tuple[str, str, str], ...]  # (section, id, change) outside Resources
     text: str
+    forced: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Logical id → why its in-place update would be rejected (the replacement rules)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,10 +149,13 @@ def template_diffs(pairs: Sequence[tuple[Template, Template]]) -> list[TemplateD
             if "Cannot find module" in line
             else "this is a bug in the diff guard; report it with node's full stderr",
         )
-    return [_change_set(raw) for raw in json.loads(result.stdout)]
+    return [
+        _change_set(raw, forced_replacements(documents[2 * index], documents[2 * index + 1]))
+        for index, raw in enumerate(json.loads(result.stdout))
+    ]
 
 
-def _change_set(raw: Mapping[str, Any]) -> TemplateDiff:
+def _change_set(raw: Mapping[str, Any], forced: Mapping[str, tuple[str, ...]]) -> TemplateDiff:
     return TemplateDiff(
         resources=tuple(
             ResourceChange(
@@ -160,6 +170,7 @@ def _change_set(raw: Mapping[str, Any]) -> TemplateDiff:
         ),
         sections=tuple((s["section"], s["id"], s["change"]) for s in raw["sections"]),
         text=raw["text"],
+        forced=forced,
     )
 
 
@@ -343,7 +354,9 @@ def offending_changes(diff: TemplateDiff, expected: Mapping[str, ExpectedChange]
     seen = set()
     for change in diff.resources:
         seen.add(change.logical_id)
-        reasons = _reasons(change, expected.get(change.logical_id))
+        reasons = _reasons(
+            change, expected.get(change.logical_id), diff.forced.get(change.logical_id, ())
+        )
         if reasons:
             lines.append(f"{_MARK[change.change]} {change.type} {change.logical_id}")
             lines.extend(_property_lines(change))
@@ -413,11 +426,21 @@ def _sections(value: Any, where: str, problems: list[Problem]) -> list[tuple[str
     return found
 
 
-def _reasons(change: ResourceChange, want: ExpectedChange | None) -> list[str]:
+_FORCED_FIX = (
+    "replace the object instead: deploy once without it, or give it a new name (README, "
+    'Routing and KV cache); declare "replacement": true only if it is deleted before this '
+    "deploy"
+)
+
+
+def _reasons(
+    change: ResourceChange, want: ExpectedChange | None, forced: Sequence[str] = ()
+) -> list[str]:
     if want is None:
         reasons = ["not declared in the expectation"]
         if change.replaces:
             reasons.append("would be replaced")
+        reasons += [f"{reason}; {_FORCED_FIX}" for reason in forced]
         return reasons
     reasons = []
     if change.type != want.type:
@@ -436,6 +459,8 @@ def _reasons(change: ResourceChange, want: ExpectedChange | None) -> list[str]:
             reasons.append(f"declared change(s) not in the diff: {', '.join(unseen)}")
     if change.replaces and not want.replacement:
         reasons.append('would be replaced (declare "replacement": true if intended)')
+    if not want.replacement:
+        reasons += [f"{reason}; {_FORCED_FIX}" for reason in forced]
     return reasons
 
 

@@ -118,6 +118,14 @@ class EngineManifest:
         return str(value) if value is not None else None
 
     @property
+    def managed_cache_routing(self) -> str | None:
+        """Where AWS documents the HyperPod inference operator's routing and KV cache for this
+        engine's containers (manifest ``managed_cache_routing.source``), or ``None``: the engine
+        is not supported by them."""
+        value = (self.raw.get("managed_cache_routing") or {}).get("source")
+        return str(value) if value is not None else None
+
+    @property
     def api_paths(self) -> tuple[str, ...]:
         """The inference API's path prefixes a load balancer routes (empty: none declared)."""
         return tuple(str(path) for path in (self.raw.get("api_paths") or {}).get("paths", ()))

@@ -51,6 +51,10 @@ class TargetDescriptor:
     inference_gateway: bool = False
     """``endpoint.gateway`` is rendered (the HyperPod Inference Gateway). Default: false (it is
     refused)."""
+    managed_cache_routing: bool = False
+    """A deployment's ``routing`` and ``kv_cache`` are rendered (the HyperPod inference
+    operator's ``intelligentRoutingSpec`` and ``kvCacheSpec``). Default: false (refused, with
+    ``notes["routing"]`` / ``notes["kv_cache"]`` as the reason)."""
     cluster_gpu_nodes: bool = False
     """Pods run on the EKS cluster's Auto Mode nodes (the app's GPU NodePool). Default: false."""
     metrics_scraped: bool = False
@@ -136,6 +140,7 @@ def load_target(name: str) -> TargetDescriptor:
         cluster_gpu_nodes=document.get("cluster_gpu_nodes", False),
         metrics_scraped=document.get("metrics_scraped", False),
         inference_gateway=document.get("inference_gateway", False),
+        managed_cache_routing=document.get("managed_cache_routing", False),
         pod_name_label=document.get("pod_name_label"),
         huggingface_model=document.get("huggingface_model", "by-id"),
         notes=MappingProxyType(dict(document.get("notes", {}))),

@@ -38,6 +38,14 @@ Decisions (for reviewers):
   default with a warning. Scale to zero is refused here (:func:`check`): the queue metric goes
   with the last pod, and the operator's load balancer has no name a CloudWatch trigger could
   use at synth.
+* **Routing and KV cache**: ``routing`` becomes ``intelligentRoutingSpec`` (``enabled`` and the
+  ``routingStrategy``) and ``kv_cache`` becomes ``kvCacheSpec`` (``enableL1Cache``,
+  ``enableL2Cache``, ``l2CacheSpec.l2CacheBackend``/``l2CacheLocalUrl``, ``cacheConfigFile``), as
+  AWS's "KV caching and intelligent routing" page and the v1 CRD name them; which targets and
+  engines take them is checked at prepare
+  (:mod:`mlcc_constructs.core.serving.prepare.cache_routing`). The CRD rejects
+  ``intelligentRoutingSpec`` added to an existing IEC (and its ``enabled`` cannot change), so
+  the diff guard reports such an update (:mod:`mlcc_constructs.core.platform.replacement_rules`).
 * **Deadline**: ``maxDeployTimeInSeconds`` (v1 CRD, default 3600) is the deployment's ready
   timeout (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`), so the operator reports
   ``DeploymentFailed`` when the deploy that waits for it gives up, not an hour later.
@@ -67,6 +75,7 @@ from mlcc_constructs.core.serving.kinds.scaled_object import prometheus_query
 from mlcc_constructs.core.serving.prepare.container import health_probes, plain_env, secret_env
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import MAX_NAME
+from mlcc_constructs.core.serving.spec.cache_routing import KvCache, Routing
 from mlcc_constructs.core.serving.spec.deployment import ModelSource
 from mlcc_constructs.core.support.errors import Problem
 
@@ -158,6 +167,12 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             # floor (what the deploy waits for).
             "replicas": facts.min_replicas,
             **({"autoScalingSpec": auto_scaling_spec(facts)} if spec.autoscaling else {}),
+            **(
+                {"intelligentRoutingSpec": intelligent_routing_spec(spec.routing)}
+                if spec.routing is not None
+                else {}
+            ),
+            **({"kvCacheSpec": kv_cache_spec(spec.kv_cache)} if spec.kv_cache is not None else {}),
             "modelSourceConfig": model_source,
             "tlsConfig": tls_config(facts),
             "metrics": metrics,
@@ -190,6 +205,28 @@ def auto_scaling_spec(facts: DeploymentFacts) -> dict[str, Any]:
         "scaleDownStabilizationTime": autoscaling.cooldown_seconds,
         "prometheusTrigger": trigger,
     }
+
+
+def intelligent_routing_spec(routing: Routing) -> dict[str, Any]:
+    """The v1 CRD's ``intelligentRoutingSpec`` (module doc: *Routing and KV cache*)."""
+    return {"enabled": True, "routingStrategy": routing.strategy}
+
+
+def kv_cache_spec(kv_cache: KvCache) -> dict[str, Any]:
+    """The v1 CRD's ``kvCacheSpec`` (module doc: *Routing and KV cache*): both tiers' switches
+    always, the L2 backend and its URL when there is one."""
+    spec: dict[str, Any] = {
+        "enableL1Cache": kv_cache.l1,
+        "enableL2Cache": kv_cache.l2 is not None,
+    }
+    if kv_cache.l2 is not None:
+        l2: dict[str, Any] = {"l2CacheBackend": kv_cache.l2}
+        if kv_cache.l2_url is not None:
+            l2["l2CacheLocalUrl"] = kv_cache.l2_url
+        spec["l2CacheSpec"] = l2
+    if kv_cache.config_file is not None:
+        spec["cacheConfigFile"] = kv_cache.config_file
+    return spec
 
 
 def instance_fields(facts: DeploymentFacts) -> dict[str, Any]:

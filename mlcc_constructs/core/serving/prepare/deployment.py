@@ -28,6 +28,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     check_facts,
     render_objects,
 )
+from mlcc_constructs.core.serving.prepare.cache_routing import cache_routing_problems
 from mlcc_constructs.core.serving.prepare.container import describe_container
 from mlcc_constructs.core.serving.prepare.disruption import (
     ignored_field_warnings,
@@ -129,6 +130,9 @@ def prepare(
             engine=manifest.engine,
             metrics=manifest.metrics,
         )
+    feature_problems, feature_warnings = cache_routing_problems(spec, target, manifest, registry)
+    problems += feature_problems
+    warnings += feature_warnings
 
     image = spec.image or pinned().engine_images.get(manifest.engine)
     if image is None:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
+from mlcc_constructs.core.serving.spec.cache_routing import KvCache, Routing
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -170,6 +171,13 @@ class DeploymentSpec:
         ``max_replicas``, ``metric``, ``target``, ``scale_to_zero``, ``cooldown_seconds``,
         ``polling_seconds``); eks renders a KEDA ScaledObject, hyperpod-eks the IEC's
         ``autoScalingSpec``. ``replicas`` must then stay 1. Default: none (``replicas`` fixed).
+    ``routing``: The inference operator's intelligent routing (:class:`Routing`: ``strategy``),
+        the IEC's ``intelligentRoutingSpec``; hyperpod-eks with a vLLM-based engine only.
+        Turning it on, changing or dropping it replaces the endpoint (README). Default: none
+        (the operator's load balancer spreads requests).
+    ``kv_cache``: The inference operator's managed tiered KV cache (:class:`KvCache`: ``l1``,
+        ``l2``, ``l2_url``, ``config_file``), the IEC's ``kvCacheSpec``; hyperpod-eks with a
+        vLLM-based engine only. Default: none (the IEC names no kvCacheSpec).
     """
 
     engine: str
@@ -204,6 +212,8 @@ class DeploymentSpec:
     rollout: Rollout = "surge"
     accept_downtime: bool = False
     autoscaling: Autoscaling | None = None
+    routing: Routing | None = None
+    kv_cache: KvCache | None = None
 
     def __post_init__(self) -> None:
         # Freeze what callers may pass as plain dicts and lists; anything else is left for

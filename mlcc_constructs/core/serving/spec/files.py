@@ -20,6 +20,7 @@ from typing import Any
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
+from mlcc_constructs.core.serving.spec.cache_routing import ROUTING_STRATEGIES, KvCache, Routing
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
@@ -41,6 +42,8 @@ _MERGED = (
     "secret_env",
     "endpoint",
     "autoscaling",
+    "routing",
+    "kv_cache",
 )  # merged key by key; other fields are replaced
 
 
@@ -71,6 +74,9 @@ _SCHEMA_FIX = "see mlcc_constructs/data/deployment-spec.schema.json for the fiel
 _FIXES = {
     ("env", "type"): "quote the value: env values are strings, and YAML reads yes/no/on/off as "
     "booleans and 0777 as the octal number 511",
+    ("routing", "enum"): "use one of the inference operator's routing strategies: "
+    + ", ".join(ROUTING_STRATEGIES),
+    ("kv_cache", "enum"): "use l2: redis (with l2_url) or l2: tieredstorage, or drop l2",
 }
 
 
@@ -151,6 +157,10 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
         values["endpoint"] = _endpoint(document["endpoint"])
     if "autoscaling" in document:
         values["autoscaling"] = Autoscaling(**document["autoscaling"])
+    if "routing" in document:
+        values["routing"] = Routing(**document["routing"])
+    if "kv_cache" in document:
+        values["kv_cache"] = KvCache(**document["kv_cache"])
     if "allow_from" in document:
         values["allow_from"] = tuple(document["allow_from"])
     raise_if_any(problems)
