@@ -48,25 +48,13 @@ class PinnedVersions:
 
     def addon(self, name: str) -> str:
         """The pinned version of EKS add-on ``name``."""
-        if name not in self.eks_addons:
-            raise fail(
-                f"no pinned version for EKS add-on {name!r}",
-                where=f"mlcc_constructs/data/{VERSIONS_FILE}",
-                pointer=f"/eks_addons/{name}",
-                allowed=", ".join(sorted(self.eks_addons)),
-            )
-        return self.eks_addons[name]
+        return _pinned(self.eks_addons, "eks_addons", "EKS add-on", name)
 
     def hyperpod_dependency(self, name: str) -> str:
         """The pinned version of HyperPod dependency component ``name``."""
-        if name not in self.hyperpod_dependencies:
-            raise fail(
-                f"no pinned version for HyperPod dependency {name!r}",
-                where=f"mlcc_constructs/data/{VERSIONS_FILE}",
-                pointer=f"/hyperpod_dependencies/{name}",
-                allowed=", ".join(sorted(self.hyperpod_dependencies)),
-            )
-        return self.hyperpod_dependencies[name]
+        return _pinned(
+            self.hyperpod_dependencies, "hyperpod_dependencies", "HyperPod dependency", name
+        )
 
     @property
     def kubectl_layer_module(self) -> str:
@@ -131,3 +119,15 @@ def hyperpod_version_warning(kubernetes: str, documented: tuple[str, ...]) -> st
         "before deploying: CreateCluster fails on a version HyperPod does not support, and an "
         "EKS cluster cannot be downgraded (a lower version is a new cluster)"
     )
+
+
+def _pinned(table: Mapping[str, str], key: str, what: str, name: str) -> str:
+    """``table[name]``, or the error naming the versions file's ``key`` and what it pins."""
+    if name not in table:
+        raise fail(
+            f"no pinned version for {what} {name!r}",
+            where=f"mlcc_constructs/data/{VERSIONS_FILE}",
+            pointer=f"/{key}/{name}",
+            allowed=", ".join(sorted(table)),
+        )
+    return table[name]
