@@ -220,6 +220,10 @@ def render_context(
 
     fallback = _cdk_context() if fallback is None else fallback
     values = {k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT}
+    if image_registry is not None:
+        from mlcc_constructs.core.platform.image_cache import check_registry
+
+        check_registry(image_registry, where="--image-registry", pointer="")
     return RenderContext(
         account=values["account"],
         region=values["region"],

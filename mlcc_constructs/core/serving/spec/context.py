@@ -90,7 +90,7 @@ class RenderContext:
         if self.image_registry is not None:
             from mlcc_constructs.core.platform.image_cache import check_registry
 
-            check_registry(self.image_registry, where="", pointer="/image_registry")
+            check_registry(self.image_registry, where="RenderContext", pointer="/image_registry")
         if self.load_balancer_cidrs is not None:
             from mlcc_constructs.core.platform.load_balancing import cidr_problems
 
