@@ -22,7 +22,7 @@ from functools import cache
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.support.errors import Problem, fail
+from mlcc_constructs.core.support.errors import Problem, fail, json_pointer
 
 CACHE_FILE = "pull_through_cache.json"
 SECRETS_KEY = "ecr_pull_through_secrets"
@@ -159,7 +159,7 @@ def cached_image(
         raise fail(
             "not a sha256 digest",
             where="mlcc_constructs/data/versions.json",
-            pointer=f"/engine_image_digests/{image.replace('~', '~0').replace('/', '~1')}",
+            pointer=json_pointer("engine_image_digests", image),
             value=digest,
             allowed="sha256: and 64 lower-case hex digits",
             fix="record the manifest digest the registry reports for the image",

@@ -7,7 +7,11 @@
 * **Interface endpoints**: ECR's API and registry (image pulls: manifests and the pull
   through cache), STS (IRSA and Pod Identity credentials) and CloudWatch Logs, in the private
   subnets with private DNS, beside the S3 gateway endpoint (image layers and model weights):
-  the nodes reach them without the NAT gateway. Each is billed per hour per zone.
+  the nodes reach them without the NAT gateway. Each is billed per hour per zone. The first
+  pull of an image through a pull through cache rule still needs the NAT gateway when ECR is
+  reached through interface endpoints
+  (https://docs.aws.amazon.com/AmazonECR/latest/userguide/vpc-endpoints.html, considerations):
+  the count is at least 1.
 """
 
 from __future__ import annotations
