@@ -18,7 +18,7 @@ from mlcc_constructs.core.serving.spec.app_deployments import (
 )
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
-from stacks.app_context import gpu_pool_from_context
+from stacks.app_context import egress_from_context, gpu_pool_from_context
 from stacks.deployments import (
     app_deployments,
     dist_text,
@@ -68,6 +68,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         gpu_families=instance_families(gpu_instance_types(app_deployments(app))),
         load_balancer_groups=served_load_balancers(app_deployments(app)),
         gpu_pool=gpu_pool_from_context(app, gpu_demand(app_deployments(app))),
+        egress=egress_from_context(app, environment),
     )
     set_cluster_query_url(app, cluster_stack.serving_cluster.prometheus_query_url)
     # The deployments were prepared before the cluster existed: their NetworkPolicies must

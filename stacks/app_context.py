@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 
 import aws_cdk as cdk
 
@@ -21,7 +23,13 @@ from mlcc_constructs.core.platform.gpu_disruption import (
     parse_gpu_limit,
     parse_maintenance_window,
 )
+from mlcc_constructs.core.platform.image_cache import SECRETS_KEY, parse_pull_through_secrets
 from mlcc_constructs.core.platform.load_balancing import MAX_ZONES
+from mlcc_constructs.core.platform.vpc_network import (
+    NAT_GATEWAYS_KEY,
+    default_nat_gateways,
+    nat_gateway_problems,
+)
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")
@@ -129,6 +137,37 @@ def gpu_pool_from_context(app: cdk.App, demand: tuple[tuple[int, int], ...]) -> 
     return GpuPoolSettings(
         gpu_limit=default_gpu_limit(demand) if limit is None else limit,
         maintenance_window=window,
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class EgressSettings:
+    """The cluster VPC's egress context values: ``nat_gateways`` (default: 1 for a dev profile,
+    one per zone otherwise) and ``ecr_pull_through_secrets`` (upstream registry -> the existing
+    Secrets Manager secret its pull through cache rule authenticates with)."""
+
+    nat_gateways: int
+    pull_through_secrets: Mapping[str, str]
+
+
+def egress_from_context(app: cdk.App, environment: AppEnvironment) -> EgressSettings:
+    """Read and check ``nat_gateways`` and ``ecr_pull_through_secrets``; every problem at
+    once."""
+    zones = len(environment.availability_zones)
+    value = app.node.try_get_context(NAT_GATEWAYS_KEY)
+    problems = [] if value is None else nat_gateway_problems(value, zones=zones, where=_WHERE)
+    secrets, secret_problems = parse_pull_through_secrets(
+        app.node.try_get_context(SECRETS_KEY),
+        account=environment.account,
+        region=environment.region,
+        where=_WHERE,
+    )
+    raise_if_any([*problems, *secret_problems])
+    default = default_nat_gateways(environment.profile, zones)
+    assert default is not None  # the app's zones are known
+    return EgressSettings(
+        nat_gateways=default if value is None else int(value),
+        pull_through_secrets=MappingProxyType(secrets),
     )
 
 

@@ -19,6 +19,7 @@ import jsii
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.hyperpod_capacity import HyperPodDemand
+from mlcc_constructs.core.platform.image_cache import ecr_registry
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.load_balancing import reference_cidrs
 from mlcc_constructs.core.serving.kinds.registry import requirement
@@ -97,8 +98,16 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
         defaults=defaults,
         load_balancer_cidrs=load_balancer_cidrs(app),
         prometheus_query_url=cluster_query_url(app),
+        image_registry=image_registry(app),
     )
     return result
+
+
+def image_registry(app: cdk.App) -> str:
+    """The registry whose pull through cache the app's cluster stack creates (its account and
+    region): the deployments' images of a cached upstream are pulled through it."""
+    environment = environment_from_context(app)
+    return ecr_registry(environment.account, environment.region)
 
 
 def load_balancer_cidrs(app: cdk.App) -> dict[str, tuple[str, ...]]:

@@ -2,7 +2,7 @@
 cluster with its kubectl provider, admin access entries, the GPU NodePool, OIDC provider, S3 CSI
 driver reading the descriptor's buckets, and the cluster side of the deployments' endpoints:
 load balancer subnets, IngressClasses, network policy enforcement, the Secrets Store CSI
-driver)."""
+driver; the VPC's NAT gateways and interface endpoints, the ECR pull through cache)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from mlcc_constructs.aws.gpu_node_pool import GpuNodePool
 from mlcc_constructs.aws.s3_csi import DEFAULT_READ_BUCKETS, S3CsiDriver
 from mlcc_constructs.aws.serving_cluster import ServingCluster, ServingClusterProps
 from mlcc_constructs.core.platform.cluster_access import admin_access_id
-from stacks.app_context import AppEnvironment, GpuPoolSettings
+from stacks.app_context import AppEnvironment, EgressSettings, GpuPoolSettings
 
 
 class EksClusterStack(cdk.Stack):
@@ -30,11 +30,14 @@ class EksClusterStack(cdk.Stack):
         gpu_families: Sequence[str] = (),
         load_balancer_groups: Mapping[str, Sequence[str]] | None = None,
         gpu_pool: GpuPoolSettings | None = None,
+        egress: EgressSettings | None = None,
     ) -> None:
         """``gpu_families``: the instance families the GPU NodePool offers (none: no pool);
         ``load_balancer_groups``: the schemes and groups the IngressClasses serve (default
         ``None``: internal only, no groups); ``gpu_pool``: the pool's limit and maintenance
-        window (default ``None``: no limit, no window)."""
+        window (default ``None``: no limit, no window); ``egress``: the NAT gateway count and the
+        pull through cache's secrets (default ``None``: the profile's NAT gateways, no pull
+        through cache)."""
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
@@ -72,6 +75,8 @@ class EksClusterStack(cdk.Stack):
                 # The deployed stack has the cluster's resources as its own children: their
                 # construct paths, and so their logical ids, stay as they were.
                 in_parent_scope=True,
+                nat_gateways=egress.nat_gateways if egress else None,
+                pull_through_secrets=egress.pull_through_secrets if egress else None,
             ),
         )
 

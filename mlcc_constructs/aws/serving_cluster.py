@@ -4,9 +4,14 @@
 
 ``ServingCluster`` creates (children; their ids are a contract, see *Logical ids*):
 
-* ``Vpc`` (only without ``vpc``): one public and one private subnet (with egress) per zone, one
-  NAT gateway, an S3 gateway endpoint (model weights stream from S3 through it, not the NAT
-  gateway) and a flow log.
+* ``Vpc`` (only without ``vpc``): one public and one private subnet (with egress) per zone,
+  ``nat_gateways`` NAT gateways (default: 1 with a dev profile, else one per zone), an S3
+  gateway endpoint (model weights and image layers come from S3 through it, not the NAT
+  gateway), interface endpoints for ECR (api, dkr), STS and CloudWatch Logs with their
+  security group (:mod:`mlcc_constructs.aws.cluster_network`) and a flow log.
+* ``PullThroughCache<Upstream>`` and ``ImageCachePullPolicy`` (only with
+  ``pull_through_secrets``): the ECR pull through cache rules and the node role's grant to pull
+  through them (:mod:`mlcc_constructs.aws.image_cache`).
 * ``KubectlLayer`` (only without ``kubectl_layer``): the kubectl Lambda layer pinned in
   ``versions.json`` (its kubectl matches the cluster's minor version).
 * ``Cluster``: the ``aws_eks_v2`` cluster (Auto Mode, authentication mode ``API``, every
@@ -74,6 +79,7 @@ from typing import cast
 import aws_cdk as cdk
 from aws_cdk import (
     aws_ec2 as ec2,
+    aws_ecr as ecr,
     aws_eks_v2 as eks,
     aws_iam as iam,
     aws_lambda as lambda_,
@@ -93,7 +99,9 @@ from mlcc_constructs.aws.cluster_endpoint import (
 )
 from mlcc_constructs.aws.cluster_logs import retain_control_plane_logs, retain_flow_logs
 from mlcc_constructs.aws.cluster_metrics import ClusterMetrics, add_cluster_metrics
+from mlcc_constructs.aws.cluster_network import add_interface_endpoints
 from mlcc_constructs.aws.gpu_node_pool import GpuNodeClass, GpuNodePool, GpuNodePoolProps
+from mlcc_constructs.aws.image_cache import add_pull_through_cache
 from mlcc_constructs.aws.imported_cluster import (
     ImportedServingCluster,
     ImportedServingClusterProps,
@@ -109,6 +117,7 @@ from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_acc
 from mlcc_constructs.core.platform.gpu_capacity import s3_csi_addon_configuration
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.platform.vpc_network import VPC_CIDR, default_nat_gateways
 from mlcc_constructs.core.support.errors import fail
 
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.
@@ -144,7 +153,13 @@ class ServingCluster(Construct):
         props = props or ServingClusterProps()
         # Where the children go: this construct, or its scope (``in_parent_scope``).
         owner: Construct = scope if props.in_parent_scope else self
-        self.vpc: ec2.IVpc = props.vpc or _new_vpc(owner, props.availability_zones)
+        self.vpc: ec2.IVpc = props.vpc or _new_vpc(
+            owner,
+            props.availability_zones,
+            props.nat_gateways
+            if props.nat_gateways is not None
+            else default_nat_gateways(props.profile, len(props.availability_zones) or None),
+        )
         subnets = props.vpc_subnets or ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
         )
@@ -177,6 +192,16 @@ class ServingCluster(Construct):
         if props.vpc is None:
             assert isinstance(self.vpc, ec2.Vpc)
             retain_flow_logs(self.vpc, props.flow_log_days)
+            add_interface_endpoints(self.vpc)
+        self.pull_through_rules: tuple[ecr.CfnPullThroughCacheRule, ...] = (
+            add_pull_through_cache(
+                owner,
+                node_role=_auto_mode_node_role(self.cluster),
+                secrets=props.pull_through_secrets,
+            )
+            if props.pull_through_secrets is not None
+            else ()
+        )
         admin = eks.AccessPolicy.from_access_policy_name(
             ADMIN_POLICY, access_scope_type=eks.AccessScopeType.CLUSTER
         )
@@ -300,12 +325,13 @@ class ServingCluster(Construct):
         return self.s3_csi.grant_read(bucket)
 
 
-def _new_vpc(scope: Construct, zones: Sequence[str]) -> ec2.Vpc:
+def _new_vpc(scope: Construct, zones: Sequence[str], nat_gateways: int | None) -> ec2.Vpc:
     return ec2.Vpc(
         scope,
         "Vpc",
         availability_zones=list(zones) or None,
-        nat_gateways=1,
+        ip_addresses=ec2.IpAddresses.cidr(VPC_CIDR),
+        nat_gateways=nat_gateways,
         subnet_configuration=[
             ec2.SubnetConfiguration(name="Public", subnet_type=ec2.SubnetType.PUBLIC, cidr_mask=24),
             ec2.SubnetConfiguration(

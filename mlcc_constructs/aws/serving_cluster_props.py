@@ -20,6 +20,7 @@ from mlcc_constructs.core.platform.gpu_disruption import (
     gpu_limit_problems,
     parse_maintenance_window,
 )
+from mlcc_constructs.core.platform.image_cache import SECRETS_KEY, parse_pull_through_secrets
 from mlcc_constructs.core.platform.load_balancing import MAX_ZONES
 from mlcc_constructs.core.platform.log_retention import (
     CONTROL_PLANE_LOG_DAYS,
@@ -27,6 +28,7 @@ from mlcc_constructs.core.platform.log_retention import (
     retention_problems,
 )
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.platform.vpc_network import nat_gateway_problems
 from mlcc_constructs.core.support.errors import (
     MlccError,
     Problem,
@@ -98,6 +100,15 @@ class ServingClusterProps:
     (one load balancer shared by the group's Ingresses). Default ``{"internal": ()}``: internal
     endpoints, no groups. ``{}``: no IngressClass (deployments then need ``endpoint.scheme:
     none``).
+    ``nat_gateways``: the NAT gateways of the VPC ServingCluster creates, at most one per zone;
+    default ``None``: 1 with a dev ``profile``, else one per zone
+    (:mod:`mlcc_constructs.core.platform.vpc_network`). Only without ``vpc``.
+    ``pull_through_secrets``: the ECR pull through cache (children ``PullThroughCache*`` and
+    ``ImageCachePullPolicy``, :mod:`mlcc_constructs.aws.image_cache`): upstream registry ->
+    the existing Secrets Manager secret (name beginning ``ecr-pullthroughcache/``, or its ARN)
+    of each upstream that needs credentials (``{"docker-hub": "ecr-pullthroughcache/docker-hub"}``);
+    default ``None``: no pull through cache (deployments then render without
+    ``RenderContext.image_registry``).
     ``load_balancer_subnets``: with ``vpc`` only (required then for every scheme of
     ``load_balancer_groups``): each scheme's subnets, two or more in distinct zones, with CIDRs
     known at synth (``ec2.Subnet.from_subnet_attributes(..., ipv4_cidr_block=...)``), holding
@@ -128,6 +139,8 @@ class ServingClusterProps:
     in_parent_scope: bool = False
     load_balancer_groups: Mapping[str, Sequence[str]] = field(default_factory=_internal_only)
     load_balancer_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None
+    nat_gateways: int | None = None
+    pull_through_secrets: Mapping[str, str] | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -144,8 +157,36 @@ class ServingClusterProps:
                     fields=("gpu_instance_families", "gpu_instance_types"),
                 ),
                 *_gpu_pool_problems(self),
+                *_egress_problems(self),
             ]
         )
+
+
+def _egress_problems(props: ServingClusterProps) -> list[Problem]:
+    problems: list[Problem] = []
+    if props.nat_gateways is not None and props.vpc is not None:
+        problems.append(
+            _problem(
+                "nat_gateways",
+                "nat_gateways apply only to the VPC ServingCluster creates",
+                props.nat_gateways,
+                fix="leave nat_gateways unset (the team's VPC has its own), or pass no vpc",
+            )
+        )
+    elif props.nat_gateways is not None:
+        zones = len(set(props.availability_zones)) or MAX_ZONES
+        problems.extend(nat_gateway_problems(props.nat_gateways, zones=zones, where=_PROPS))
+    if props.pull_through_secrets is not None:
+        _, found = parse_pull_through_secrets(
+            dict(props.pull_through_secrets), account=None, region=None, where=_PROPS
+        )
+        problems.extend(
+            dataclasses.replace(
+                problem, pointer=problem.pointer.replace(f"/{SECRETS_KEY}", "/pull_through_secrets")
+            )
+            for problem in found
+        )
+    return problems
 
 
 def _gpu_pool_problems(props: ServingClusterProps) -> list[Problem]:

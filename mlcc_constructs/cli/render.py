@@ -168,6 +168,14 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         "for each engine with metrics and admit that namespace on the engine port (default: "
         "./cdk.json context prometheus_operator_namespace, else none)",
     )
+    parser.add_argument(
+        "--image-registry",
+        default=None,
+        metavar="REGISTRY",
+        help="the ECR private registry whose pull through cache the cluster has "
+        "(<account>.dkr.ecr.<region>.amazonaws.com): Docker Hub images are pulled through it "
+        "(default: none, images as given)",
+    )
     parser.add_argument("--region", default=None, help="AWS region (model and TLS buckets)")
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
@@ -200,17 +208,22 @@ def render_context(
     cidrs: list[str] | None = None,
     prometheus_url: str | None = None,
     operator_namespace: str | None = None,
+    image_registry: str | None = None,
 ) -> Any:
     """The render context of a loaded spec: its account, region and profile, else
     ``./cdk.json``'s context (``fallback``: that context, when already read); the load
     balancer CIDRs of ``--load-balancer-cidrs`` (``cidrs``), else that context's; the Prometheus
     query URL of ``--prometheus-url``, else that context's ``prometheus_query_url``; the
     Prometheus Operator's namespace of ``--prometheus-operator-namespace``, else that
-    context's."""
+    context's; the ECR registry of ``--image-registry`` (``image_registry``), else none."""
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     fallback = _cdk_context() if fallback is None else fallback
     values = {k: getattr(loaded.context, k) or fallback.get(k) for k in _CONTEXT}
+    if image_registry is not None:
+        from mlcc_constructs.core.platform.image_cache import check_registry
+
+        check_registry(image_registry, where="--image-registry", pointer="")
     return RenderContext(
         account=values["account"],
         region=values["region"],
@@ -218,6 +231,7 @@ def render_context(
         load_balancer_cidrs=parse_cidrs(cidrs) if cidrs else fallback.get(CIDRS_KEY),
         prometheus_query_url=prometheus_url or fallback.get(PROMETHEUS_KEY),
         prometheus_operator_namespace=operator_namespace or fallback.get(OPERATOR_NAMESPACE_KEY),
+        image_registry=image_registry,
     )
 
 
@@ -247,6 +261,7 @@ def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
         cidrs=getattr(args, "load_balancer_cidrs", None),
         prometheus_url=getattr(args, "prometheus_url", None),
         operator_namespace=getattr(args, "prometheus_operator_namespace", None),
+        image_registry=getattr(args, "image_registry", None),
     )
 
 
@@ -268,6 +283,7 @@ def run_render(args: argparse.Namespace) -> int:
             args.load_balancer_cidrs,
             args.prometheus_url,
             args.prometheus_operator_namespace,
+            getattr(args, "image_registry", None),
         )
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))

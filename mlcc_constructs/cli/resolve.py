@@ -138,6 +138,7 @@ def _prepared(args: argparse.Namespace) -> Any:
             cidrs=getattr(args, "load_balancer_cidrs", None),
             prometheus_url=getattr(args, "prometheus_url", None),
             operator_namespace=getattr(args, "prometheus_operator_namespace", None),
+            image_registry=getattr(args, "image_registry", None),
         )
         return prepare(loaded.spec, context=context, registry=registry_from(args))
     except MlccError as error:

@@ -45,6 +45,9 @@ class PinnedVersions:
     """Engine → its pinned default image."""
     engine_versions: Mapping[str, str]
     """Engine → the engine version its pinned image holds (for version gates)."""
+    engine_image_digests: Mapping[str, str]
+    """Image reference (as ``engine_images`` holds it) → its manifest digest (``sha256:...``):
+    rendered images name it. Only digests on record with a source."""
 
     def addon(self, name: str) -> str:
         """The pinned version of EKS add-on ``name``."""
@@ -84,6 +87,7 @@ def pinned() -> PinnedVersions:
         hyperpod_dependencies=MappingProxyType(dict(document["hyperpod_dependencies"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
         engine_versions=MappingProxyType(dict(document["engine_versions"])),
+        engine_image_digests=MappingProxyType(dict(document["engine_image_digests"])),
     )
 
 

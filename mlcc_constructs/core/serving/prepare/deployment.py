@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
+from mlcc_constructs.core.platform.image_cache import cached_image, direct_pull_warning
 from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target, target_names
 from mlcc_constructs.core.platform.versions import pinned
@@ -135,6 +136,10 @@ def prepare(
     warnings += feature_warnings
 
     image = spec.image or pinned().engine_images.get(manifest.engine)
+    if image is not None:
+        pull_warning = direct_pull_warning(image, registry=context.image_registry)
+        warnings += [pull_warning] if pull_warning else []
+        image = cached_image(image, registry=context.image_registry)
     if image is None:
         problems.append(
             Problem(

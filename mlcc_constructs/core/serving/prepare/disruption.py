@@ -47,6 +47,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.platform.vpc_network import DEV_PROFILES as DEV_PROFILES
 from mlcc_constructs.core.serving.spec.deployment import (
     MAX_REQUEST_SECONDS,
     DeploymentSpec,
@@ -56,9 +57,6 @@ from mlcc_constructs.core.support.errors import Problem
 
 BUDGET_MIN_REPLICAS = 2
 """A PodDisruptionBudget is rendered from this many (minimum) replicas up."""
-DEV_PROFILES = frozenset({"dev"})
-"""Profiles where a single replica is expected (no warning): a development cluster tolerates
-an outage on node expiry."""
 AUTO_MODE_MAX_NODE_LIFETIME_DAYS = 21
 """EKS Auto Mode's enforced maximum node lifetime (EKS User Guide ``automode.adoc``: "EKS Auto
 Mode enforces a 21-day maximum node lifetime")."""

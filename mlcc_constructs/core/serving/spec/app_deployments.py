@@ -43,13 +43,16 @@ def prepare_deployments(
     defaults: dict[str, Any],
     load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
     prometheus_query_url: str | None = None,
+    image_registry: str | None = None,
 ) -> tuple[AppDeployment, ...]:
     """Each ``reference_deployments`` entry prepared (no CDK app needed): the entry's account,
     region and profile, else ``defaults``; every entry with ``load_balancer_cidrs`` (the
     cluster's load balancer subnets, what their NetworkPolicies admit; default ``None``: the
     render context's default) and ``prometheus_query_url`` (where autoscaled entries' scalers
     read metrics: the cluster's Prometheus workspace, e.g. ``IServingCluster``'s; default
-    ``None``: an autoscaled eks entry is refused); all problems at once."""
+    ``None``: an autoscaled eks entry is refused) and ``image_registry`` (the cluster's ECR
+    registry with its pull through cache; default ``None``: images as given); all problems at
+    once."""
     problems: list[Problem] = []
     found: list[AppDeployment] = []
     for index, entry in enumerate(entries):
@@ -63,6 +66,7 @@ def prepare_deployments(
                 },
                 load_balancer_cidrs=load_balancer_cidrs,
                 prometheus_query_url=prometheus_query_url,
+                image_registry=image_registry,
             )
             try:
                 prepared = prepare(loaded.spec, context=context)

@@ -50,6 +50,10 @@ class RenderContext:
         runs (a team's own, beside or instead of the cluster's managed scraper): each deployment
         whose engine serves metrics gets a ``ServiceMonitor`` for it, and its NetworkPolicy
         admits that namespace's pods on the engine port. Default: none (no ServiceMonitor).
+    ``image_registry``: The ECR private registry whose pull through cache the cluster has
+        (``<account>.dkr.ecr.<region>.amazonaws.com``): images of a cached upstream (Docker
+        Hub) are rendered as ``<registry>/<prefix>/<repository>:<tag>``
+        (:mod:`mlcc_constructs.core.platform.image_cache`). Default: none (images as given).
     """
 
     account: str | None = None
@@ -60,6 +64,7 @@ class RenderContext:
     prometheus_query_url: str | None = None
     metrics_scraper_cidrs: Sequence[str] | None = None
     prometheus_operator_namespace: str | None = None
+    image_registry: str | None = None
 
     def __post_init__(self) -> None:
         if self.load_balancer_cidrs is not None and isinstance(self.load_balancer_cidrs, Mapping):
@@ -82,6 +87,10 @@ class RenderContext:
                 "letter or digit",
                 fix="name the namespace your Prometheus runs in, e.g. monitoring",
             )
+        if self.image_registry is not None:
+            from mlcc_constructs.core.platform.image_cache import check_registry
+
+            check_registry(self.image_registry, where="RenderContext", pointer="/image_registry")
         if self.load_balancer_cidrs is not None:
             from mlcc_constructs.core.platform.load_balancing import cidr_problems
 
