@@ -23,6 +23,7 @@ from mlcc_constructs import cli
 from mlcc_constructs.core.cache import CacheBackendSpec
 from mlcc_constructs.core.engines.manifests import EngineManifest, builtin_engines
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.prepare.engine_cache import cache_env
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -206,12 +207,18 @@ def test_the_engine_gets_one_argv_its_parser_takes_and_a_clean_env(
 
     user_env = CASES[case].get("env", {})
     own = {k: v for k, v in user_env.items() if k in manifest.engine_env}
+    # where pods take volumes, the declared cache directories arrive as env too (engine_cache)
+    caches = dict(cache_env(manifest, user_env)) if target == "eks" else {}
+    assert caches or target != "eks", "vLLM and SGLang declare cache directories"
     plain = {k: v for k, v in user_env.items() if not k.startswith(manifest.env_var_prefix)}
     for env in (env_by_env, env_by_args):
         # the engine's own variables and plain env arrive; nothing that became a flag does
         assert own.items() <= env.items() and plain.items() <= env.items()
+        assert caches.items() <= env.items()
         engine_keys = {k for k in env if k.startswith(manifest.env_var_prefix)}
-        assert engine_keys == set(own), engine_keys
+        cache_keys = {k for k in caches if k.startswith(manifest.env_var_prefix)}
+        assert cache_keys <= manifest.engine_env  # the engine's own variables, never flags
+        assert engine_keys == set(own) | cache_keys, engine_keys
         assert not [k for k in env if k.startswith("MLCC_")]
 
 

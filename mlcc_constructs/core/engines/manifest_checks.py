@@ -1,7 +1,7 @@
 """The rules an engine manifest must satisfy: the JSON schema (``engines/manifest.schema.json``,
 the shape) with readable messages for the common mistakes, then the rules a schema cannot
 express (companions exist, ``allowed`` holds the ``default``, suffixes unique, a suffix is
-either a flag or the engine's own env variable)."""
+either a flag or the engine's own env variable, cache directories distinct)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.engines.cache_dirs import cache_dir_problems
 from mlcc_constructs.core.engines.metrics import metrics_problems
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.schema_verdict import Verdict, verdict
@@ -234,6 +235,7 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
                 )
             )
     problems += metrics_problems(document, where)
+    problems += cache_dir_problems(document, where)
     return problems
 
 

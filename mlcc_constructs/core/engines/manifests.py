@@ -20,6 +20,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from mlcc_constructs.core._resources import shipped_path
+from mlcc_constructs.core.engines.cache_dirs import CacheDir, cache_dirs
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
 from mlcc_constructs.core.engines.metrics import EngineMetrics, engine_metrics
 from mlcc_constructs.core.support.documents import parse_json, read_text
@@ -95,6 +96,12 @@ class EngineManifest:
     def metrics(self) -> EngineMetrics | None:
         """The Prometheus metrics the engine declares (manifest ``metrics``), or ``None``."""
         return engine_metrics(self.raw)
+
+    @cached_property
+    def cache_dirs(self) -> tuple[CacheDir, ...]:
+        """The engine's compile and download cache directories (manifest ``cache_dirs``), each
+        moved by its variable; empty when none is declared."""
+        return cache_dirs(self.raw)
 
     @cached_property
     def pod_json_text(self) -> str:

@@ -57,9 +57,14 @@ EPHEMERAL_STORAGE = "200Gi"
 engine image is tens of GB once extracted (vllm/vllm-openai:latest measured 28.6 GB in
 vllm-project/vllm pull request 22377; a 25 GB image filled 50 GB nodes in issue 17163), the
 kubelet holds the compressed layers while it pulls, a rollout pulls the next image beside the
-running one, and a Hugging Face model is downloaded into the pod's emptyDir ``HOME`` (an 8B
-model's weights are 16 GB in bf16: 8e9 parameters at 2 bytes). The extra 120Gi of EBS per GPU
-node is billed per GB-month, small next to the GPU instance."""
+running one, and a Hugging Face model is downloaded into the pod's cache ``emptyDir`` (an 8B
+model's weights are 16 GB in bf16: 8e9 parameters at 2 bytes) beside the engine's compile
+caches (torch.compile, Triton, FlashInfer: a few GB by our estimate, not measured;
+``serving.prepare.engine_cache``), which
+fit in the same budget. Where the instance's NVMe instance store is larger, Auto Mode puts the
+ephemeral storage on the NVMe instead, with a 20 GiB EBS data volume (automode-learn-instances
+"Considerations", https://docs.aws.amazon.com/eks/latest/userguide/automode-learn-instances.html).
+The extra 120Gi of EBS per GPU node is billed per GB-month, small next to the GPU instance."""
 INSTANCE_FAMILY_LABEL = "eks.amazonaws.com/instance-family"
 # Model servers take minutes to load weights: on-demand capacity, and nodes are consolidated
 # only when empty (never to repack running servers).

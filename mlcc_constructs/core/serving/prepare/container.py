@@ -40,6 +40,7 @@ from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.engine_cache import cache_env
 from mlcc_constructs.core.serving.prepare.secrets import SecretsPlan
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.spec.deployment import ConfigDelivery, DeploymentSpec, SecretRef
@@ -75,6 +76,9 @@ class Container:
     plain_env: tuple[tuple[str, str], ...]
     """The user's env without an engine prefix (``NCCL_DEBUG``...)."""
     secret_env: Mapping[str, SecretRef]
+    cache_env: tuple[tuple[str, str], ...] = ()
+    """The engine's cache directories on the pod's cache volume (:mod:`.engine_cache`), only
+    where pods take volumes; empty: no cache volume."""
     port: int
     health_path: str
     metrics_path: str | None
@@ -142,6 +146,9 @@ def describe_container(
     hashed = dict(resolution.tier1 + resolution.tier2)
     if wrapper_files is not None:
         hashed[WRAPPER_MOUNT] = _wrapper_files_hash(manifest.pod_json_text)
+    # The caches go on a volume only where pods take one; a variable the deployment sets
+    # itself is left alone (engine_cache module doc).
+    taken = {*resolution.env, *secrets.env}
     return Container(
         image=image,
         config_delivery=spec.config_delivery,
@@ -152,6 +159,7 @@ def describe_container(
         wrapper_files=wrapper_files,
         plain_env=resolution.plain,
         secret_env=secrets.env,
+        cache_env=cache_env(manifest, taken) if target.pod_volumes else (),
         port=int(launch["port"]),
         health_path=str(launch["health_path"]),
         metrics_path=launch.get("metrics_path"),

@@ -7,9 +7,11 @@ the one injection rule, applied to this template). The Deployment only wraps it.
 Decisions (for reviewers; delivery and resources: :mod:`.container`):
 
 * **Security.** Pod and container run as UID/GID 1000, non-root, no privilege escalation, all
-  capabilities dropped, seccomp ``RuntimeDefault``, read-only root filesystem. Engines write
-  caches (Hugging Face, Triton, torch.compile) under ``$HOME`` and ``/tmp``, so both are
-  writable ``emptyDir`` volumes and ``HOME=/home/mlcc``; ``/dev/shm`` is a memory ``emptyDir``
+  capabilities dropped, seccomp ``RuntimeDefault``, read-only root filesystem. ``$HOME`` and
+  ``/tmp`` are writable ``emptyDir`` volumes and ``HOME=/home/mlcc``; the caches the engine
+  manifest declares (torch.compile, Triton, FlashInfer, Hugging Face) are moved by their
+  variables onto one more ``emptyDir``, the cache volume (:mod:`.engine_cache`: kept across
+  container restarts on the node); ``/dev/shm`` is a memory ``emptyDir``
   (NCCL needs more than the 64 MiB default; a CacheBackend's L1 adds its own budget to it).
 * **Probes**: a startup probe allows 30 minutes (a cold start without prefetch measured ~15
   minutes), then readiness and liveness probes, all on the manifest's ``health_path``.
@@ -53,6 +55,7 @@ from mlcc_constructs.core.serving.prepare.disruption import (
     drain,
     termination_grace_seconds,
 )
+from mlcc_constructs.core.serving.prepare.engine_cache import cache_mount, cache_volume
 from mlcc_constructs.core.serving.prepare.instances import INSTANCE_TYPE_LABEL, node_affinity
 from mlcc_constructs.core.serving.prepare.names import Names, object_labels
 from mlcc_constructs.core.serving.prepare.ready_timeout import IMAGE_PULL_S
@@ -139,6 +142,7 @@ def _template(
     if not box.delivers_env:  # args delivery: the engine's own variables (flags carry the rest)
         env += plain_env(tuple(box.engine_env.items()))
     env += plain_env((("HOME", HOME), ("USER", USER)))
+    env += plain_env(box.cache_env)
     env += plain_env(box.plain_env)
     env += secret_env(box.secret_env)
     container: dict[str, Any] = {"name": ENGINE_CONTAINER, "image": box.image}
@@ -182,6 +186,9 @@ def _template(
         {"name": "tmp", "emptyDir": {}},
         {"name": "home", "emptyDir": {}},
     ]
+    if box.cache_env:  # the engine's declared caches, on the node (engine_cache module doc)
+        mounts.append(cache_mount())
+        volumes.append(cache_volume())
     if box.wrapper_files is not None:
         mounts.append({"name": WRAPPER_VOLUME, "mountPath": WRAPPER_MOUNT, "readOnly": True})
         volumes.append({"name": WRAPPER_VOLUME, "configMap": {"name": names.wrapper}})
