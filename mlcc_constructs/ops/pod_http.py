@@ -70,6 +70,8 @@ def call(
         connection.request(method, target, body=body, headers=dict(headers or {}))
         response = connection.getresponse()
         data = response.read(MAX_BODY + 1)
+        if len(data) <= MAX_BODY and response.length:  # closed before Content-Length bytes
+            raise http.client.IncompleteRead(data, response.length)
         answer = HttpAnswer(
             status=response.status, body=data, location=response.getheader("Location")
         )
