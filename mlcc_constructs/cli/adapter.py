@@ -195,7 +195,11 @@ def _add_pods(parser: argparse.ArgumentParser) -> None:
         "pod name label: app.kubernetes.io/name=NAME on eks, app=NAME on hyperpod-eks)",
     )
     parser.add_argument("--selector", default=None, help="pod label selector for --discover")
-    parser.add_argument("--timeout", default="60", help="seconds per pod call (default: 60)")
+    parser.add_argument(
+        "--timeout",
+        default="60",
+        help="seconds for each pod call in all: connect and every read (default: 60)",
+    )
     add_api_key_options(parser)
     add_registry_options(parser)
 
