@@ -245,45 +245,38 @@ def _recorded_files(
     record's content hash."""
     if value is None:
         return {}
-    files: dict[str, RecordedFile] = {}
-    if isinstance(value, Mapping):
-        for name, entry in value.items():
-            size, sha = dig(entry, "size"), dig(entry, "sha256")
-            if (
-                not isinstance(name, str)
-                or file_name_problem(name) is not None
-                or isinstance(size, bool)
-                or not isinstance(size, int)
-                or size < 0
-                or not isinstance(sha, str)
-                or not _HEX64.match(sha)
-            ):
-                break
-            files[name] = RecordedFile(size=size, sha256=sha)
-        else:
-            if files and digest is not None and _HEX64.match(digest):
-                found = content_hash({n: f.sha256 for n, f in files.items()})
-                if found != digest:
-                    problems.append(
-                        Problem(
-                            message="the files' digests do not give the content hash",
-                            where=where,
-                            pointer="/files",
-                            value=found,
-                            allowed=digest,
-                        )
-                    )
-            return files
-    problems.append(
-        Problem(
-            message="not a map of file name → {size, sha256}",
-            where=where,
-            pointer="/files",
-            value=value,
-            allowed='{"adapter_model.safetensors": {"size": <bytes>, "sha256": "<64 hex>"}}',
+    entries = value.items() if isinstance(value, Mapping) else [(None, None)]
+    files = {
+        name: RecordedFile(size=dig(entry, "size"), sha256=dig(entry, "sha256"))
+        for name, entry in entries
+        if isinstance(name, str) and file_name_problem(name) is None
+        and isinstance(dig(entry, "size"), int) and not isinstance(dig(entry, "size"), bool)
+        and dig(entry, "size") >= 0 and _HEX64.match(str(dig(entry, "sha256")))
+    }  # fmt: skip
+    if len(files) != len(entries):
+        problems.append(
+            Problem(
+                message="not a map of file name → {size, sha256}",
+                where=where,
+                pointer="/files",
+                value=value,
+                allowed='{"adapter_model.safetensors": {"size": <bytes>, "sha256": "<64 hex>"}}',
+            )
         )
-    )
-    return {}
+    elif digest and _HEX64.match(digest) and content_hash(_digests(files)) != digest:
+        problems.append(
+            Problem(
+                message="the files' digests do not give the content hash",
+                where=where,
+                pointer="/files",
+                allowed=digest,
+            )
+        )
+    return files
+
+
+def _digests(files: Mapping[str, RecordedFile]) -> dict[str, str]:
+    return {n: f.sha256 for n, f in files.items()}
 
 
 def parse_record_json(body: bytes, *, where: str) -> AdapterRecord:
