@@ -143,8 +143,9 @@ def test_a_failing_pod_exits_1(
         "ok": False,
         "status": 500,
         "detail": "boom",
+        "reason": "HTTP 500: boom",
     }
-    assert f"mlcc: error: pod {pods[1].url} failed" in err
+    assert f"mlcc: error: pod {pods[1].url} failed: load: HTTP 500: boom" in err
     assert len(pods[0].calls) == 1  # the healthy pod still got its load
 
 

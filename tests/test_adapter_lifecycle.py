@@ -4,6 +4,7 @@ fine-tunes, a project whose name starts like another, base weights and unrelated
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -17,7 +18,7 @@ import yaml
 
 from mlcc_constructs.core.adapters import path_names, s3_layout as L
 from mlcc_constructs.core.adapters.model_record import ModelRecord
-from mlcc_constructs.core.adapters.record import AdapterRecord, hash_bytes
+from mlcc_constructs.core.adapters.record import AdapterRecord, RecordedFile, hash_bytes
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -97,6 +98,10 @@ def _stored(
         base_model=base,
         created_by="tester",
         created_at=when,
+        files={
+            n: RecordedFile(size=len(b), sha256=hashlib.sha256(b).hexdigest())
+            for n, b in files.items()
+        },
     )
     upload(s3, adapter.location, files)
     s3.put_object(Bucket=CORE, Key=adapter.record.key, Body=json.dumps(record.to_json()).encode())
@@ -182,6 +187,9 @@ def test_list_every_project_under_every_base(s3: Any, moto_s3: str, capsys: Any)
         "objects": 3,
         "bytes": bot["versions"][0]["bytes"],
         "loaded_on": [],
+        "checked": "sizes",  # from the listing: the record holds each file's size
+        "damage": [],
+        "errors": [],
     }
     assert bot["versions"][0]["bytes"] > len(b"bot-2")
     assert listed["pods"] == [] and listed["failed_pods"] == []

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import tarfile
@@ -189,6 +190,10 @@ def test_promote_twice_is_one_version(s3: Any) -> None:
         "base_model": {"id": LLAMA, "revision": None},
         "created_by": "tester",
         "created_at": "2026-01-01T00:00:00Z",
+        "files": {  # each file's size (as S3 lists it) and sha256
+            name: {"size": len(body), "sha256": hashlib.sha256(body).hexdigest()}
+            for name, body in sorted(FILES.items())
+        },
     }
     assert read_adapter_record(s3, first.adapter.location) == first.record
 

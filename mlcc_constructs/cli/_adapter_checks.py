@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import functools
 import json
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,7 @@ from mlcc_constructs.cli._inputs import (
     failure_report,
     text_problems,
     timeout_problems,
+    unique_pods,
     url_problems,
 )
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
@@ -300,7 +302,8 @@ def deployment_of(args: argparse.Namespace, manifest: EngineManifest) -> Deploym
 
 
 def live_state(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:
-    """Pod URLs and the live state: discovered, then ``--pod-env``/``--iec`` on top."""
+    """Pod URLs (discovered, then ``--pod-url``; each pod once, a repeat warned about) and the
+    live state: discovered, then ``--pod-env``/``--iec`` on top."""
     from mlcc_constructs.core.adapters.deployment import LiveState
 
     urls: list[str] = []
@@ -313,7 +316,10 @@ def live_state(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], Liv
         live = LiveState(
             pod_env={**(live.pod_env or {}), **env} or None, iec=iec, s3_mount=live.s3_mount
         )
-    return [*urls, *args.pod_url], live
+    pods, warnings = unique_pods([*urls, *args.pod_url])
+    for warning in warnings:
+        print(f"mlcc: warning: {warning}", file=sys.stderr)
+    return pods, live
 
 
 def _discover(args: argparse.Namespace, inputs: Inputs) -> tuple[list[str], LiveState]:

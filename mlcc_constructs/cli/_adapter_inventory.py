@@ -67,7 +67,8 @@ def _pods_json(answers: list[PodModels], loaded: list[LoadedAdapter]) -> list[di
 @reported("adapter")
 def run_list(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.adapters import s3_layout as layout
-    from mlcc_constructs.core.adapters.inventory import inventory_table
+    from mlcc_constructs.core.adapters.integrity import damage_problems
+    from mlcc_constructs.core.adapters.inventory import damaged_versions, inventory_table
     from mlcc_constructs.core.platform.targets import load_target
     from mlcc_constructs.ops.inventory import canonical_models, pods_loaded, read_inventory
 
@@ -82,8 +83,11 @@ def run_list(args: argparse.Namespace) -> int:
     models += [m for m in inputs.models if m not in models]
     answers = pod_answers(args, inputs)
     loaded = pods_loaded(load_target(args.target).adapter_delivery, answers)
-    entries = read_inventory(s3, models=models, project=args.project, loaded=loaded)
+    entries = read_inventory(
+        s3, models=models, project=args.project, loaded=loaded, verify=args.verify
+    )
     failed = [a for a in answers if not a.ok]
+    bad = damaged_versions(entries)
     if args.format == "table":
         sys.stdout.write(inventory_table(entries))
     else:
@@ -95,11 +99,17 @@ def run_list(args: argparse.Namespace) -> int:
                 "adapters": [e.to_json() for e in entries],
                 "pods": _pods_json(answers, loaded),
                 "failed_pods": [a.pod for a in failed],
+                "damaged": [v.keys.adapter.location.uri for v in bad],
             }
         )
+    for version in bad:
+        uri = version.keys.adapter.location.uri
+        lines = version.errors or [str(p) for p in damage_problems(uri, version.damage)]
+        for line in lines:
+            print(f"mlcc: error: {line}", file=sys.stderr)
     for answer in failed:
         print(f"mlcc: error: pod {answer.pod} failed: {answer.detail}", file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or bad else 0
 
 
 @reported("adapter")

@@ -86,6 +86,44 @@ def url_problems(flag: str, value: str | None, *, path: bool) -> list[Problem]:
     return []
 
 
+# A pod is called once however often it is named: two URLs that differ only in the case of the
+# scheme or host, an explicit default port or a trailing slash name the same pod, and calling
+# it twice would load (or unload) the adapter on it twice. A repeat is dropped with a warning
+# rather than refused: it asks for nothing that contradicts the first (unlike two different
+# --from), and a pod both discovered and given is the same pod.
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def normalised_pod_url(url: str) -> str:
+    """``scheme://host:port``: lower-case scheme and host, the port explicit, no trailing
+    slash (a URL that does not parse is kept as given: the input checks refuse it)."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:
+        return url
+    host = (parts.hostname or "").lower()
+    if ":" in host:
+        host = f"[{host}]"  # IPv6
+    return f"{parts.scheme.lower()}://{host}:{port}"
+
+
+def unique_pods(urls: Iterable[str]) -> tuple[list[str], list[str]]:
+    """The pods in order, each once (as first given), and a warning per repeat."""
+    seen: dict[str, str] = {}
+    pods: list[str] = []
+    warnings: list[str] = []
+    for url in urls:
+        key = normalised_pod_url(url)
+        if key in seen:
+            same = "" if seen[key] == url else f" (the same pod as {seen[key]})"
+            warnings.append(f"pod {url} given more than once{same}: it is called once")
+            continue
+        seen[key] = url
+        pods.append(url)
+    return pods, warnings
+
+
 def timeout_problems(flag: str, value: str) -> tuple[float, list[Problem]]:
     """Seconds, ``0 < t <= MAX_TIMEOUT``; the parsed value (60 when invalid) and problems."""
     try:

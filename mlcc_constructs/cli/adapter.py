@@ -12,6 +12,9 @@ pods.
   adapter inference component needs (target ``realtime-inference``).
 - ``list``: every adapter of a project (or of every project) under every staged base, its
   versions newest first, and which version each pod has loaded (``--format json|table``).
+  Each recorded version is checked against its record by its sizes (``--verify``: every
+  file's sha256); a damaged version, or one whose record cannot be read, is listed so (the
+  others still are) and the command exits 1.
 - ``clean``: delete the project's adapters under every base and its full fine-tunes, after a
   confirmation (``--yes``; ``--dry-run`` only lists); refused while a pod serves one of them, or
   (``--discover``) a PersistentVolume or InferenceEndpointConfig of the cluster mounts one of
@@ -22,7 +25,10 @@ Pods are given as ``--pod-url http://IP:PORT`` (repeatable), or discovered with 
 ``kubectl get pods -l <selector>`` (Running pods only; URL = pod IP + the engine's port), the
 pod env (container env + envFrom ConfigMaps) for the live rank limit, and for hyperpod-eks the
 live ``InferenceEndpointConfig`` named ``--deployment-name``. Without discovery the live state
-can be given with ``--pod-env KEY=VALUE`` and ``--iec FILE``.
+can be given with ``--pod-env KEY=VALUE`` and ``--iec FILE``. A pod given twice (or given and
+discovered) is called once, with a warning. ``--timeout`` bounds each pod call in all
+(connect and every read); a redirect is never followed, it fails the call; a failing pod's
+``mlcc: error:`` line says why (status and answer, redirect, timeout or connection error).
 
 Every value is checked before anything is written or any pod is called; the report is JSON
 on stdout, on failure too (``{"command", "ok": false, "errors"}``), with one ``mlcc: error:``
@@ -112,6 +118,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     _add_models(listing)
     _add_pods(listing)
     listing.add_argument(
+        "--verify",
+        action="store_true",
+        help="read every file of each recorded version and check its sha256 against the record "
+        "(default: sizes only, from the listing)",
+    )
+    listing.add_argument(
         "--format", choices=("json", "table"), default="json", help="json (default) or table"
     )
     listing.set_defaults(func=run_list)
@@ -183,7 +195,11 @@ def _add_pods(parser: argparse.ArgumentParser) -> None:
         "pod name label: app.kubernetes.io/name=NAME on eks, app=NAME on hyperpod-eks)",
     )
     parser.add_argument("--selector", default=None, help="pod label selector for --discover")
-    parser.add_argument("--timeout", default="60", help="seconds per pod call (default: 60)")
+    parser.add_argument(
+        "--timeout",
+        default="60",
+        help="seconds for each pod call in all: connect and every read (default: 60)",
+    )
     add_api_key_options(parser)
     add_registry_options(parser)
 
@@ -289,8 +305,12 @@ def _report(
     print_json({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
     if not pods:
         print(f"mlcc: warning: {no_pods(args)}: nothing loaded or unloaded", file=sys.stderr)
-    for pod in failed:
-        print(f"mlcc: error: pod {pod} failed", file=sys.stderr)
+    for result in results:
+        if not result.ok:
+            print(
+                f"mlcc: error: pod {result.pod} failed: {result.action}: {result.reason}",
+                file=sys.stderr,
+            )
     return 1 if failed else 0
 
 

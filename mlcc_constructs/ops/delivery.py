@@ -2,7 +2,9 @@
 
 - :func:`plan_delivery` reads what the plan needs (the source's record or PEFT config) and
   asks :mod:`mlcc_constructs.core.adapters.plan` to decide; it writes nothing.
-- :func:`apply_delivery` performs a plan's S3 steps: promote, then copy to the serving prefix.
+- :func:`apply_delivery` performs a plan's S3 steps: promote, then copy to the serving prefix;
+  the version pods will load (canonical, or an existing serving copy) is first read in full and
+  refused when its files are not what its record says (the plan checks its sizes).
 - :func:`remove_serving_copies` deletes only the versions whose record has ``serving_copy_of``.
 
 Loading into the pods is :mod:`mlcc_constructs.ops.pods`' job.
@@ -20,6 +22,7 @@ from mlcc_constructs.core.adapters.deployment import (
     check_delivery,
     serving_model,
 )
+from mlcc_constructs.core.adapters.integrity import damage_problems, size_damage
 from mlcc_constructs.core.adapters.plan import (
     DeliveryPlan,
     Operation,
@@ -34,8 +37,9 @@ from mlcc_constructs.core.adapters.plan import (
 )
 from mlcc_constructs.core.adapters.record import AdapterRecord, adapter_files
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.errors import MlccError, fail
 from mlcc_constructs.ops.adapter_sources import PrefixSource, check_peft_files, open_source
+from mlcc_constructs.ops.integrity import require_intact, version_sizes
 from mlcc_constructs.ops.promotion import (
     canonical_record,
     now_utc,
@@ -101,7 +105,13 @@ def _source_facts(
 ) -> SourceFacts:
     canonical = canonical_source(source, project=project, name=name)
     if canonical is not None:
-        return facts_from_record(canonical, canonical_record(s3, canonical))
+        record = canonical_record(s3, canonical)
+        if record.files:  # the plan checks sizes; the delivery reads every byte
+            damage = size_damage(record, version_sizes(s3, canonical))
+            if damage:
+                location = canonical.location.uri
+                raise MlccError(damage_problems(location, damage, doing="not served"))
+        return facts_from_record(canonical, record)
     opened = open_source(s3, source)
     try:
         peft = check_peft_files(opened)
@@ -144,7 +154,8 @@ def apply_delivery(
     canonical = layout.parse_canonical_adapter(source)
     assert canonical is not None
     model = serving_model(deployment)
-    record = canonical_record(s3, canonical)
+    # the load path: what pods are told to load is first checked against its record
+    record = canonical_record(s3, canonical, verify="not served")
     served = canonical
     if "copy" in plan.steps:
         served = _serving_copy(s3, canonical, record, model, created_by=created_by, now=now)
@@ -175,6 +186,7 @@ def _serving_copy(
                 where=copy.location.uri,
                 value=found.content_hash,
             )
+        require_intact(s3, copy, found, doing="not served")
         return copy
     source = PrefixSource(s3, canonical.location)
     source.files = adapter_files(canonical, source.files)

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from mlcc_constructs.core.adapters import s3_layout as layout
+from mlcc_constructs.core.adapters.integrity import own_files
 from mlcc_constructs.core.adapters.inventory import (
     AdapterEntry,
     AdapterListing,
@@ -28,6 +30,7 @@ from mlcc_constructs.core.adapters.record import (
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.platform.targets import AdapterDelivery
 from mlcc_constructs.core.support.errors import MlccError
+from mlcc_constructs.ops.integrity import version_digests
 from mlcc_constructs.ops.pods import PodClient, PodModels
 from mlcc_constructs.ops.promotion import read_adapter_record
 from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, list_prefixes
@@ -65,28 +68,48 @@ def adapter_listing(
     return root, group_adapter_keys(root, model, list_keys(s3, root))
 
 
+@dataclass
+class RecordsRead:
+    """What :func:`read_records` found, keyed by a version's (or home's) URI."""
+
+    records: dict[str, AdapterRecord] = field(default_factory=dict)
+    peft: dict[str, PeftInfo] = field(default_factory=dict)
+    unreadable: dict[str, list[str]] = field(default_factory=dict)
+    """The errors of each record that could not be read (bad JSON, bad fields, another
+    project's or name's record): that version is reported so, the others still listed."""
+    digests: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Each recorded version's file digests (``verify`` only)."""
+
+
 def read_records(
-    s3: S3Client, listings: Sequence[AdapterListing]
-) -> tuple[dict[str, AdapterRecord], dict[str, PeftInfo]]:
+    s3: S3Client, listings: Sequence[AdapterListing], *, verify: bool = False
+) -> RecordsRead:
     """The records of the listed versions (only where a record key was listed), and the PEFT
-    config of each unversioned home without one (for its rank; unreadable: left out)."""
-    records: dict[str, AdapterRecord] = {}
-    peft: dict[str, PeftInfo] = {}
+    config of each unversioned home without one (for its rank; unreadable: left out).
+    ``verify``: also read every file of each recorded version (its sha256)."""
+    read = RecordsRead()
     for listing in listings:
         for found in listing.adapters:
             location = found.adapter.location
             if found.record_key in found.keys:
-                record = read_adapter_record(s3, location)
+                try:
+                    record = read_adapter_record(s3, location)
+                except MlccError as error:
+                    read.unreadable[location.uri] = [str(p) for p in error.problems]
+                    continue
                 if record is not None:
-                    records[location.uri] = record
+                    read.records[location.uri] = record
+                    if verify:
+                        names = sorted(own_files(found.adapter, found.keys))
+                        read.digests[location.uri] = version_digests(s3, found.adapter, names)
             elif found.adapter.version is None:
                 config = S3Location(bucket=location.bucket, key=location.key + PEFT_CONFIG)
                 body = get_bytes(s3, config) if config.key in found.keys else None
                 # a broken config: the entry shows no rank
                 with contextlib.suppress(MlccError):
                     if body is not None:
-                        peft[location.uri] = parse_peft_config(body, where=config.uri)
-    return records, peft
+                        read.peft[location.uri] = parse_peft_config(body, where=config.uri)
+    return read
 
 
 def pod_models(client: PodClient, pods: Sequence[str]) -> list[PodModels]:
@@ -110,8 +133,17 @@ def read_inventory(
     models: Sequence[S3Location],
     project: str | None,
     loaded: Sequence[LoadedAdapter] = (),
+    verify: bool = False,
 ) -> list[AdapterEntry]:
-    """Every adapter (of ``project``, or of every project) under ``models``."""
+    """Every adapter (of ``project``, or of every project) under ``models``, each recorded
+    version checked by its sizes (``verify``: by every file's sha256)."""
     listings = [adapter_listing(s3, model, project)[1] for model in models]
-    records, peft = read_records(s3, listings)
-    return inventory(listings, records, peft=peft, loaded=loaded)
+    read = read_records(s3, listings, verify=verify)
+    return inventory(
+        listings,
+        read.records,
+        peft=read.peft,
+        loaded=loaded,
+        unreadable=read.unreadable,
+        digests=read.digests,
+    )

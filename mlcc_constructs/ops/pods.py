@@ -3,32 +3,34 @@ step 6).
 
 :class:`PodClient` calls an engine's dynamic LoRA endpoints on one pod (and reads its model
 list); :func:`roll_out` walks every pod and reports per pod, so one failing pod never hides
-the others.
+the others. A failure says why (:func:`failure_reason`): the status and the start of the
+answer, a redirect and where to, a timeout, or the connection error.
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.ops.pod_http import HttpAnswer, call
 
 PodAction = Literal["load", "unload"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodResult:
-    """One pod's answer to one call."""
+    """One pod's answer to one call: ``detail`` is what it answered (its body), ``reason``
+    why the call failed (empty when it did not)."""
 
     pod: str
     action: PodAction
     ok: bool
     status: int | None
     detail: str
+    reason: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """For the command's per-pod report."""
@@ -38,18 +40,51 @@ class PodResult:
             "ok": self.ok,
             "status": self.status,
             "detail": self.detail,
+            "reason": self.reason,
         }
 
 
 @dataclass(frozen=True, kw_only=True)
 class PodModels:
-    """One pod's model list (``entries``: the engine's ``data`` items) or why it has none."""
+    """One pod's model list (``entries``: the engine's ``data`` items) or why it has none
+    (``detail``)."""
 
     pod: str
     ok: bool
     status: int | None
     detail: str
     entries: tuple[Mapping[str, Any], ...] = ()
+
+
+EXCERPT = 200
+"""The most characters of a pod's answer quoted in a failure's reason."""
+
+
+def excerpt(body: bytes) -> str:
+    """The start of an answer on one line (for a failure's reason)."""
+    text = " ".join(body.decode("utf-8", "replace").split())
+    return text if len(text) <= EXCERPT else text[:EXCERPT] + "..."
+
+
+def failure_reason(answer: HttpAnswer, *, ok_statuses: tuple[int, ...] = ()) -> str:
+    """Why ``answer`` is no success, or ``""`` for a 2xx (or an ``ok_statuses``) answer.
+
+    A redirect is a failure naming its ``Location``: a pod's LoRA and model-list routes
+    never redirect, so one comes from something else at that address (a proxy, a login
+    page), and following it would count the wrong call's answer.
+    """
+    if answer.error is not None:
+        return answer.error
+    status = answer.status or 0
+    if 200 <= status < 300 or status in ok_statuses:
+        return ""
+    if 300 <= status < 400:
+        return (
+            f"HTTP {status}: redirected to {answer.location or '(no Location)'}; pod calls "
+            "never follow redirects (pass the engine's own address as the pod URL)"
+        )
+    text = excerpt(answer.body)
+    return f"HTTP {status}" + (f": {text}" if text else "")
 
 
 class PodClient:
@@ -59,6 +94,8 @@ class PodClient:
     ``{"lora_name", "lora_path"}`` to load and ``{"lora_name"}`` to unload. An unload that
     answers 404 (not loaded) counts as done: the goal, "not loaded", holds. ``api_key``: sent
     as ``Authorization: Bearer`` (an engine with an API key guards these routes too).
+    ``timeout``: seconds for each call in all (connect and every read; :mod:`.pod_http`); a
+    redirect is never followed.
     """
 
     def __init__(
@@ -89,51 +126,43 @@ class PodClient:
 
     def models(self, pod: str) -> PodModels:
         """What ``pod`` serves: the engine's model list (``adapter_api.list``)."""
-        url = pod.rstrip("/") + self._api.get("list", "")
         if not self._api.get("list"):
             return PodModels(pod=pod, ok=False, status=None, detail="no model list endpoint")
+        url = pod.rstrip("/") + self._api["list"]
+        answer = call("GET", url, timeout=self._timeout, headers=self._auth)
+        reason = failure_reason(answer)
+        if reason:
+            return PodModels(pod=pod, ok=False, status=answer.status, detail=reason)
+        status = answer.status
         try:
-            request = urllib.request.Request(url, headers=self._auth)
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                body = response.read().decode("utf-8", "replace")
-                status = response.status
-        except urllib.error.HTTPError as error:
-            detail = error.read().decode("utf-8", "replace").strip()
-            return PodModels(pod=pod, ok=False, status=error.code, detail=detail)
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            return PodModels(pod=pod, ok=False, status=None, detail=str(reason))
-        try:
-            document = json.loads(body)
-        except json.JSONDecodeError:
-            return PodModels(pod=pod, ok=False, status=status, detail="not JSON: " + body[:200])
+            document = json.loads(answer.body)
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            detail = f"HTTP {status}: not JSON: {excerpt(answer.body)}"
+            return PodModels(pod=pod, ok=False, status=status, detail=detail)
         data = document.get("data") if isinstance(document, dict) else None
         if not isinstance(data, list):
-            return PodModels(pod=pod, ok=False, status=status, detail="no 'data' list")
+            detail = f"HTTP {status}: no 'data' list in {excerpt(answer.body)}"
+            return PodModels(pod=pod, ok=False, status=status, detail=detail)
         entries = tuple(e for e in data if isinstance(e, dict))
         return PodModels(pod=pod, ok=True, status=status, detail="", entries=entries)
 
     def _call(self, pod: str, action: PodAction, body: dict[str, str]) -> PodResult:
-        url = pod.rstrip("/") + self._api[action]
-        request = urllib.request.Request(
-            url,
-            data=json.dumps(body).encode(),
+        answer = call(
+            "POST",
+            pod.rstrip("/") + self._api[action],
+            timeout=self._timeout,
+            body=json.dumps(body).encode(),
             headers={"Content-Type": "application/json", **self._auth},
-            method="POST",
         )
-        try:
-            with urllib.request.urlopen(request, timeout=self._timeout) as response:
-                text = response.read().decode("utf-8", "replace").strip()
-                return PodResult(
-                    pod=pod, action=action, ok=True, status=response.status, detail=text
-                )
-        except urllib.error.HTTPError as error:
-            text = error.read().decode("utf-8", "replace").strip()
-            ok = action == "unload" and error.code == 404
-            return PodResult(pod=pod, action=action, ok=ok, status=error.code, detail=text)
-        except (urllib.error.URLError, OSError) as error:
-            reason = getattr(error, "reason", error)
-            return PodResult(pod=pod, action=action, ok=False, status=None, detail=str(reason))
+        reason = failure_reason(answer, ok_statuses=(404,) if action == "unload" else ())
+        return PodResult(
+            pod=pod,
+            action=action,
+            ok=not reason,
+            status=answer.status,
+            detail=answer.body.decode("utf-8", "replace").strip(),
+            reason=reason,
+        )
 
 
 def roll_out(

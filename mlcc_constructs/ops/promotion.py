@@ -1,8 +1,9 @@
 """Adapter versions on S3: promote a source to its canonical version, read records.
 
 - :func:`promote` copies a source prefix or ``.tar.gz`` to its canonical version. Identical
-  content is the same version (nothing copied); an existing version is never rewritten or
-  deleted.
+  content is the same version (nothing copied, once every file there is checked against the
+  record); an existing version is never rewritten or deleted. The record lists each file's
+  size and sha256.
 - :func:`read_adapter_record` reads a version's record, :func:`canonical_record` also
   synthesises one for an unversioned home without it, :func:`recorded_adapters` lists every
   record under a model prefix (for the rank fit).
@@ -15,14 +16,16 @@ here (the user's login, the clock), never in the core.
 from __future__ import annotations
 
 import getpass
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Literal
 
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
+from mlcc_constructs.core.adapters.integrity import record_path_problems
 from mlcc_constructs.core.adapters.record import (
     AdapterRecord,
+    RecordedFile,
     adapter_files,
     content_hash,
     parse_record_json,
@@ -33,6 +36,7 @@ from mlcc_constructs.core.adapters.record import (
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.ops.adapter_sources import PrefixSource, check_peft_files, open_source
+from mlcc_constructs.ops.integrity import require_intact, version_sizes
 from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, put_json, stream_sha256
 from mlcc_constructs.ops.source import Source
 
@@ -77,12 +81,19 @@ def who() -> str:
 
 
 def read_adapter_record(s3: S3Client, adapter: S3Location) -> AdapterRecord | None:
-    """The record of an adapter version (or home), or ``None`` when it has none."""
+    """The record of an adapter version (or home), or ``None`` when it has none; a record
+    whose project, name or version is not its path's is refused."""
     record = layout.record_location(adapter)
     body = get_bytes(s3, record)
     if body is None:
         return None
-    return parse_record_json(body, where=record.uri)
+    parsed = parse_record_json(body, where=record.uri)
+    placed = layout.parse_canonical_adapter(adapter.uri)
+    if placed is not None:
+        problems = record_path_problems(parsed, placed, where=record.uri)
+        if problems:
+            raise MlccError(problems)
+    return parsed
 
 
 def recorded_adapters(
@@ -107,11 +118,18 @@ def recorded_adapters(
     return sorted(records, key=lambda r: (r.project, r.name, r.version))
 
 
-def canonical_record(s3: S3Client, adapter: CanonicalAdapter) -> AdapterRecord:
+def canonical_record(
+    s3: S3Client, adapter: CanonicalAdapter, *, verify: str | None = None
+) -> AdapterRecord:
     """The record of a canonical adapter; an unversioned home without one gets it synthesised
-    from its ``adapter_config.json`` (pre-versioning homes and hand copies stay valid)."""
+    from its ``adapter_config.json`` (pre-versioning homes and hand copies stay valid).
+
+    ``verify``: also read every file of a recorded adapter and refuse it, saying ``verify``
+    (what is refused, e.g. ``"not served"``), when it is not what its record says."""
     record = read_adapter_record(s3, adapter.location)
     if record is not None:
+        if verify:
+            require_intact(s3, adapter, record, doing=verify)
         return record
     source = PrefixSource(s3, adapter.location)
     files = adapter_files(adapter, source.files)
@@ -141,18 +159,19 @@ def promote(
     """Promote a source prefix or ``.tar.gz`` to ``<canonical home>/v<hash12>/``.
 
     A canonical source (a version or an unversioned home) is used as-is (``canonical``).
-    Identical content finds its version already there (``unchanged``, nothing copied). New
-    content is copied file by file and the adapter record is written last, so a version
-    with a record is complete. A version directory left without a record by an interrupted
+    Identical content finds its version already there (``unchanged``, nothing copied), once
+    every file there is read and found to be what its record says (a damaged version is
+    refused, naming its files; so is a damaged canonical source). New content is copied file
+    by file and the adapter record (with each file's size and sha256) is written last, so a
+    version with a record is complete. A version directory left without a record by an interrupted
     promotion is completed, never overwritten: a file there with other bytes is refused.
     ``dry_run`` reads and hashes but writes nothing (``dry-run``).
     """
     path_names.check_components(project=project, name=name)
     existing = layout.parse_canonical_adapter(source_uri)
     if existing is not None:
-        return Promotion(
-            status="canonical", adapter=existing, record=canonical_record(s3, existing)
-        )
+        record = canonical_record(s3, existing, verify="not promoted")
+        return Promotion(status="canonical", adapter=existing, record=record)
     source = open_source(s3, source_uri)
     try:
         peft = check_peft_files(source)
@@ -188,14 +207,34 @@ def promote(
                     value=found.content_hash,
                     fix="promote under another adapter name",
                 )
+            require_intact(s3, adapter, found, doing="not reported unchanged")
             return Promotion(status="unchanged", adapter=adapter, record=found)
         if dry_run:
             return Promotion(status="dry-run", adapter=adapter, record=record)
         copied = write_version(s3, source, adapter.location)
+        record = replace(record, files=written_files(s3, adapter, source.files))
         put_json(s3, layout.record_location(adapter.location), record.to_json())
         return Promotion(status="created", adapter=adapter, record=record, copied=copied)
     finally:
         source.close()
+
+
+def written_files(
+    s3: S3Client, adapter: CanonicalAdapter, digests: Mapping[str, str]
+) -> dict[str, RecordedFile]:
+    """The record's file facts of a version just written: each file's size as S3 lists it and
+    the sha256 of the source's bytes; a file missing there is refused (the record is not
+    written, so the version stays incomplete and the next promotion completes it)."""
+    sizes = version_sizes(s3, adapter)
+    missing = sorted(set(digests) - set(sizes))
+    if missing:
+        raise fail(
+            "files copied to the version are not listed there",
+            where=adapter.location.uri,
+            value=missing,
+            fix="promote the same source again: it completes the version",
+        )
+    return {n: RecordedFile(size=sizes[n], sha256=d) for n, d in digests.items()}
 
 
 def write_version(s3: S3Client, source: Source, version: S3Location) -> tuple[str, ...]:

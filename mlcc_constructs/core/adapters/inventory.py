@@ -7,7 +7,9 @@ functions (:mod:`mlcc_constructs.core.adapters.s3_layout`):
 - :func:`group_adapter_keys` sorts the keys under a model prefix's adapter folder into
   adapter versions, unversioned homes and stray keys (under the folder, in no adapter);
 - :func:`inventory` orders the adapters and their versions (newest first, by the record's
-  creation time) with what each pod has loaded (:func:`loaded_adapters`);
+  creation time) with what each pod has loaded (:func:`loaded_adapters`), each recorded
+  version checked against its record (:mod:`.integrity`) and a record that cannot be read
+  reported on its own version (the others are still listed);
 - :func:`inventory_table` is the ``--format table`` text.
 """
 
@@ -18,13 +20,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
+from mlcc_constructs.core.adapters.integrity import (
+    Checked,
+    Damage,
+    content_damage,
+    own_files,
+    size_damage,
+)
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
 from mlcc_constructs.core.adapters.record import AdapterRecord, PeftInfo
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.platform.targets import AdapterDelivery
 from mlcc_constructs.core.support.errors import MlccError
 
-VersionState = Literal["complete", "incomplete", "unrecorded"]
+VersionState = Literal["complete", "incomplete", "unrecorded", "damaged", "unreadable"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,12 +169,24 @@ class VersionEntry:
     peft: PeftInfo | None = None
     """The PEFT config of an unversioned home without a record (its rank), when readable."""
     loaded_on: tuple[str, ...] = ()
+    checked: Checked = "none"
+    """How far its files were checked against the record (``sizes``: from the listing)."""
+    damage: tuple[Damage, ...] = ()
+    """How its files differ from its record."""
+    errors: tuple[str, ...] = ()
+    """Why its record could not be read (the version is then ``unreadable``)."""
 
     @property
     def state(self) -> VersionState:
-        """``complete`` (recorded), ``incomplete`` (a version folder without its record: a
-        promotion or a clean was interrupted) or ``unrecorded`` (an unversioned home without a
-        record: a pre-versioning adapter or hand copy, still valid)."""
+        """``complete`` (recorded, and its files as far as checked are the record's),
+        ``damaged`` (recorded, but its files are not the record's), ``unreadable`` (its record
+        is not a valid record of this path), ``incomplete`` (a version folder without its
+        record: a promotion or a clean was interrupted) or ``unrecorded`` (an unversioned home
+        without a record: a pre-versioning adapter or hand copy, still valid)."""
+        if self.errors:
+            return "unreadable"
+        if self.damage:
+            return "damaged"
         if self.record is not None:
             return "complete"
         return "unrecorded" if self.keys.adapter.version is None else "incomplete"
@@ -197,6 +218,9 @@ class VersionEntry:
             "objects": len(self.keys.keys),
             "bytes": self.keys.bytes,
             "loaded_on": list(self.loaded_on),
+            "checked": self.checked,
+            "damage": [d.to_json() for d in self.damage],
+            "errors": list(self.errors),
         }
 
 
@@ -239,11 +263,16 @@ def inventory(
     *,
     peft: Mapping[str, PeftInfo] | None = None,
     loaded: Sequence[LoadedAdapter] = (),
+    unreadable: Mapping[str, Sequence[str]] | None = None,
+    digests: Mapping[str, Mapping[str, str]] | None = None,
 ) -> list[AdapterEntry]:
     """Every adapter of the listings, its versions newest first by the record's creation time
     (versions without a known time last, then by version), with the pods that loaded each.
 
-    ``records`` and ``peft`` are keyed by a version's (or home's) URI.
+    ``records``, ``peft``, ``unreadable`` (the errors of a record that could not be read) and
+    ``digests`` (each file's sha256, read for ``--verify``) are keyed by a version's (or
+    home's) URI. Every recorded version is checked against its record: by its listed sizes,
+    and by its digests where they were read.
     """
     on: dict[tuple[str, str, str | None], list[str]] = {}
     for item in loaded:
@@ -255,14 +284,19 @@ def inventory(
         for keys in listing.adapters:
             adapter = keys.adapter
             uri = adapter.location.uri
+            record = records.get(uri)
+            checked, damage = _checked(keys, record, (digests or {}).get(uri))
             grouped.setdefault((listing.model.uri, adapter.project, adapter.name), []).append(
                 VersionEntry(
                     keys=keys,
-                    record=records.get(uri),
+                    record=record,
                     peft=(peft or {}).get(uri),
                     loaded_on=tuple(
                         sorted(on.get((adapter.project, adapter.name, adapter.version), []))
                     ),
+                    checked=checked,
+                    damage=damage,
+                    errors=tuple((unreadable or {}).get(uri, ())),
                 )
             )
     entries = []
@@ -283,6 +317,23 @@ def inventory(
             )
         )
     return entries
+
+
+def _checked(
+    keys: AdapterKeys, record: AdapterRecord | None, digests: Mapping[str, str] | None
+) -> tuple[Checked, tuple[Damage, ...]]:
+    if record is None:
+        return "none", ()
+    sizes = own_files(keys.adapter, keys.keys)
+    if digests is not None:
+        return "content", content_damage(record, digests, sizes)
+    damage = size_damage(record, sizes)
+    return ("none", ()) if damage is None else ("sizes", damage)
+
+
+def damaged_versions(entries: Sequence[AdapterEntry]) -> list[VersionEntry]:
+    """The versions listed ``damaged`` or ``unreadable`` (``mlcc adapter list`` fails)."""
+    return [v for e in entries for v in e.versions if v.state in ("damaged", "unreadable")]
 
 
 _COLUMNS: tuple[str, ...] = (

@@ -9,7 +9,8 @@ names, listed keys); reading and writing S3 is :mod:`mlcc_constructs.ops`' job.
 - :func:`content_hash` is deterministic over the adapter's file names and file digests and
   independent of listing order; a version directory is ``v<hash12>``.
 - :func:`parse_peft_config` and :func:`peft_files_problems` read a PEFT adapter folder;
-  :func:`resolve_base` names the base it was trained on.
+  :func:`resolve_base` names the base it was trained on (a ``--base-model`` that contradicts the
+  config's is refused).
 - :func:`file_name_problem`, :func:`archive_root`, :func:`adapter_files` and
   :func:`recorded_locations` are the file-name rules of sources, homes and listings.
 """
@@ -71,6 +72,18 @@ def text_field(
 
 
 @dataclass(frozen=True, kw_only=True)
+class RecordedFile:
+    """What a record says of one of its version's files."""
+
+    size: int
+    sha256: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The record's ``files`` entry."""
+        return {"size": self.size, "sha256": self.sha256}
+
+
+@dataclass(frozen=True, kw_only=True)
 class AdapterRecord:
     """The record of a version (``s3_layout.ADAPTER_RECORD``): what it is, where it came from."""
 
@@ -93,10 +106,15 @@ class AdapterRecord:
     base_revision: str | None = None
     serving_copy_of: str | None = None
     """For a copy made to serve under another model prefix: the canonical version URI."""
+    files: Mapping[str, RecordedFile] = field(default_factory=dict)
+    """Each file's size and sha256 (relative name → facts), so a damaged version is found by
+    its sizes alone; empty in records written before it was recorded (then only the content
+    hash can be checked)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "rank_pattern", MappingProxyType(dict(self.rank_pattern)))
         object.__setattr__(self, "target_modules", tuple(self.target_modules))
+        object.__setattr__(self, "files", MappingProxyType(dict(sorted(self.files.items()))))
 
     def rank(self) -> AdapterRank:
         """This adapter's rank, for :func:`mlcc_constructs.core.adapters.lora.fit_max_rank`."""
@@ -120,6 +138,8 @@ class AdapterRecord:
         }
         if self.serving_copy_of is not None:
             document["serving_copy_of"] = self.serving_copy_of
+        if self.files:
+            document["files"] = {n: f.to_json() for n, f in self.files.items()}
         return document
 
 
@@ -192,6 +212,7 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
             )
         )
         modules = []
+    files = _recorded_files(document.get("files"), digest, where=where, problems=problems)
     record_fields = {
         "source_uri": need_str("source", "uri"),
         "source_job": need_str("source", "job", optional=True),
@@ -212,8 +233,50 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
         r=int(r),
         rank_pattern=dict(pattern),
         target_modules=tuple(modules),
+        files=files,
         **record_fields,  # type: ignore[arg-type]
     )
+
+
+def _recorded_files(
+    value: Any, digest: str | None, *, where: str, problems: list[Problem]
+) -> dict[str, RecordedFile]:
+    """A record's ``files`` map (absent in older records: empty); its digests must give the
+    record's content hash."""
+    if value is None:
+        return {}
+    entries = value.items() if isinstance(value, Mapping) else [(None, None)]
+    files = {
+        name: RecordedFile(size=dig(entry, "size"), sha256=dig(entry, "sha256"))
+        for name, entry in entries
+        if isinstance(name, str) and file_name_problem(name) is None
+        and isinstance(dig(entry, "size"), int) and not isinstance(dig(entry, "size"), bool)
+        and dig(entry, "size") >= 0 and _HEX64.match(str(dig(entry, "sha256")))
+    }  # fmt: skip
+    if len(files) != len(entries):
+        problems.append(
+            Problem(
+                message="not a map of file name → {size, sha256}",
+                where=where,
+                pointer="/files",
+                value=value,
+                allowed='{"adapter_model.safetensors": {"size": <bytes>, "sha256": "<64 hex>"}}',
+            )
+        )
+    elif digest and _HEX64.match(digest) and content_hash(_digests(files)) != digest:
+        problems.append(
+            Problem(
+                message="the files' digests do not give the content hash",
+                where=where,
+                pointer="/files",
+                allowed=digest,
+            )
+        )
+    return files
+
+
+def _digests(files: Mapping[str, RecordedFile]) -> dict[str, str]:
+    return {n: f.sha256 for n, f in files.items()}
 
 
 def parse_record_json(body: bytes, *, where: str) -> AdapterRecord:
@@ -367,7 +430,20 @@ def resolve_base(explicit: str | None, peft: PeftInfo | None, fallback: str | No
     local path (``/opt/ml/model``) is not an id, so it needs ``--base-model``.
     """
     if explicit:
-        return layout.base_model(explicit, pointer="/base_model").hf_id
+        given = layout.base_model(explicit, pointer="/base_model").hf_id
+        trained = _peft_base_id(peft)
+        if trained is not None and trained != given:
+            assert peft is not None
+            raise fail(
+                f"the adapter was trained on {trained}, not on the base given, {given}: "
+                "it would be filed (and served) under a base it does not fit",
+                where=peft.where,
+                pointer="/base_model_name_or_path",
+                value=peft.base_model,
+                fix=f"drop --base-model (the config names the base) or pass --base-model "
+                f"{trained}; if the config is wrong, correct it in the source",
+            )
+        return given
     if peft is not None and peft.base_model:
         return layout.base_model(
             peft.base_model, where=peft.where, pointer="/base_model_name_or_path"
@@ -379,6 +455,17 @@ def resolve_base(explicit: str | None, peft: PeftInfo | None, fallback: str | No
             fix="pass --base-model <org>/<name> (the Hugging Face id it was trained on)",
         )
     return layout.base_model(fallback, pointer="/base_model").hf_id
+
+
+def _peft_base_id(peft: PeftInfo | None) -> str | None:
+    """The Hugging Face id the PEFT config names as its base, or ``None`` when it names none or
+    a local path (``/opt/ml/model``: nothing to compare)."""
+    if peft is None or not peft.base_model:
+        return None
+    try:
+        return layout.base_model(peft.base_model).hf_id
+    except MlccError:
+        return None
 
 
 def synthesised_record(
