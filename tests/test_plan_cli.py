@@ -77,6 +77,11 @@ def test_the_json_plan_splits_the_cold_start_and_says_it_estimates(
         "source": "mlcc_constructs/data/instance_catalog.json",
     }
     assert mistral["budget"]["startup_probe_seconds"] == 1800
+    # The operator makes HyperPod's pods: no do-not-disrupt annotation of ours.
+    assert (
+        llama["budget"]["do_not_disrupt_seconds"] == llama["budget"]["startup_probe_seconds"] + 300
+    )
+    assert mistral["budget"]["do_not_disrupt_seconds"] is None
 
 
 def test_the_plan_is_what_render_renders(
@@ -112,7 +117,7 @@ def test_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
         "default/mistral (hyperpod-eks, vllm, g5.2xlarge, load path huggingface, model size "
         "unknown)"
     ) in out
-    assert "budget: startup probe 1800 s (failureThreshold 180)" in out
+    assert "budget: startup probe 1800 s (failureThreshold 180), do-not-disrupt none" in out
 
 
 def test_a_flag_overrides_the_size(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

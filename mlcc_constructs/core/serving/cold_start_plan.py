@@ -25,12 +25,16 @@ _LABELS = {
 
 
 def plan_document(prepared: PreparedDeployment) -> dict[str, Any]:
-    """The plan of one deployment: who it is, its cold start and its ready timeout."""
+    """The plan of one deployment: who it is, its cold start and its ready timeout (no
+    do-not-disrupt window where the platform makes the pods: the HyperPod operator's)."""
     spec = prepared.spec
     timeout = prepared.ready_timeout
     cold = prepared.cold_start.to_json()
-    cold["budget"]["ready_timeout_seconds"] = timeout.seconds
-    cold["budget"]["ready_timeout_source"] = timeout.source
+    budget = cold["budget"]
+    if prepared.pod_template is None:  # the platform makes the pods: no annotation of ours
+        budget["do_not_disrupt_seconds"] = None
+    budget["ready_timeout_seconds"] = timeout.seconds
+    budget["ready_timeout_source"] = timeout.source
     return {
         "name": prepared.names.base,
         "namespace": spec.namespace,
@@ -83,11 +87,13 @@ def plan_table(documents: Sequence[Mapping[str, Any]]) -> str:
         lines = [head]
         lines += [f"  {a.ljust(width)}  {b.rjust(7)}  {c}".rstrip() for a, b, c in rows]
         budget = doc["budget"]
+        window = budget["do_not_disrupt_seconds"]
         lines.append(
             f"  budget: startup probe {budget['startup_probe_seconds']} s "
             f"(failureThreshold {budget['startup_probe_failure_threshold']}), do-not-disrupt "
-            f"{budget['do_not_disrupt_seconds']} s, ready timeout "
-            f"{budget['ready_timeout_seconds']} s ({budget['ready_timeout_source']})"
+            + ("none (the platform makes the pods)" if window is None else f"{window} s")
+            + f", ready timeout {budget['ready_timeout_seconds']} s "
+            f"({budget['ready_timeout_source']})"
         )
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) + "\n"
