@@ -20,7 +20,10 @@ Phases (durations and throughputs are data, each with its assumption and source:
   streams ``s3://`` itself), ``prefetch`` (the HyperPod operator copies the prefix first),
   ``huggingface`` (a Hub download). :func:`load_path` picks it; ``model_load`` names the
   spec's choice (``mount`` until a deployment can ask for ``stream``).
-* ``physical_limit``: no load path reads the weights faster than the instance's network.
+* ``physical_limit``: no load path reads the weights faster than the instance's network. It
+  assumes many flows (the streamer's and Mountpoint's concurrent S3 requests): one TCP flow is
+  limited to 5 Gbps outside a cluster placement group (EC2 User Guide, *Amazon EC2 instance
+  network bandwidth*).
 
 Budgets (deadlines: the estimate with a margin, computed here once and carried)::
 
