@@ -11,7 +11,10 @@ peer measured side by side in this one run. Prints one table and writes
 - the serving-side scale curve of the CDK app at 1, 10, 100, 200 deployments;
 - ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
 - libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
-  that do its job, end to end (``benchmarks/libraries.py``).
+  that do its job, end to end (``benchmarks/libraries.py``);
+- the cold start of the reference deployments (cdk.json ``reference_deployments``) as ``mlcc
+  plan`` estimates it, written to ``benchmarks/cold_start.json`` (estimates, not a timing: no
+  target, nothing measured; ``--only cold`` runs it alone).
 
 Every figure is the median of ``--runs`` measurements after a warm-up (the cold ones excepted),
 with min and max; commands compared with each other are interleaved (A B A B ...), so drift on
@@ -338,6 +341,52 @@ def test_suite(runs: int) -> dict[str, Any]:
     }
 
 
+# -- the cold-start plan of the reference deployments ----------------------------------------
+
+PLAN_OUT = REPO / "benchmarks" / "cold_start.json"
+# The autoscaled reference entry's scaler needs a Prometheus workspace URL to render; the plan
+# does not depend on it, so a well-formed stand-in is given (the app gives the cluster's).
+PLAN_PROMETHEUS = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-bench"
+
+
+def cold_start_plans(out: Path) -> dict[str, Any]:
+    """``mlcc plan`` of every reference deployment (as ``make synth`` prepares them), its JSON
+    written to ``out``; returns one summary row per deployment."""
+    entries = json.loads((REPO / "cdk.json").read_text())["context"]["reference_deployments"]
+    work = Path(tempfile.mkdtemp(prefix="mlcc-bench-plan-"))
+    spec = work / "reference.json"
+    spec.write_text(json.dumps(entries))
+    argv = [str(MLCC_SCRIPT), "plan", "-f", str(spec), "--prometheus-url", PLAN_PROMETHEUS]
+    done = subprocess.run(argv, cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
+    shutil.rmtree(work, ignore_errors=True)
+    if done.returncode != 0:
+        raise SystemExit(f"bench: mlcc plan failed:\n{done.stderr}")
+    report = json.loads(done.stdout)
+    report["command"] = "mlcc plan -f <cdk.json reference_deployments>"
+    out.write_text(json.dumps(report, indent=2) + "\n")
+    return {
+        f"{p['name']} ({p['target']})": {
+            "expected_seconds": p["expected_seconds"],
+            "physical_limit_seconds": p["physical_limit"]["seconds"],
+            "startup_probe_seconds": p["budget"]["startup_probe_seconds"],
+            "ready_timeout_seconds": p["budget"]["ready_timeout_seconds"],
+        }
+        for p in report["plans"]
+    }
+
+
+def plan_lines(rows: dict[str, Any]) -> str:
+    """The summary of :func:`cold_start_plans` as text."""
+    lines = ["cold start (mlcc plan estimates, not measurements):"]
+    for name, row in rows.items():
+        lines.append(
+            f"  {name}: expected {row['expected_seconds']} s, physical limit "
+            f"{row['physical_limit_seconds']} s, startup probe {row['startup_probe_seconds']} s, "
+            f"ready timeout {row['ready_timeout_seconds']} s"
+        )
+    return "\n".join(lines)
+
+
 # -- report ------------------------------------------------------------------------------
 
 
@@ -383,6 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--only", default=None, help="comma-separated sections (default: all), e.g. peer,cli"
     )
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results.json"))
+    parser.add_argument("--plan-out", default=str(PLAN_OUT), help="the cold-start plans' file")
     args = parser.parse_args(argv)
     peer_sizes = [int(s) for s in args.peer_sizes.split(",")]
     scale_sizes = [int(s) for s in args.scale_sizes.split(",")]
@@ -395,6 +445,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "libraries vs ours": lambda: libraries_vs_ours(args.runs),
     }
     wanted = set(args.only.split(",")) if args.only else None
+    plans: dict[str, Any] | None = None
+    if wanted is None or "cold" in wanted:
+        print("bench: cold start plan ...", file=sys.stderr, flush=True)
+        plans = cold_start_plans(Path(args.plan_out))
+        if wanted == {"cold"}:
+            print(plan_lines(plans))
+            print(f"\nwrote {os.path.relpath(args.plan_out, REPO)}")
+            return 0
     benchmarks: dict[str, Any] = {}
     for name, step in steps.items():
         if wanted is not None and not any(name.startswith(w) for w in wanted):
@@ -411,8 +469,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": args.runs,
         "benchmarks": benchmarks,
     }
+    if plans is not None:
+        results["cold_start_plan"] = {"file": os.path.relpath(args.plan_out, REPO), **plans}
     Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
     print(table(results))
+    if plans is not None:
+        print("\n" + plan_lines(plans))
     print(f"\nwrote {os.path.relpath(args.out, REPO)}")
     return 0
 

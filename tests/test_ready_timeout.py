@@ -4,7 +4,6 @@ number lands (the Deployment's progress deadline, the IEC's maxDeployTimeInSecon
 from __future__ import annotations
 
 import json
-import math
 from importlib import resources
 from typing import Any
 
@@ -12,7 +11,7 @@ import pytest
 
 from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.serving.kinds.registry import of_kind
-from mlcc_constructs.core.serving.prepare import ready_timeout as rt
+from mlcc_constructs.core.serving.prepare import cold_start as cs, ready_timeout as rt
 from mlcc_constructs.core.serving.prepare.deployment import prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -20,7 +19,7 @@ from mlcc_constructs.core.support.errors import MlccError
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
-G5_12X = lookup("ml.g5.12xlarge")  # 4 x 24 GiB
+G5_12X = lookup("ml.g5.12xlarge")
 # An 8B Llama-style config.json (num_parameters given: 8_030_261_248 x 2 bytes of bfloat16).
 LLAMA_8B: dict[str, Any] = {
     "num_hidden_layers": 32,
@@ -31,105 +30,71 @@ LLAMA_8B: dict[str, Any] = {
     "torch_dtype": "bfloat16",
     "num_parameters": 8_030_261_248,
 }
-GPU_BYTES = 4 * 24 * rt.GIB
 LLAMA_BYTES = 8_030_261_248 * 2
-MIB = rt.MIB
 
 
-def _formula(size: int, throughput_mib: int, *, node: bool, replicas: int = 1) -> int:
-    per_pod = (300 if node else 0) + 300 + 300 + math.ceil(size / (throughput_mib * MIB))
-    return min(3300, max(600, math.ceil(1.5 * per_pod * replicas)))
+def _cold(size: int | None, path: cs.LoadPath = "mount", *, nodes: bool = True) -> cs.ColdStart:
+    return cs.cold_start(
+        size=cs.ModelSize(bytes=size, source=None if size is None else "spec"),
+        instances=(G5_12X,),
+        path=path,
+        launches_nodes=nodes,
+    )
 
 
 CASES = [
-    # (model_config, load path, launches nodes, replicas, seconds, basis)
-    (LLAMA_8B, "s3-stream", True, 1, _formula(LLAMA_BYTES, 200, node=True), "model_config"),
-    (LLAMA_8B, "s3-prefetch", False, 1, _formula(LLAMA_BYTES, 200, node=False), "model_config"),
-    (LLAMA_8B, "huggingface", True, 1, _formula(LLAMA_BYTES, 50, node=True), "model_config"),
-    (None, "s3-stream", True, 1, _formula(GPU_BYTES, 200, node=True), "gpu-memory"),
-    (None, "huggingface", False, 1, _formula(GPU_BYTES, 50, node=False), "gpu-memory"),
+    # (size, load path, launches nodes, replicas, seconds)
+    # 8B over Mountpoint on a new node: 300 + 300 + 1.5 x (519 + 300) rounded to the period.
+    (LLAMA_BYTES, "mount", True, 1, 300 + 300 + 1230),
+    (LLAMA_BYTES, "mount", False, 1, 300 + 1230),
+    # Without a size, the startup probe's 30 minutes after the node and the pull.
+    (None, "mount", True, 1, 300 + 300 + 1800),
+    (None, "prefetch", False, 1, 300 + 1800),
+    # Streamed (9 s) and prefetched (77 s): the startup floor of 600 s.
+    (LLAMA_BYTES, "stream", True, 1, 300 + 300 + 600),
+    (LLAMA_BYTES, "prefetch", False, 1, 300 + 600),
     # Rolling updates start one pod at a time: two replicas, twice the time (under the cap).
-    (LLAMA_8B, "s3-stream", False, 2, _formula(LLAMA_BYTES, 200, node=False, replicas=2),
-     "model_config"),
+    (LLAMA_BYTES, "stream", False, 2, 2 * (300 + 600)),
     # Capped below CloudFormation's hour, whatever the replicas.
-    (None, "huggingface", True, 4, 3300, "gpu-memory"),
-    # A config the geometry cannot read falls back to the GPU-memory bound.
-    ({"torch_dtype": "bfloat16"}, "s3-stream", True, 1, _formula(GPU_BYTES, 200, node=True),
-     "gpu-memory"),
-]  # fmt: skip
+    (None, "huggingface", True, 4, 3300),
+    # 8B from the Hub: 307 s at 50 MiB/s, 1.5 x (307 + 300) = 911 -> 920 (the probe's period).
+    (LLAMA_BYTES, "huggingface", True, 1, 300 + 300 + 920),
+]
 
 
-@pytest.mark.parametrize(("config", "path", "nodes", "replicas", "seconds", "basis"), CASES)
+@pytest.mark.parametrize(("size", "path", "nodes", "replicas", "seconds"), CASES)
 def test_the_formula(
-    config: dict[str, Any] | None,
-    path: rt.LoadPath,
-    nodes: bool,
-    replicas: int,
-    seconds: int,
-    basis: str,
+    size: int | None, path: cs.LoadPath, nodes: bool, replicas: int, seconds: int
 ) -> None:
-    got = rt.ready_timeout(
-        model_config=config, instance=G5_12X, path=path, launches_nodes=nodes, replicas=replicas
-    )
-    assert (got.seconds, got.weights_basis, got.source, got.load_path) == (
+    cold = _cold(size, path, nodes=nodes)
+    got = rt.ready_timeout(cold, replicas=replicas)
+    assert (got.seconds, got.source, got.load_path, got.cold_start) == (
         seconds,
-        basis,
         "formula",
         path,
+        cold,
     )
-
-
-def test_the_numbers_of_the_formula_cases() -> None:
-    # Pinned, so a change of a constant shows here: 8B bf16 over Mountpoint with a new node is
-    # 1.5 x (300 + 300 + 300 + 77) s.
-    assert _formula(LLAMA_BYTES, 200, node=True) == 1466
-    assert (
-        rt.ready_timeout(
-            model_config=LLAMA_8B,
-            instance=G5_12X,
-            path="s3-stream",
-            launches_nodes=True,
-            replicas=1,
-        ).seconds
-        == 1466
-    )
-    # A tiny model still gets the image pull and the engine start: 1.5 x (300 + 300 + 1).
-    tiny = {**LLAMA_8B, "num_parameters": 1000}
-    assert (
-        rt.ready_timeout(
-            model_config=tiny, instance=G5_12X, path="s3-prefetch", launches_nodes=False, replicas=1
-        ).seconds
-        == 902
-    )
+    assert got.seconds == min(rt.MAX_S, max(rt.MIN_S, cold.launch_s * replicas))
 
 
 def test_an_override_wins() -> None:
-    got = rt.ready_timeout(
-        model_config=None,
-        instance=G5_12X,
-        path="s3-stream",
-        launches_nodes=True,
-        replicas=9,
-        override=120,
-    )
+    got = rt.ready_timeout(_cold(None), replicas=9, override=120)
     assert (got.seconds, got.source) == (120, "spec")
 
 
-@pytest.mark.parametrize(
-    ("source_kind", "platform_mounts", "prefetch", "path"),
-    [
-        ("s3", False, True, "s3-stream"),  # eks: Mountpoint, whatever the IEC would do
-        ("s3", True, True, "s3-prefetch"),  # HyperPod operator prefetch
-        ("s3", True, False, "s3-stream"),  # HyperPod with LoRA: prefetch off, mounted
-        ("huggingface", False, True, "huggingface"),
-        ("huggingface", True, True, "huggingface"),
-    ],
-)
-def test_the_load_path(source_kind: str, platform_mounts: bool, prefetch: bool, path: str) -> None:
-    assert (
-        rt.load_path(source_kind=source_kind, platform_mounts=platform_mounts, prefetch=prefetch)
-        == path
-    )
+def test_a_pod_the_deploy_cannot_wait_for_is_warned_about() -> None:
+    # A 70B bf16 model from the Hub: 141 GB at 50 MiB/s is ~2690 s of load alone.
+    late = rt.ready_timeout(_cold(141_000_000_000, "huggingface"), replicas=1)
+    note = rt.ready_timeout_warning("chat", late)
+    assert late.seconds == rt.MAX_S
+    assert note is not None and f"up to {late.cold_start.launch_s} s" in note
+    assert "past the 3300 s the deploy waits" in note
+    for quiet in (
+        rt.ready_timeout(_cold(LLAMA_BYTES), replicas=1),  # fits
+        rt.ready_timeout(_cold(None, "huggingface"), replicas=1),  # size unknown
+        rt.ready_timeout(_cold(141_000_000_000, "huggingface"), replicas=1, override=900),
+    ):
+        assert rt.ready_timeout_warning("chat", quiet) is None
 
 
 def test_the_waiter_fits_under_cloudformations_hour() -> None:
@@ -150,14 +115,15 @@ def _prepared(**fields: Any) -> Any:
 def test_the_workload_deadline_is_the_ready_timeout() -> None:
     eks = _prepared(model_config=LLAMA_8B)
     (deployment,) = of_kind([e.object for e in eks.objects], "Deployment")
-    assert deployment["spec"]["progressDeadlineSeconds"] == eks.ready_timeout.seconds == 1466
+    assert eks.cold_start.size == cs.ModelSize(bytes=LLAMA_BYTES, source="model_config")
+    assert deployment["spec"]["progressDeadlineSeconds"] == eks.ready_timeout.seconds == 1830
     hyperpod = _prepared(target="hyperpod-eks", model_config=LLAMA_8B)
     (iec,) = of_kind([e.object for e in hyperpod.objects], "InferenceEndpointConfig")
-    # No GPU node to launch, the operator prefetches: 1.5 x (300 + 300 + 77).
-    assert hyperpod.ready_timeout.load_path == "s3-prefetch"
-    assert iec["spec"]["maxDeployTimeInSeconds"] == hyperpod.ready_timeout.seconds == 1016
+    # No GPU node to launch, the operator prefetches: 300 + the 600 s startup floor.
+    assert hyperpod.ready_timeout.load_path == "prefetch"
+    assert iec["spec"]["maxDeployTimeInSeconds"] == hyperpod.ready_timeout.seconds == 900
     lora = _prepared(target="hyperpod-eks", model_config=LLAMA_8B, lora=True)
-    assert lora.ready_timeout.load_path == "s3-stream"  # prefetch is off for LoRA + S3
+    assert lora.ready_timeout.load_path == "mount"  # prefetch is off for LoRA + S3
 
 
 def test_the_spec_field_overrides_the_formula() -> None:

@@ -37,6 +37,7 @@ SPEC_FLAGS: dict[str, str] = {
     "max_request_seconds": "max_request_seconds",
     "rollout": "rollout",
     "accept_downtime": "accept_downtime",
+    "model_bytes": "model_bytes",
 }
 ENDPOINT_FLAGS: dict[str, str] = {
     "scheme": "endpoint_scheme",

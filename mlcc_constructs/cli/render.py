@@ -81,6 +81,15 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         help="the longest request: a stopping pod drains this long at most (default: 600)",
     )
     parser.add_argument(
+        "--model-bytes",
+        type=int,
+        default=None,
+        metavar="BYTES",
+        help="the weights' size (model.safetensors.index.json metadata.total_size): sizes the "
+        "startup probe and the ready timeout (default: from the spec's model_config, else a "
+        "30-minute startup probe)",
+    )
+    parser.add_argument(
         "--rollout",
         choices=["surge", "replace"],
         default=None,

@@ -1,4 +1,5 @@
-"""Instance catalog: GPUs and memory per instance type (data in ``data/instance_catalog.json``).
+"""Instance catalog: GPUs, memory and network bandwidth per instance type (data in
+``data/instance_catalog.json``, with the sources of its network columns).
 
 SageMaker names (``ml.g5.12xlarge``) and EKS node names (``g5.12xlarge``) are both accepted;
 the catalog file lists each type once, by its SageMaker name.
@@ -28,6 +29,17 @@ class InstanceType:
     gpu_memory_gib: int
     vcpus: int
     memory_gib: int
+    network_gbps: float
+    """Baseline network bandwidth (Gbps): what the instance sustains. Cold-start formulas use
+    this one (:attr:`network_bytes_per_second`)."""
+    network_burst_gbps: float | None = None
+    """The "up to N Gbps" AWS states for the smaller sizes, reached only while network I/O
+    credits last; ``None`` where AWS states one fixed bandwidth. Recorded, never planned on."""
+
+    @property
+    def network_bytes_per_second(self) -> int:
+        """:attr:`network_gbps` in bytes per second (1 Gbps = 10^9 bits/s)."""
+        return int(self.network_gbps * 1e9) // 8
 
     @property
     def node_name(self) -> str:

@@ -6,7 +6,8 @@ worker takes no volumes; the engine config travels in the worker's env and comma
 
 Decisions (for reviewers):
 
-* **Probes**: the worker gets the same startup (30 minutes), readiness and liveness probes as
+* **Probes**: the worker gets the same startup (the deployment's cold-start budget,
+  :mod:`~mlcc_constructs.core.serving.prepare.cold_start`), readiness and liveness probes as
   the eks Deployment, on the engine manifest's ``health_path`` and the invocation port (by
   number: the v1 CRD's ``worker.probes`` take Kubernetes probes, and the operator's defaults
   would not know the engine's health path).
@@ -150,7 +151,9 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
     worker["resources"] = {"requests": dict(box.requests), "limits": box.limits}
     if env:
         worker["environmentVariables"] = env
-    worker["probes"] = health_probes(box.health_path, box.port)
+    worker["probes"] = health_probes(
+        box.health_path, box.port, startup_failures=facts.cold_start.startup_failures
+    )
     metrics: dict[str, Any] = {"enabled": box.metrics_path is not None}
     if box.metrics_path is not None:
         metrics["modelMetrics"] = {"port": box.port, "path": box.metrics_path}

@@ -40,6 +40,10 @@ from typing import Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.cold_start import (
+    STARTUP_PERIOD_S,
+    UNKNOWN_SIZE_STARTUP_S,
+)
 from mlcc_constructs.core.serving.prepare.engine_cache import cache_env
 from mlcc_constructs.core.serving.prepare.secrets import SecretsPlan
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
@@ -220,9 +224,10 @@ def _wrapper_files_hash(manifest_json: str) -> str:
 
 # -- the container's Kubernetes forms, shared by every object that carries it ----------------
 
-STARTUP_PERIOD_S, STARTUP_FAILURES = 10, 180
-"""The startup probe allows 30 minutes: a cold start without prefetch measured ~15 minutes (model
-load ~513 s, pod ready ~15 min; seed lora-delivery §4)."""
+STARTUP_FAILURES = UNKNOWN_SIZE_STARTUP_S // STARTUP_PERIOD_S
+"""The startup probe's ``failureThreshold`` without a model size: 30 minutes (a cold start
+without prefetch measured ~15 minutes: model load ~513 s, pod ready ~15 min; seed lora-delivery
+§4). With a size, the deployment's cold start sizes it (:mod:`.cold_start`)."""
 READINESS_PERIOD_S, LIVENESS_PERIOD_S, PROBE_FAILURES, PROBE_TIMEOUT_S = 10, 20, 3, 5
 
 
@@ -249,11 +254,15 @@ def probe(path: str, port: int | str, period: int, failures: int) -> dict[str, A
     }
 
 
-def health_probes(path: str, port: int | str) -> dict[str, dict[str, Any]]:
-    """Startup (30 minutes), readiness and liveness probes, all on the engine's health path: a
-    pod takes traffic only once the engine answers, and a wedged engine is restarted."""
+def health_probes(
+    path: str, port: int | str, *, startup_failures: int
+) -> dict[str, dict[str, Any]]:
+    """Startup, readiness and liveness probes, all on the engine's health path: a pod takes
+    traffic only once the engine answers, and a wedged engine is restarted. The startup probe
+    allows ``startup_failures`` periods of :data:`STARTUP_PERIOD_S` (the deployment's
+    :attr:`~.cold_start.ColdStart.startup_failures`)."""
     return {
-        "startupProbe": probe(path, port, STARTUP_PERIOD_S, STARTUP_FAILURES),
+        "startupProbe": probe(path, port, STARTUP_PERIOD_S, startup_failures),
         "readinessProbe": probe(path, port, READINESS_PERIOD_S, PROBE_FAILURES),
         "livenessProbe": probe(path, port, LIVENESS_PERIOD_S, PROBE_FAILURES),
     }

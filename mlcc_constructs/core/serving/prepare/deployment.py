@@ -30,6 +30,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     render_objects,
 )
 from mlcc_constructs.core.serving.prepare.cache_routing import cache_routing_problems
+from mlcc_constructs.core.serving.prepare.cold_start import cold_start, load_path, model_size
 from mlcc_constructs.core.serving.prepare.container import describe_container
 from mlcc_constructs.core.serving.prepare.disruption import (
     ignored_field_warnings,
@@ -45,7 +46,10 @@ from mlcc_constructs.core.serving.prepare.names import (
     object_names,
 )
 from mlcc_constructs.core.serving.prepare.pod import pod_template
-from mlcc_constructs.core.serving.prepare.ready_timeout import load_path, ready_timeout
+from mlcc_constructs.core.serving.prepare.ready_timeout import (
+    ready_timeout,
+    ready_timeout_warning,
+)
 from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
 from mlcc_constructs.core.serving.spec.autoscaling import autoscaling_problems
@@ -100,11 +104,15 @@ def prepare(
     *,
     context: RenderContext | None = None,
     registry: EngineRegistry | None = None,
+    index_bytes: int | None = None,
 ) -> PreparedDeployment:
     """Check ``spec`` and compute every fact its objects need; all problems raised at once.
 
     ``registry`` defaults to the built-in engines (pass ``EngineRegistry.load(...)`` for
-    plugins); ``context`` names the environment (TLS bucket, region fallback).
+    plugins); ``context`` names the environment (TLS bucket, region fallback);
+    ``index_bytes``: the staged model's safetensors index ``total_size``, when the caller read
+    it (the model's size after the spec's ``model_bytes``:
+    :func:`~mlcc_constructs.core.serving.prepare.cold_start.model_size`).
     """
     context = context or RenderContext()
     registry = registry or EngineRegistry.load(use_env=False)
@@ -229,6 +237,21 @@ def prepare(
         raise MlccError(problems)
     assert image is not None and target is not None and secrets is not None  # checked above
     container = describe_container(spec, target, resolution, image, secrets, instances)
+    # The cold start, once: the probes, the do-not-disrupt window and the ready timeout.
+    cold = cold_start(
+        size=model_size(
+            model_bytes=spec.model_bytes, model_config=spec.model_config, index_bytes=index_bytes
+        ),
+        instances=instances,
+        path=load_path(
+            source_kind=source.kind,
+            # Where the platform mounts the model (no pod volumes of ours: the HyperPod
+            # operator), it prefetches it unless the IEC turns that off.
+            platform_mounts=not target.pod_volumes,
+            prefetch=prefetch_enabled(source, spec.lora),
+        ),
+        launches_nodes=target.cluster_gpu_nodes,
+    )
     # The target scrapes the engine's /metrics, and the engine serves some.
     scraped = target.metrics_scraped and manifest.metrics is not None
     facts = DeploymentFacts(
@@ -245,6 +268,7 @@ def prepare(
             secrets=secrets,
             cache=cache,
             max_request_seconds=spec.max_request_seconds,
+            cold_start=cold,
             instances=instances,
         ),
         model_region=model_region,
@@ -258,18 +282,7 @@ def prepare(
         cache=cache,
         warnings=tuple(warnings),
         ready_timeout=ready_timeout(
-            model_config=spec.model_config,
-            instance=resolution.instance,
-            path=load_path(
-                source_kind=source.kind,
-                # Where the platform mounts the model (no pod volumes of ours: the HyperPod
-                # operator), it prefetches it unless the IEC turns that off.
-                platform_mounts=not target.pod_volumes,
-                prefetch=prefetch_enabled(source, spec.lora),
-            ),
-            launches_nodes=target.cluster_gpu_nodes,
-            replicas=spec.replicas,
-            override=spec.ready_timeout_seconds,
+            cold, replicas=spec.replicas, override=spec.ready_timeout_seconds
         ),
         min_replicas=minimum,
         instance_types=instances,
@@ -286,6 +299,9 @@ def prepare(
         ),
         service_monitor_namespace=context.prometheus_operator_namespace if scraped else None,
     )
+    late_note = ready_timeout_warning(names.base, facts.ready_timeout)
+    if late_note is not None:
+        facts = dataclasses.replace(facts, warnings=(*facts.warnings, late_note))
     if target.cluster_gpu_nodes:  # Auto Mode's nodes expire; a HyperPod instance group's do not
         note = single_replica_warning(
             name=names.base,

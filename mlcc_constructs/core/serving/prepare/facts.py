@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.cold_start import ColdStart
 from mlcc_constructs.core.serving.prepare.container import Container
 from mlcc_constructs.core.serving.prepare.names import Names
 from mlcc_constructs.core.serving.prepare.ready_timeout import ReadyTimeout
@@ -49,7 +50,7 @@ class DeploymentFacts:
     ``ready_timeout``: How long a deploy waits for the workload to be ready (the spec's
         ``ready_timeout_seconds``, else the formula of
         :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the workload's own
-        deadline.
+        deadline. It carries the deployment's cold start (:attr:`cold_start`).
     ``min_replicas``: The fewest pods the deployment runs
         (:func:`~mlcc_constructs.core.serving.prepare.disruption.min_replicas`): what its
         PodDisruptionBudget and the single-replica warning follow.
@@ -87,6 +88,13 @@ class DeploymentFacts:
     cluster_region: str | None = None
     metrics_scraper_cidrs: tuple[str, ...] = ()
     service_monitor_namespace: str | None = None
+
+    @property
+    def cold_start(self) -> ColdStart:
+        """The deployment's cold start, computed once
+        (:mod:`~mlcc_constructs.core.serving.prepare.cold_start`): the startup probe's
+        allowance, the do-not-disrupt window and the ready timeout all come from it."""
+        return self.ready_timeout.cold_start
 
     @property
     def source(self) -> ModelSource:

@@ -13,8 +13,10 @@ Decisions (for reviewers; delivery and resources: :mod:`.container`):
   variables onto one more ``emptyDir``, the cache volume (:mod:`.engine_cache`: kept across
   container restarts on the node); ``/dev/shm`` is a memory ``emptyDir``
   (NCCL needs more than the 64 MiB default; a CacheBackend's L1 adds its own budget to it).
-* **Probes**: a startup probe allows 30 minutes (a cold start without prefetch measured ~15
-  minutes), then readiness and liveness probes, all on the manifest's ``health_path``.
+* **Probes**: a startup probe allows the deployment's cold-start budget (``startup_s`` of
+  :mod:`.cold_start`: from the model's size, the load path and the instance's network; 30
+  minutes without a model size), then readiness and liveness probes, all on the manifest's
+  ``health_path``.
 * **Secrets Manager values** arrive through the Secrets Store CSI volume ``secrets``
   (read-only at ``/mnt/secrets-store``): the driver syncs the deployment's Secret only while a
   pod mounts it, and the container env references that Secret by key
@@ -22,7 +24,8 @@ Decisions (for reviewers; delivery and resources: :mod:`.container`):
 * **Disruption** (:mod:`.disruption`): the engine container's ``preStop`` drains in-flight
   requests (up to the spec's ``max_request_seconds``) before SIGTERM, the termination grace
   period covers that drain, and ``karpenter.sh/do-not-disrupt`` protects the pod while it
-  starts (the image pull and the startup probe's allowance), then lapses.
+  starts (the image pull and the startup probe's allowance: ``pod_start_s`` of the same cold
+  start), then lapses.
 * **Instance types** (:mod:`.instances`): one type is a ``nodeSelector``; with fallbacks a
   node affinity allows every type and prefers them in order.
 * **Service links off** (``enableServiceLinks: false``): Kubernetes would otherwise inject
@@ -40,10 +43,9 @@ from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.prometheus import scrape_annotations
 from mlcc_constructs.core.platform.secrets_store import CSI_DRIVER
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.prepare.cold_start import ColdStart
 from mlcc_constructs.core.serving.prepare.container import (
     ENGINE_CONTAINER,
-    STARTUP_FAILURES,
-    STARTUP_PERIOD_S,
     WRAPPER_MOUNT,
     Container,
     health_probes,
@@ -58,7 +60,6 @@ from mlcc_constructs.core.serving.prepare.disruption import (
 from mlcc_constructs.core.serving.prepare.engine_cache import cache_mount, cache_volume
 from mlcc_constructs.core.serving.prepare.instances import INSTANCE_TYPE_LABEL, node_affinity
 from mlcc_constructs.core.serving.prepare.names import Names, object_labels
-from mlcc_constructs.core.serving.prepare.ready_timeout import IMAGE_PULL_S
 from mlcc_constructs.core.serving.prepare.secrets import (
     MOUNT_PATH as SECRETS_MOUNT,
     VOLUME as SECRETS_VOLUME,
@@ -78,10 +79,6 @@ HOME = "/home/mlcc"
 MODEL_VOLUME = "model-weights"
 WRAPPER_VOLUME = "mlcc-wrapper"
 SHM_MAX_GIB = 16
-STARTUP_PROTECTION_S = IMAGE_PULL_S + STARTUP_PERIOD_S * STARTUP_FAILURES
-"""How long ``karpenter.sh/do-not-disrupt`` protects a pod from its start: the image pull the
-ready timeout allows, then the startup probe's 30 minutes (after which the kubelet restarts
-the engine anyway)."""
 
 
 def pod_template(
@@ -93,11 +90,13 @@ def pod_template(
     secrets: SecretsPlan,
     cache: Admission | None,
     max_request_seconds: int,
+    cold_start: ColdStart,
     instances: tuple[InstanceType, ...] = (),
 ) -> dict[str, Any] | None:
     """The pod template (module doc), or ``None`` where the platform makes the pods;
-    ``max_request_seconds``: the drain's longest wait; ``instances``: every type the pod may
-    run on, preferred first (default: the resolved instance only)."""
+    ``max_request_seconds``: the drain's longest wait; ``cold_start``: the deployment's cold
+    start (the startup probe's allowance and the do-not-disrupt window); ``instances``: every
+    type the pod may run on, preferred first (default: the resolved instance only)."""
     if not target.pod_volumes:
         return None
     template = _template(
@@ -107,6 +106,7 @@ def pod_template(
         names,
         secrets,
         max_request_seconds=max_request_seconds,
+        cold_start=cold_start,
         instances=instances or (resolution.instance,),
     )
     if cache is None:
@@ -135,6 +135,7 @@ def _template(
     secrets: SecretsPlan,
     *,
     max_request_seconds: int,
+    cold_start: ColdStart,
     instances: tuple[InstanceType, ...],
 ) -> dict[str, Any]:
     memory_gib = int(box.requests["memory"].removesuffix("Gi"))
@@ -155,7 +156,9 @@ def _template(
         container["envFrom"] = [{"configMapRef": {"name": names.config_map}}]
     container["env"] = env
     container["resources"] = {"requests": dict(box.requests), "limits": box.limits}
-    container.update(health_probes(box.health_path, "http"))
+    container.update(
+        health_probes(box.health_path, "http", startup_failures=cold_start.startup_failures)
+    )
     container["lifecycle"] = {
         "preStop": drain(
             port=box.port,
@@ -241,7 +244,7 @@ def _template(
             "labels": object_labels(names, resolution.manifest.engine),
             "annotations": {
                 CONFIG_HASH_ANNOTATION: box.config_hash,
-                **do_not_disrupt(STARTUP_PROTECTION_S),
+                **do_not_disrupt(cold_start.pod_start_s),
                 **(scrape_annotations(box.port, metrics.path) if metrics is not None else {}),
             },
         },

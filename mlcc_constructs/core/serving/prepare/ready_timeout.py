@@ -1,64 +1,38 @@
-"""How long a deploy waits for a deployment to be ready: its **ready timeout**, from the model's
-size and how its weights reach the GPUs.
+"""How long a deploy waits for a deployment to be ready: its **ready timeout**, from the
+deployment's cold start (:mod:`.cold_start`: the model's size, how its weights reach the GPUs,
+the instance's network).
 
 The serving stacks' readiness resource (:class:`~mlcc_constructs.aws.readiness.WorkloadReadiness`)
 fails the deploy when the workload is not ready by then; the workload's own deadline is the same
 number (the Deployment's ``progressDeadlineSeconds``, the IEC's ``maxDeployTimeInSeconds``), so
 the platform reports a stuck rollout in its own words by the time the deploy gives up.
 
-Formula (every input a documented constant or a fact of the spec)::
+Formula::
 
-    per_pod = node + image_pull + engine_start + ceil(weights_bytes / throughput[load_path])
-    ready_timeout = clamp(ceil(SAFETY * per_pod * replicas), MIN_S, MAX_S)
+    ready_timeout = clamp(launch_s * replicas, MIN_S, MAX_S)
 
-* ``node``: ``NODE_S`` where the cluster launches a GPU node for the pod (the target's
-  ``cluster_gpu_nodes``: Auto Mode's NodePool), 0 where the nodes exist (HyperPod's instance
-  groups).
-* ``image_pull``: ``IMAGE_PULL_S`` (engine images are several GB).
-* ``engine_start``: ``ENGINE_START_S`` (CUDA context, kernels and graph capture, after the
-  weights load).
-* ``weights_bytes``: ``spec.model_config``'s parameter count x its dtype's bytes
-  (:func:`~mlcc_constructs.core.adapters.lora.model_geometry`); without a usable config, the
-  instance's total GPU memory: the weights must fit there, so it bounds them from above.
-* ``throughput[load_path]`` (bytes/s, conservative assumptions, not measurements):
-  ``s3-stream`` (Mountpoint for Amazon S3 reading the prefix, on eks or an IEC without prefetch),
-  ``s3-prefetch`` (the HyperPod operator copies the prefix before the engine starts), and
-  ``huggingface`` (a download from the Hugging Face Hub through the VPC's NAT gateway).
+* ``launch_s``: one pod's cold-start budget (:attr:`.cold_start.ColdStart.launch_s`: node start,
+  image pull and the startup probe's allowance), the same number the startup probe and the
+  ``karpenter.sh/do-not-disrupt`` window are sized from, computed once.
 * ``replicas``: rolling updates replace one pod at a time (``rollout`` ``surge``: ``maxSurge: 1,
   maxUnavailable: 0``; ``replace``: ``maxSurge: 0, maxUnavailable: 1``), so an update of N
   replicas takes N pod starts.
-* ``SAFETY``: 1.5 for what the constants do not know (a slow node, a cold registry).
 * Clamped to ``MIN_S``..``MAX_S``; ``MAX_S`` leaves room under CloudFormation's one-hour limit
   on a custom resource (``ServiceTimeout`` is 1..3600 s, default 3600: AWS::CloudFormation::
   CustomResource; the CDK Provider's waiter fails after an hour in practice, aws/aws-cdk#24974)
-  for the handler's grace and the framework's response: :func:`waiter_timing`.
+  for the handler's grace and the framework's response: :func:`waiter_timing`. A pod whose own
+  budget is past ``MAX_S`` cannot be waited for: :func:`ready_timeout_warning` says so.
 
 ``DeploymentSpec.ready_timeout_seconds`` replaces the formula (``MIN_OVERRIDE_S``..``MAX_S``).
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any, Literal
+from typing import Literal
 
-from mlcc_constructs.core.adapters.lora import model_geometry
-from mlcc_constructs.core.platform.catalog import InstanceType
-from mlcc_constructs.core.support.errors import MlccError
+from mlcc_constructs.core.serving.prepare.cold_start import ColdStart, LoadPath
 
-LoadPath = Literal["s3-stream", "s3-prefetch", "huggingface"]
-
-MIB = 1 << 20
-GIB = 1 << 30
-NODE_S = 300
-IMAGE_PULL_S = 300
-ENGINE_START_S = 300
-SAFETY = 1.5
-THROUGHPUT: Mapping[LoadPath, int] = MappingProxyType(
-    {"s3-stream": 200 * MIB, "s3-prefetch": 200 * MIB, "huggingface": 50 * MIB}
-)
 MIN_S = 600
 MAX_S = 3300
 MIN_OVERRIDE_S = 60
@@ -85,16 +59,17 @@ class ReadyTimeout:
 
     ``seconds``: the timeout.
     ``source``: ``formula`` or ``spec`` (``ready_timeout_seconds``).
-    ``load_path``: how the weights reach the GPUs.
-    ``weights_bytes``: the weights' size the formula used.
-    ``weights_basis``: ``model_config`` or ``gpu-memory`` (the instance's total GPU memory).
+    ``cold_start``: the deployment's cold start (the formula's input, also the probes').
     """
 
     seconds: int
     source: Literal["formula", "spec"]
-    load_path: LoadPath
-    weights_bytes: int
-    weights_basis: Literal["model_config", "gpu-memory"]
+    cold_start: ColdStart
+
+    @property
+    def load_path(self) -> LoadPath:
+        """How the weights reach the GPUs."""
+        return self.cold_start.load_path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,58 +84,28 @@ class WaiterTiming:
     service_timeout_s: int
 
 
-def load_path(*, source_kind: str, platform_mounts: bool, prefetch: bool) -> LoadPath:
-    """How the weights reach the GPUs: from the Hub, or from S3 streamed (Mountpoint) or
-    prefetched by the platform (``platform_mounts``: the HyperPod operator mounts the model)."""
-    if source_kind == "huggingface":
-        return "huggingface"
-    return "s3-prefetch" if platform_mounts and prefetch else "s3-stream"
-
-
-def weights_bytes(
-    model_config: Mapping[str, Any] | None, instance: InstanceType
-) -> tuple[int, Literal["model_config", "gpu-memory"]]:
-    """The weights' size: parameters x dtype bytes from ``config.json``, else the instance's
-    total GPU memory (an upper bound: the weights must fit)."""
-    if model_config is not None:
-        try:
-            geometry = model_geometry(model_config)
-        except MlccError:
-            pass  # not a decoder config the geometry reads: fall back to the bound
-        else:
-            return geometry.parameters * geometry.dtype_bytes, "model_config"
-    return instance.gpus * instance.gpu_memory_gib * GIB, "gpu-memory"
-
-
 def ready_timeout(
-    *,
-    model_config: Mapping[str, Any] | None,
-    instance: InstanceType,
-    path: LoadPath,
-    launches_nodes: bool,
-    replicas: int,
-    override: int | None = None,
+    cold_start: ColdStart, *, replicas: int, override: int | None = None
 ) -> ReadyTimeout:
     """The deployment's ready timeout (module doc); ``override`` (the spec's
     ``ready_timeout_seconds``, range-checked by the spec checks) wins."""
-    size, basis = weights_bytes(model_config, instance)
     if override is not None:
-        return ReadyTimeout(
-            seconds=override,
-            source="spec",
-            load_path=path,
-            weights_bytes=size,
-            weights_basis=basis,
-        )
-    per_pod = (
-        (NODE_S if launches_nodes else 0)
-        + IMAGE_PULL_S
-        + ENGINE_START_S
-        + math.ceil(size / THROUGHPUT[path])
-    )
-    seconds = min(MAX_S, max(MIN_S, math.ceil(SAFETY * per_pod * max(1, replicas))))
-    return ReadyTimeout(
-        seconds=seconds, source="formula", load_path=path, weights_bytes=size, weights_basis=basis
+        return ReadyTimeout(seconds=override, source="spec", cold_start=cold_start)
+    seconds = min(MAX_S, max(MIN_S, cold_start.launch_s * max(1, replicas)))
+    return ReadyTimeout(seconds=seconds, source="formula", cold_start=cold_start)
+
+
+def ready_timeout_warning(name: str, timeout: ReadyTimeout) -> str | None:
+    """A note when one pod's cold-start budget is past what the deploy waits (``None``
+    otherwise, and for a timeout the spec sets)."""
+    cold = timeout.cold_start
+    if timeout.source == "spec" or cold.size.bytes is None or cold.launch_s <= timeout.seconds:
+        return None
+    return (
+        f"{name}: one pod's cold start may take up to {cold.launch_s} s "
+        f"({cold.size.bytes:,} bytes over the {cold.load_path} load path), past the "
+        f"{timeout.seconds} s the deploy waits (at most {MAX_S} s under CloudFormation's hour): "
+        "cdk deploy may fail while the pod still loads; see mlcc plan for where the time goes"
     )
 
 

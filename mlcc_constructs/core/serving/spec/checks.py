@@ -14,7 +14,11 @@ import re
 from mlcc_constructs.core.platform.buckets import REGION
 from mlcc_constructs.core.serving.prepare.disruption import MAX_REQUEST_SECONDS_LIMIT
 from mlcc_constructs.core.serving.prepare.ready_timeout import MAX_S, MIN_OVERRIDE_S
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import (
+    MODEL_BYTES_FIX,
+    DeploymentSpec,
+    SecretRef,
+)
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 
 INT32_MAX = 2**31 - 1
@@ -139,6 +143,16 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 allowed=f"{MIN_OVERRIDE_S}..{MAX_S}",
                 fix="leave it unset to compute it from the model's size and load path, or give "
                 f"seconds within {MIN_OVERRIDE_S}..{MAX_S}",
+            )
+        )
+    if spec.model_bytes is not None and spec.model_bytes < 1:
+        problems.append(
+            Problem(
+                message="not a model size",
+                pointer="/model_bytes",
+                value=spec.model_bytes,
+                allowed="a positive integer (bytes)",
+                fix=MODEL_BYTES_FIX,
             )
         )
     if not 1 <= spec.max_request_seconds <= MAX_REQUEST_SECONDS_LIMIT:

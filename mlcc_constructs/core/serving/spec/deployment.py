@@ -26,6 +26,12 @@ MAX_REQUEST_SECONDS = 600
 (:data:`~mlcc_constructs.core.platform.load_balancing.IDLE_TIMEOUT_SECONDS`), the longest a
 non-streaming request can take through the ALB, which sends nothing back until it is done."""
 
+MODEL_BYTES_FIX = (
+    "give the weights' bytes, e.g. the staged model.safetensors.index.json "
+    "metadata.total_size (16060522496 for an 8B model in bfloat16), or leave model_bytes unset"
+)
+"""The fix of a bad ``model_bytes`` (the schema's and the checks' alike)."""
+
 _S3_URI = re.compile(r"^s3://(?P<bucket>[a-z0-9](?:[a-z0-9.-]{0,61}[a-z0-9])?)/(?P<prefix>.*)$")
 _HF_ID = re.compile(r"^(?P<org>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)$")
 
@@ -135,6 +141,12 @@ class DeploymentSpec:
     ``lora_tune_ranks``: Ranks recorded at tune submit, also fitted. Default: none.
     ``model_config``: The staged model's ``config.json``: with LoRA on, the LoRA buffer is checked
         against the memory cap at synth. Default: none (no check).
+    ``model_bytes``: The weights' size in bytes (a positive integer: the staged model's
+        ``model.safetensors.index.json`` ``metadata.total_size``). It sizes the cold start: the
+        startup probe's allowance, the do-not-disrupt window and the ready timeout
+        (:mod:`mlcc_constructs.core.serving.prepare.cold_start`); it wins over every other
+        source of the size. Default: none (the staged index where a command reads it, else
+        ``model_config``'s parameters x dtype bytes, else unknown: a 30-minute startup probe).
     ``gpu_memory_utilization``: Share of GPU memory the engine may use, for the memory cap.
         Default: 0.9.
     ``cache_backend``: LMCache wiring injected into the eks Deployment (an inferencecache.io
@@ -201,6 +213,7 @@ class DeploymentSpec:
     lora_adapters: tuple[AdapterRank, ...] = ()
     lora_tune_ranks: tuple[int, ...] = ()
     model_config: Mapping[str, Any] | None = None
+    model_bytes: int | None = None
     gpu_memory_utilization: float = 0.9
     cache_backend: CacheBackendSpec | None = None
     endpoint: Endpoint = field(default_factory=Endpoint)

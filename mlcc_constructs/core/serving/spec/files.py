@@ -22,7 +22,11 @@ from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.cache_routing import ROUTING_STRATEGIES, KvCache, Routing
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import (
+    MODEL_BYTES_FIX,
+    DeploymentSpec,
+    SecretRef,
+)
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.serving.spec.gateway import ClaimRule, Gateway, JwtAuth
 from mlcc_constructs.core.support.documents import load_document, parse_json, parse_yaml, read_text
@@ -77,7 +81,25 @@ _FIXES = {
     ("routing", "enum"): "use one of the inference operator's routing strategies: "
     + ", ".join(ROUTING_STRATEGIES),
     ("kv_cache", "enum"): "use l2: redis (with l2_url) or l2: tieredstorage, or drop l2",
+    ("model_bytes", "type"): MODEL_BYTES_FIX,
+    ("model_bytes", "minimum"): MODEL_BYTES_FIX,
 }
+
+
+# (top-level field, keyword) -> what is allowed, for fields whose problems name their value and
+# the allowed values (the schema message alone names neither plainly)
+_ALLOWED = {
+    ("model_bytes", "type"): "a positive integer (bytes)",
+    ("model_bytes", "minimum"): "a positive integer (bytes)",
+}
+
+
+def _detail(error: Any, document: Mapping[str, Any]) -> dict[str, Any]:
+    head = str(error.path[0]) if error.path else ""
+    allowed = _ALLOWED.get((head, error.validator))
+    if allowed is None or len(error.path) != 1:
+        return {}
+    return {"value": document[head], "allowed": allowed}
 
 
 def _fix(error: Any) -> str:
@@ -146,6 +168,7 @@ def _build(document: Mapping[str, Any]) -> SpecFile:
                 message=error.message,
                 pointer=json_pointer(*error.path) or "/",
                 fix=_fix(error),
+                **_detail(error, document),
             )
             for error in errors
         )

@@ -1,0 +1,136 @@
+"""``mlcc plan``: how long a deployment takes to serve from cold, and why.
+
+``plan -f SPEC`` (the flags of ``mlcc render`` override its fields; a spec list plans every
+deployment) prepares each deployment as ``mlcc render`` does and prints its cold start: node
+start, image pull, weight load and engine warm-up, each with its assumption and source; the
+expected total; the physical limit (model bytes / the instance's baseline network bandwidth);
+and the budgets the rendered objects carry (startup probe, do-not-disrupt window, ready
+timeout). The numbers are the ones the probes are sized from, and estimates: the output says so.
+
+The model's size: the spec's ``model_bytes``, else, with ``--read-index``, the staged model's
+``model.safetensors.index.json`` read from S3 (``s3://`` models; the only network call this
+command makes), else ``model_config``'s parameters x dtype bytes, else unknown.
+
+Output: JSON (default; on failure ``{"command": "plan", "ok": false, "errors"}`` too) or
+``--format table``. Bad input: one ``mlcc: error:`` line per problem on stderr, exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from mlcc_constructs.core.support.errors import MlccError, fail
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from mlcc_constructs.cli.render import add_spec_options
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="estimate a deployment's time to serve from cold: node start, image pull, weight "
+        "load, engine warm-up, and the physical limit",
+        description="Estimate how long each deployment of the spec takes to serve from cold, "
+        "phase by phase with each assumption and its source, and print the budgets its "
+        "objects carry (the same numbers). Estimates, not measurements.",
+    )
+    add_spec_options(parser)
+    parser.add_argument(
+        "--format", choices=("json", "table"), default="json", help="json (default) or table"
+    )
+    parser.add_argument(
+        "--read-index",
+        action="store_true",
+        help="read the staged model's model.safetensors.index.json from S3 for its size when "
+        "the spec has no model_bytes (s3:// models; AWS credentials)",
+    )
+    parser.add_argument(
+        "--endpoint-url", default=None, help="S3 endpoint for --read-index (default: AWS)"
+    )
+    parser.set_defaults(func=run_plan)
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    from mlcc_constructs.cli import error_lines
+    from mlcc_constructs.cli._inputs import failure_report
+
+    try:
+        return _plan(args)
+    except Exception as error:
+        lines = error_lines(error)
+        if lines is not None and args.format == "json":
+            print(json.dumps(failure_report("plan", lines), indent=2))
+        raise
+
+
+def _plan(args: argparse.Namespace) -> int:
+    from mlcc_constructs.cli._common import registry_from, spec_results
+    from mlcc_constructs.cli.render import _cdk_context, render_context
+    from mlcc_constructs.core.serving.cold_start_plan import plan_document, plan_report, plan_table
+    from mlcc_constructs.core.serving.prepare.deployment import prepare
+
+    registry = registry_from(args)
+    fallback = _cdk_context()
+    documents: list[dict[str, Any]] = []
+    warnings: list[str] = []
+    problems: list[Any] = []
+    for loaded in spec_results(args):
+        if isinstance(loaded, MlccError):
+            problems.extend(loaded.problems)
+            continue
+        context = render_context(
+            loaded,
+            fallback,
+            args.load_balancer_cidrs,
+            args.prometheus_url,
+            args.prometheus_operator_namespace,
+        )
+        try:
+            index_bytes = _index_bytes(args, loaded.spec, context)
+            prepared = prepare(
+                loaded.spec, context=context, registry=registry, index_bytes=index_bytes
+            )
+        except MlccError as error:
+            problems.extend(loaded.locate(error).problems)
+            continue
+        documents.append(plan_document(prepared))
+        warnings += prepared.warnings
+    if problems:
+        raise MlccError(problems)
+    for note in warnings:
+        print(f"mlcc: {note}", file=sys.stderr)
+    if args.format == "table":
+        sys.stdout.write(plan_table(documents))
+    else:
+        print(json.dumps(plan_report(documents), indent=2))
+    return 0
+
+
+def _index_bytes(args: argparse.Namespace, spec: Any, context: Any) -> int | None:
+    """The staged model's size from S3 (``--read-index``, and the spec has no ``model_bytes``)."""
+    if not args.read_index or spec.model_bytes is not None:
+        return None
+    from mlcc_constructs.core.adapters.s3_layout import S3Location
+    from mlcc_constructs.core.serving.spec.deployment import parse_model_source
+
+    source = parse_model_source(spec.model)
+    if source.kind != "s3" or source.bucket is None:
+        raise fail(
+            "--read-index reads the index from S3; this model is a Hugging Face id",
+            pointer="/model",
+            value=spec.model,
+            allowed="an s3:// model",
+            fix="drop --read-index and set model_bytes (the model's safetensors index "
+            "metadata.total_size)",
+        )
+    import boto3  # type: ignore[import-untyped]
+
+    from mlcc_constructs.ops.model_size import staged_model_bytes
+
+    s3 = boto3.client(
+        "s3", endpoint_url=args.endpoint_url, region_name=spec.region or context.region
+    )
+    size, _ = staged_model_bytes(s3, S3Location(bucket=source.bucket, key=source.prefix or ""))
+    return size

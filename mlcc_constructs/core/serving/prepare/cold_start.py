@@ -1,0 +1,324 @@
+"""How long a pod takes to serve (its **cold start**), estimated once per deployment by
+:func:`cold_start`, and the deadlines sized from it: the startup probe's allowance, the
+``karpenter.sh/do-not-disrupt`` window and, per pod, the deploy's ready timeout
+(:mod:`.ready_timeout`). ``mlcc plan`` prints the same object. Every figure is an estimate.
+
+Phases (durations and throughputs are data, each with its assumption and source:
+``data/cold_start.json``)::
+
+    node_start    = NODE_START where the cluster launches a GPU node for the pod, else 0
+    image_pull    = IMAGE_PULL
+    weight_load   = ceil(model_bytes / min(throughput[load_path], network))
+    engine_warmup = ENGINE_WARMUP
+    expected      = node_start + image_pull + weight_load + engine_warmup
+    physical_limit = ceil(model_bytes / network)
+
+* ``network``: the instance's baseline network bandwidth (catalog ``network_gbps``), never its
+  "up to" burst: the burst lasts only while network I/O credits do. With fallback instance
+  types, the slowest of them (the pod may land there).
+* ``throughput[load_path]``: ``mount`` (Mountpoint for Amazon S3), ``stream`` (the engine
+  streams ``s3://`` itself), ``prefetch`` (the HyperPod operator copies the prefix first),
+  ``huggingface`` (a Hub download). :func:`load_path` picks it; ``model_load`` names the
+  spec's choice (``mount`` until a deployment can ask for ``stream``).
+* ``physical_limit``: no load path reads the weights faster than the instance's network. It
+  assumes many flows (the streamer's and Mountpoint's concurrent S3 requests): one TCP flow is
+  limited to 5 Gbps outside a cluster placement group (EC2 User Guide, *Amazon EC2 instance
+  network bandwidth*).
+
+Budgets (deadlines: the estimate with a margin, computed here once and carried)::
+
+    startup_s   = max(STARTUP_FLOOR_S, ceil(SAFETY * (weight_load + engine_warmup)))
+                  rounded up to the probe period; UNKNOWN_SIZE_STARTUP_S without a model size
+    pod_start_s = image_pull + startup_s
+    launch_s    = node_start + pod_start_s
+
+* ``startup_s`` is the startup probe's allowance (``failureThreshold`` = ``startup_s /
+  STARTUP_PERIOD_S``): the kubelet starts probing when the container starts, after the pull.
+  ``SAFETY`` 1.5 covers what the constants do not know (a slow S3 prefix, a busy node);
+  ``STARTUP_FLOOR_S`` (10 minutes) keeps a small model's probe from racing a slow start. Without
+  a model size it stays today's 30 minutes (``UNKNOWN_SIZE_STARTUP_S``: a cold start without
+  prefetch measured ~15 minutes, seed lora-delivery §4).
+* ``pod_start_s`` is the ``karpenter.sh/do-not-disrupt`` duration: it counts from the pod's
+  start time, before the image pull.
+* ``launch_s`` is one pod's whole cold start: the ready timeout multiplies it by the pods an
+  update starts one after the other.
+* Node start and image pull are conservative allowances already; the margin is not applied to
+  them again.
+
+The model's size, first found wins (:func:`model_size`): the spec's ``model_bytes``; the staged
+model's safetensors index (``metadata.total_size``, :func:`index_total_size`) when a caller
+read it (``mlcc plan --read-index``: render and synth are offline and never do); the spec's
+``model_config`` (parameters x dtype bytes, an estimate); else unknown.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal
+
+from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.adapters.lora import model_geometry
+from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.support.errors import MlccError, fail
+
+LoadPath = Literal["mount", "stream", "prefetch", "huggingface"]
+SizeSource = Literal["spec", "index", "model_config"]
+PHASES = ("node_start", "image_pull", "weight_load", "engine_warmup")
+DATA_FILE = "cold_start.json"
+SAFETY = 1.5
+STARTUP_PERIOD_S = 10
+"""The startup probe's period: its allowance is a whole number of periods."""
+STARTUP_FLOOR_S = 600
+UNKNOWN_SIZE_STARTUP_S = 1800
+INDEX_FILE = "model.safetensors.index.json"
+"""The index a sharded safetensors model carries beside its shards."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Phase:
+    """One phase of a cold start: ``seconds`` (``None``: not computable, the model's size is
+    unknown), what it assumes and where the figure comes from."""
+
+    name: str
+    seconds: int | None
+    assumption: str
+    source: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The phase as ``mlcc plan`` prints it."""
+        return {
+            "seconds": self.seconds,
+            "assumption": self.assumption,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class ModelSize:
+    """The weights' size in bytes (``None``: unknown) and where it was found (module doc)."""
+
+    bytes: int | None = None
+    source: SizeSource | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ColdStart:
+    """A deployment's cold start: its phases (estimates), the physical limit, and the budgets
+    derived from them (module doc).
+
+    ``load_path``: how the weights reach the GPUs. ``instance``: the instance type the estimate
+    is for (the slowest network of the pod's types). ``size``: the weights' size and its source.
+    ``load_bytes_per_second``: the weights' read rate (``min`` of the load path's throughput and
+    the network). ``phases``: ``node_start``, ``image_pull``, ``weight_load``,
+    ``engine_warmup``. ``startup_s``, ``pod_start_s``, ``launch_s``: the budgets.
+    """
+
+    load_path: LoadPath
+    instance: InstanceType
+    size: ModelSize
+    load_bytes_per_second: int
+    phases: tuple[Phase, ...]
+    startup_s: int
+    pod_start_s: int
+    launch_s: int
+
+    def phase(self, name: str) -> Phase:
+        """The phase called ``name``."""
+        return next(p for p in self.phases if p.name == name)
+
+    @property
+    def expected_s(self) -> int | None:
+        """The estimated time to serve: every phase added up (``None``: size unknown)."""
+        seconds = [p.seconds for p in self.phases]
+        return None if None in seconds else sum(s for s in seconds if s is not None)
+
+    @property
+    def physical_limit_s(self) -> int | None:
+        """Model bytes over the instance's baseline network bandwidth: the shortest weight load
+        the instance allows, whatever the load path (``None``: size unknown)."""
+        if self.size.bytes is None:
+            return None
+        return math.ceil(self.size.bytes / self.instance.network_bytes_per_second)
+
+    @property
+    def startup_failures(self) -> int:
+        """The startup probe's ``failureThreshold`` at :data:`STARTUP_PERIOD_S`."""
+        return self.startup_s // STARTUP_PERIOD_S
+
+    def to_json(self) -> dict[str, Any]:
+        """The cold start as ``mlcc plan`` prints it (estimates, labelled so)."""
+        network = self.instance
+        return {
+            "estimate": True,
+            "instance_type": network.node_name,
+            "load_path": self.load_path,
+            "model_bytes": self.size.bytes,
+            "model_bytes_source": self.size.source,
+            "network": {
+                "baseline_gbps": network.network_gbps,
+                "burst_gbps": network.network_burst_gbps,
+                "used": "baseline",
+                "source": "mlcc_constructs/data/instance_catalog.json",
+            },
+            "load_bytes_per_second": self.load_bytes_per_second,
+            "phases": {p.name: p.to_json() for p in self.phases},
+            "expected_seconds": self.expected_s,
+            "physical_limit": {
+                "seconds": self.physical_limit_s,
+                "formula": "model_bytes / instance baseline network bandwidth",
+            },
+            "budget": {
+                "startup_probe_seconds": self.startup_s,
+                "startup_probe_failure_threshold": self.startup_failures,
+                "do_not_disrupt_seconds": self.pod_start_s,
+                "pod_launch_seconds": self.launch_s,
+                "formula": f"startup = max({STARTUP_FLOOR_S}, ceil({SAFETY} x (weight_load + "
+                f"engine_warmup))) ({UNKNOWN_SIZE_STARTUP_S} without a model size); "
+                "do-not-disrupt = image_pull + startup; launch = node_start + do-not-disrupt",
+            },
+        }
+
+
+@cache
+def _data() -> Mapping[str, Any]:
+    document: Mapping[str, Any] = json.loads(data_path(DATA_FILE).read_text(encoding="utf-8"))
+    return document
+
+
+def load_paths() -> tuple[str, ...]:
+    """Every load path the data knows."""
+    return tuple(_data()["load_paths"])
+
+
+def load_path(
+    *, source_kind: str, platform_mounts: bool, prefetch: bool, model_load: str = "mount"
+) -> LoadPath:
+    """How the weights reach the GPUs: from the Hub; streamed by the engine (``model_load``
+    ``stream``); prefetched by the platform (``platform_mounts``: the HyperPod operator mounts
+    the model, and copies it first unless ``prefetch`` is off); else read through the mount."""
+    if source_kind == "huggingface":
+        return "huggingface"
+    if model_load == "stream":
+        return "stream"
+    return "prefetch" if platform_mounts and prefetch else "mount"
+
+
+def model_size(
+    *,
+    model_bytes: int | None,
+    model_config: Mapping[str, Any] | None = None,
+    index_bytes: int | None = None,
+) -> ModelSize:
+    """The weights' size, first found wins (module doc): ``model_bytes`` (the spec's field),
+    ``index_bytes`` (the staged index's ``total_size``, when read), ``model_config``'s
+    parameters x dtype bytes."""
+    if model_bytes is not None:
+        return ModelSize(bytes=model_bytes, source="spec")
+    if index_bytes is not None:
+        return ModelSize(bytes=index_bytes, source="index")
+    if model_config is not None:
+        try:
+            geometry = model_geometry(model_config)
+        except MlccError:
+            pass  # not a decoder config the geometry reads: the size stays unknown
+        else:
+            return ModelSize(
+                bytes=geometry.parameters * geometry.dtype_bytes, source="model_config"
+            )
+    return ModelSize()
+
+
+def index_total_size(document: Any, *, where: str = INDEX_FILE) -> int:
+    """``metadata.total_size`` of a safetensors index document (the bytes of every shard's
+    tensors), checked to be a positive integer."""
+    metadata = document.get("metadata") if isinstance(document, Mapping) else None
+    total = metadata.get("total_size") if isinstance(metadata, Mapping) else None
+    if isinstance(total, bool) or not isinstance(total, int) or total <= 0:
+        raise fail(
+            "no model size in the safetensors index",
+            where=where,
+            pointer="/metadata/total_size",
+            value=total,
+            allowed="a positive integer (bytes)",
+            fix="point at the staged model's model.safetensors.index.json, or set model_bytes "
+            "in the spec",
+        )
+    return total
+
+
+def cold_start(
+    *,
+    size: ModelSize,
+    instances: Sequence[InstanceType],
+    path: LoadPath,
+    launches_nodes: bool,
+) -> ColdStart:
+    """The cold start of a pod loading ``size`` over ``path`` on the slowest network of
+    ``instances`` (its instance types), on a new node when ``launches_nodes`` (module doc)."""
+    data = _data()
+    instance = min(instances, key=lambda i: i.network_gbps)  # first of the slowest
+    network = instance.network_bytes_per_second
+    path_facts = data["load_paths"][path]
+    throughput = int(path_facts["bytes_per_second"])
+    rate = min(throughput, network)
+    facts = data["phases"]
+    node_s = int(facts["node_start"]["seconds"]) if launches_nodes else 0
+    pull_s = int(facts["image_pull"]["seconds"])
+    warm_s = int(facts["engine_warmup"]["seconds"])
+    load_s = None if size.bytes is None else math.ceil(size.bytes / rate)
+    bound = "the network" if rate < throughput else f"the {path} load path"
+    load = Phase(
+        name="weight_load",
+        seconds=load_s,
+        assumption=(
+            "the model's size is unknown: set model_bytes in the spec"
+            if size.bytes is None
+            else f"{size.bytes:,} bytes (from {size.source}) at {rate:,} bytes/s, bound by "
+            f"{bound}: {path_facts['assumption']}"
+        ),
+        source=f"{path_facts['source']}; network: {instance.node_name} baseline "
+        f"{instance.network_gbps:g} Gbps (instance_catalog.json)",
+    )
+    node = Phase(
+        name="node_start",
+        seconds=node_s,
+        assumption=facts["node_start"]["assumption"]
+        if launches_nodes
+        else "the target's nodes exist already (no GPU node to launch)",
+        source=facts["node_start"]["source"],
+    )
+    phases = (
+        node,
+        _phase("image_pull", facts),
+        load,
+        _phase("engine_warmup", facts),
+    )
+    if load_s is None:
+        startup = UNKNOWN_SIZE_STARTUP_S
+    else:
+        startup = max(STARTUP_FLOOR_S, math.ceil(SAFETY * (load_s + warm_s)))
+    startup = STARTUP_PERIOD_S * math.ceil(startup / STARTUP_PERIOD_S)
+    return ColdStart(
+        load_path=path,
+        instance=instance,
+        size=size,
+        load_bytes_per_second=rate,
+        phases=phases,
+        startup_s=startup,
+        pod_start_s=pull_s + startup,
+        launch_s=node_s + pull_s + startup,
+    )
+
+
+def _phase(name: str, facts: Mapping[str, Any]) -> Phase:
+    fact = facts[name]
+    return Phase(
+        name=name,
+        seconds=int(fact["seconds"]),
+        assumption=str(fact["assumption"]),
+        source=str(fact["source"]),
+    )

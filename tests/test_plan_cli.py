@@ -1,0 +1,252 @@
+"""``mlcc plan``: the cold start of a spec as JSON (default) and as a table, labelled as
+estimates, with the numbers the rendered objects carry; the staged index read from loopback
+S3; and its errors (bad ``model_bytes``, a spec it cannot prepare, ``--read-index`` on a Hub
+model or a prefix with no weights)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from mlcc_constructs import cli
+
+BUCKET = "mlcc-models-dev-123456789012-us-east-1"
+MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
+LLAMA_8B = 16_060_522_496
+SPEC: dict[str, Any] = {
+    "name": "llama-vllm",
+    "namespace": "inference",
+    "engine": "vllm",
+    "model": MODEL,
+    "instance_type": "ml.g5.12xlarge",
+    "model_bytes": LLAMA_8B,
+}
+HUB = {
+    "name": "mistral",
+    "engine": "vllm",
+    "model": "mistralai/Mistral-7B-Instruct-v0.3",
+    "instance_type": "ml.g5.2xlarge",
+    "target": "hyperpod-eks",
+}
+CONTEXT = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = cli.main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _spec(tmp_path: Path, *documents: dict[str, Any]) -> str:
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(list(documents) if len(documents) > 1 else documents[0]))
+    return str(path)
+
+
+def test_the_json_plan_splits_the_cold_start_and_says_it_estimates(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "plan", "-f", _spec(tmp_path, SPEC, HUB), *CONTEXT)
+    assert code == 0, err
+    report = json.loads(out)
+    assert (report["command"], report["ok"], report["estimate"]) == ("plan", True, True)
+    assert "not measurements" in report["note"]
+    llama, mistral = report["plans"]
+    assert list(llama["phases"]) == ["node_start", "image_pull", "weight_load", "engine_warmup"]
+    for phase in llama["phases"].values():
+        assert phase["assumption"] and phase["source"]
+    load = -(-LLAMA_8B // 31_000_000)
+    assert [p["seconds"] for p in llama["phases"].values()] == [300, 300, load, 300]
+    assert llama["expected_seconds"] == 900 + load
+    assert (llama["model_bytes"], llama["model_bytes_source"]) == (LLAMA_8B, "spec")
+    assert llama["network"]["baseline_gbps"] == 40
+    assert llama["physical_limit"]["seconds"] == -(-LLAMA_8B // 5_000_000_000)
+    assert llama["budget"]["ready_timeout_seconds"] == llama["budget"]["pod_launch_seconds"]
+    # HyperPod from the Hub, no size: no node to launch, the weight load unknown, 30 minutes.
+    assert [p["seconds"] for p in mistral["phases"].values()] == [0, 300, None, 300]
+    assert (mistral["expected_seconds"], mistral["physical_limit"]["seconds"]) == (None, None)
+    assert mistral["network"] == {
+        "baseline_gbps": 5,
+        "burst_gbps": 10,
+        "used": "baseline",
+        "source": "mlcc_constructs/data/instance_catalog.json",
+    }
+    assert mistral["budget"]["startup_probe_seconds"] == 1800
+    # The operator makes HyperPod's pods: no do-not-disrupt annotation of ours.
+    assert (
+        llama["budget"]["do_not_disrupt_seconds"] == llama["budget"]["startup_probe_seconds"] + 300
+    )
+    assert mistral["budget"]["do_not_disrupt_seconds"] is None
+
+
+def test_the_plan_is_what_render_renders(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, SPEC)
+    _, out, _ = run(capsys, "plan", "-f", spec, *CONTEXT)
+    budget = json.loads(out)["plans"][0]["budget"]
+    code, rendered, err = run(capsys, "render", "-f", spec, *CONTEXT)
+    assert code == 0, err
+    (deployment,) = (o for o in yaml.safe_load_all(rendered) if o["kind"] == "Deployment")
+    pod = deployment["spec"]["template"]
+    (engine,) = pod["spec"]["containers"]
+    assert engine["startupProbe"]["failureThreshold"] == budget["startup_probe_failure_threshold"]
+    assert pod["metadata"]["annotations"]["karpenter.sh/do-not-disrupt"] == (
+        f"{budget['do_not_disrupt_seconds']}s"
+    )
+    assert deployment["spec"]["progressDeadlineSeconds"] == budget["ready_timeout_seconds"]
+
+
+def test_the_table(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, err = run(
+        capsys, "plan", "-f", _spec(tmp_path, SPEC, HUB), *CONTEXT, "--format", "table"
+    )
+    assert code == 0, err
+    assert out.startswith("All figures are estimates")
+    for label in ("node start", "image pull", "weight load", "engine warm-up", "expected"):
+        assert f"  {label} " in out
+    assert "physical limit" in out and "40 Gbps baseline network" in out
+    assert "up to 10 Gbps burst, not planned on" in out  # g5.2xlarge
+    assert "inference/llama-vllm (eks, vllm, g5.12xlarge, load path mount" in out
+    assert (
+        "default/mistral (hyperpod-eks, vllm, g5.2xlarge, load path huggingface, model size "
+        "unknown)"
+    ) in out
+    assert "budget: startup probe 1800 s (failureThreshold 180), do-not-disrupt none" in out
+
+
+def test_a_flag_overrides_the_size(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, out, _ = run(capsys, "plan", "-f", _spec(tmp_path, HUB), "--model-bytes", "1000")
+    assert code == 0
+    (plan,) = json.loads(out)["plans"]
+    assert (plan["model_bytes"], plan["model_bytes_source"]) == (1000, "spec")
+    assert plan["budget"]["startup_probe_seconds"] == 600  # the floor
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (0, "0 is less than the minimum of 1 (got 0; allowed: a positive integer (bytes)"),
+        (-3, "-3 is less than the minimum of 1 (got -3; allowed: a positive integer (bytes)"),
+        ("16GB", "'16GB' is not of type 'integer' (got '16GB'; allowed: a positive integer"),
+        (1.5, "1.5 is not of type 'integer' (got 1.5; allowed: a positive integer"),
+        (True, "True is not of type 'integer' (got True; allowed: a positive integer"),
+    ],
+)
+@pytest.mark.parametrize("form", ["json", "table"])
+def test_a_bad_model_size_is_refused_naming_the_file_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, value: Any, message: str, form: str
+) -> None:
+    spec = _spec(tmp_path, {**HUB, "model_bytes": value})
+    code, out, err = run(capsys, "plan", "-f", spec, "--format", form)
+    assert code == 1
+    line = f"mlcc: error: {spec}:/model_bytes: {message}"
+    assert err.startswith(line), err
+    assert "metadata.total_size" in err
+    if form == "json":
+        report = json.loads(out)
+        assert (report["command"], report["ok"]) == ("plan", False)
+        assert report["errors"] == [err.removeprefix("mlcc: error: ").rstrip("\n")]
+    else:
+        assert out == ""
+
+
+def test_a_spec_it_cannot_prepare_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = _spec(tmp_path, {**HUB, "instance_type": "ml.g5.13xlarge"})
+    code, out, err = run(capsys, "plan", "-f", spec)
+    assert code == 1
+    assert json.loads(out)["ok"] is False
+    assert "unknown instance type" in err
+
+
+def test_read_index_on_a_hub_model_is_refused(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run(capsys, "plan", "-f", _spec(tmp_path, HUB), "--read-index")
+    assert code == 1
+    assert "/model: --read-index reads the index from S3" in err
+    assert "allowed: an s3:// model" in err
+
+
+def _bucket(endpoint: str, monkeypatch: pytest.MonkeyPatch) -> Any:
+    import urllib.request
+
+    import boto3  # type: ignore[import-untyped]
+
+    for key in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.setenv(key, "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    urllib.request.urlopen(urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST"))
+    s3 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket=BUCKET)
+    return s3
+
+
+PREFIX = "models/meta-llama/Llama-3.1-8B-Instruct/"
+
+
+@pytest.mark.parametrize(
+    ("files", "size"),
+    [
+        # A sharded model: the index's total_size.
+        ({"model.safetensors.index.json": json.dumps({"metadata": {"total_size": LLAMA_8B}})},
+         LLAMA_8B),
+        # One shard, no index: the bytes of the top's *.safetensors (not a subfolder's).
+        ({"model.safetensors": b"x" * 1234, "config.json": b"{}", "sub/a.safetensors": b"y"},
+         1234),
+    ],
+)  # fmt: skip
+def test_read_index_takes_the_staged_size(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    moto_s3: str,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, Any],
+    size: int,
+) -> None:
+    s3 = _bucket(moto_s3, monkeypatch)
+    for name, body in files.items():
+        s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=body)
+    spec = {k: v for k, v in SPEC.items() if k != "model_bytes"}
+    argv = ["plan", "-f", _spec(tmp_path, spec), *CONTEXT, "--endpoint-url", moto_s3]
+    code, out, err = run(capsys, *argv, "--read-index")
+    assert code == 0, err
+    (plan,) = json.loads(out)["plans"]
+    assert (plan["model_bytes"], plan["model_bytes_source"]) == (size, "index")
+    # The spec's field wins: no read at all.
+    code, out, _ = run(capsys, *argv, "--read-index", "--model-bytes", "5")
+    assert json.loads(out)["plans"][0]["model_bytes_source"] == "spec"
+
+
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({}, "no model.safetensors.index.json and no *.safetensors weights at the prefix"),
+        ({"model.safetensors.index.json": b"{"}, "not valid JSON"),
+        ({"model.safetensors.index.json": b'{"metadata": {}}'},
+         "/metadata/total_size: no model size in the safetensors index"),
+    ],
+)  # fmt: skip
+def test_read_index_without_a_size_is_refused(
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    moto_s3: str,
+    monkeypatch: pytest.MonkeyPatch,
+    files: dict[str, bytes],
+    message: str,
+) -> None:
+    s3 = _bucket(moto_s3, monkeypatch)
+    for name, body in files.items():
+        s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=body)
+    spec = {k: v for k, v in SPEC.items() if k != "model_bytes"}
+    argv = ["plan", "-f", _spec(tmp_path, spec), *CONTEXT, "--endpoint-url", moto_s3]
+    code, _, err = run(capsys, *argv, "--read-index")
+    assert code == 1
+    assert message in err
