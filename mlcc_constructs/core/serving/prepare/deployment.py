@@ -47,6 +47,7 @@ from mlcc_constructs.core.serving.prepare.pod import pod_template
 from mlcc_constructs.core.serving.prepare.ready_timeout import load_path, ready_timeout
 from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
+from mlcc_constructs.core.serving.resolve.model_load import stream_env
 from mlcc_constructs.core.serving.spec.autoscaling import autoscaling_problems
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
@@ -184,6 +185,12 @@ def prepare(
                 fix="pass --region (DeploymentSpec.region); Mountpoint and the HyperPod "
                 "operator need it",
             )
+        )
+    if resolution.stream is not None:  # the engine reads S3 itself: the region it needs
+        own = {key for key, _ in resolution.plain}
+        needed = stream_env(resolution.stream, model_region=model_region)
+        resolution = dataclasses.replace(
+            resolution, plain=tuple(p for p in needed if p[0] not in own) + resolution.plain
         )
     tls_uri = None
     if target is not None and target.tls_bucket:
