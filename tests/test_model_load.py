@@ -47,7 +47,7 @@ def _objects(spec: DeploymentSpec) -> dict[str, dict[str, Any]]:
     """The rendered objects by kind (the engine config's ConfigMap as ``ConfigMap``)."""
     objects = render(spec, context=CONTEXT).objects
     by_kind = {o["kind"]: o for o in objects if o["kind"] != "ConfigMap"}
-    by_kind.update({"ConfigMap": o for o in objects if o["metadata"]["name"] == "llm-config"})
+    by_kind["ConfigMap"] = next(o for o in objects if o["metadata"]["name"] == "llm-config")
     return by_kind
 
 
