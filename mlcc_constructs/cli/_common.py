@@ -37,6 +37,7 @@ SPEC_FLAGS: dict[str, str] = {
     "max_request_seconds": "max_request_seconds",
     "rollout": "rollout",
     "accept_downtime": "accept_downtime",
+    "model_load": "model_load",
 }
 ENDPOINT_FLAGS: dict[str, str] = {
     "scheme": "endpoint_scheme",
@@ -111,6 +112,13 @@ def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = 
         help="engine env: <PREFIX>* keys (Tier 2, or Tier-1 overrides) or plain env; repeatable",
     )
     parser.add_argument("--engine-version", default=None, help="engine version for version gates")
+    parser.add_argument(
+        "--model-load",
+        choices=["mount", "stream"],
+        default=None,
+        help="how the engine reads an s3:// model: the target's mount, or streamed by the "
+        "engine itself (default: stream where the engine, version and target support it)",
+    )
     add_registry_options(parser)
 
 
