@@ -126,7 +126,8 @@ def test_the_hub_refusal_reads_in_full() -> None:
         "/model_load: model_load 'stream' is not possible here: the model "
         "'meta-llama/Llama-3.1-8B-Instruct' is a huggingface model; vllm streams from s3:// "
         "only (got 'stream'; allowed: mount; fix: set model_load: mount (or drop it), or "
-        "stream an s3:// model with an engine and target that support it (vllm on eks))"
+        "stream an s3:// model with an engine that declares model_load.stream on a target "
+        "with model_streaming)"
     ]
 
 

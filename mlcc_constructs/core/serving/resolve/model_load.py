@@ -104,7 +104,7 @@ def decide(
             value="stream",
             allowed="mount" + (", or leave it unset" if source.kind == "s3" else ""),
             fix="set model_load: mount (or drop it), or stream an s3:// model with an engine "
-            "and target that support it (vllm on eks)",
+            "that declares model_load.stream on a target with model_streaming",
         )
         return LoadDecision(mode="mount", problems=(problem,))
     stream = manifest.stream_load
