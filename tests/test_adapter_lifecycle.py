@@ -518,10 +518,14 @@ def test_clean_refuses_when_a_pod_cannot_tell(s3: Any, moto_s3: str, capsys: Any
     assert report["errors"][0].startswith(f"--force: pod {broken.url} did not list its adapters")
 
 
-def _fake_kubectl(tmp_path: Path, volumes: list[dict[str, Any]]) -> Path:
-    """kubectl with no serving pods, ``volumes`` as the cluster's PersistentVolumes, and no
-    InferenceEndpointConfig CRD (the server's own error); every call is logged."""
+def _fake_kubectl(
+    tmp_path: Path, volumes: list[dict[str, Any]], deployments: list[dict[str, Any]] = ()
+) -> Path:
+    """kubectl with no serving pods, ``volumes`` as the cluster's PersistentVolumes,
+    ``deployments`` as its Deployments and no InferenceEndpointConfig CRD (the server's own
+    error); every call is logged."""
     (tmp_path / "volumes.json").write_text(json.dumps({"items": volumes}))
+    (tmp_path / "deployments.json").write_text(json.dumps({"items": list(deployments)}))
     kubectl = tmp_path / "kubectl"
     kubectl.write_text(
         f"#!{sys.executable}\n"
@@ -533,7 +537,9 @@ def _fake_kubectl(tmp_path: Path, volumes: list[dict[str, Any]]) -> Path:
         "                     '\"inferenceendpointconfigs\"\\n')\n"
         "    sys.exit(1)\n"
         f"volumes = json.load(open({str(tmp_path / 'volumes.json')!r}))\n"
-        "print(json.dumps(volumes if kind == 'persistentvolumes' else {'items': []}))\n"
+        f"deployments = json.load(open({str(tmp_path / 'deployments.json')!r}))\n"
+        "print(json.dumps(volumes if kind == 'persistentvolumes' else deployments\n"
+        "                 if kind == 'deployments' else {'items': []}))\n"
     )
     kubectl.chmod(kubectl.stat().st_mode | stat.S_IEXEC)
     return kubectl
@@ -544,7 +550,13 @@ def test_clean_refuses_while_the_cluster_serves_a_fine_tune_as_its_model(
 ) -> None:
     _world(s3)
     served = L.full_finetune(CORE, "acme", "full-sft")
-    spec = DeploymentSpec(engine="vllm", model=served.uri, instance_type="ml.g5.xlarge", name="sft")
+    spec = DeploymentSpec(
+        engine="vllm",
+        model=served.uri,
+        instance_type="ml.g5.xlarge",
+        name="sft",
+        model_load="mount",  # the Mountpoint volume names the prefix
+    )
     objects = render(spec, context=RenderContext(profile="test")).objects
     (volume,) = [o for o in objects if o["kind"] == "PersistentVolume"]
     _fake_kubectl(tmp_path, [volume])
@@ -567,6 +579,7 @@ def test_clean_refuses_while_the_cluster_serves_a_fine_tune_as_its_model(
         "get pods -n default -l app.kubernetes.io/name=bot-server -o json",
         "get persistentvolumes -o json",
         "get inferenceendpointconfigs --all-namespaces -o json",
+        "get deployments --all-namespaces -o json",
     ]
     # another project's fine-tune in the cluster is no conflict of acme's clean
     volume["spec"]["mountOptions"] = [
@@ -581,6 +594,28 @@ def test_clean_refuses_while_the_cluster_serves_a_fine_tune_as_its_model(
         "no pod serves these adapters"
     ) in err
     assert [k for k in everything(s3) if _is_acme(k)] == []
+
+
+def test_clean_refuses_while_a_deployment_streams_a_fine_tune(
+    s3: Any, moto_s3: str, capsys: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed model has no PersistentVolume: its Deployment's annotation names it."""
+    _world(s3)
+    served = L.full_finetune(CORE, "acme", "full-sft")
+    spec = DeploymentSpec(engine="vllm", model=served.uri, instance_type="ml.g5.xlarge", name="sft")
+    objects = render(spec, context=RenderContext(profile="test")).objects
+    assert not [o for o in objects if o["kind"] == "PersistentVolume"]
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    _fake_kubectl(tmp_path, [], [deployment])
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    before = everything(s3)
+    code, report, _ = _clean(capsys, moto_s3, "--yes", "--discover", "--deployment-name", "x")
+    assert (code, report["status"]) == (1, "refused")
+    assert report["model_mounts"] == [{"object": "Deployment default/sft", "uri": served.uri}]
+    assert report["errors"][0].startswith(
+        f"--force: Deployment default/sft mounts {served.uri}: the model it serves is deleted"
+    )
+    assert everything(s3) == before
 
 
 class _Interrupted(Exception):
@@ -812,6 +847,8 @@ def test_a_deployment_serves_a_full_finetune_and_adapters_refuse_it(
         "ml.g5.12xlarge",
         "--name",
         "full-sft",
+        "--model-load",
+        "mount",  # the Mountpoint volume names the prefix
         "--account",
         "123456789012",
         "--profile",

@@ -130,7 +130,8 @@ def test_chart_labels_and_user_metadata_reach_the_output(tmp_path: Path, patched
         own = rendered[document["kind"]]["metadata"]["labels"]
         assert document["metadata"]["labels"] == {**own, "team": "ml"}
     deployment_doc = next(d for d in documents if d["kind"] == "Deployment")
-    assert deployment_doc["metadata"]["annotations"] == {"owner": "platform"}
+    own_annotations = rendered["Deployment"]["metadata"].get("annotations", {})
+    assert deployment_doc["metadata"]["annotations"] == {**own_annotations, "owner": "platform"}
     assert deployment_doc["spec"]["replicas"] == (2 if patched else 1)
 
 

@@ -25,12 +25,18 @@ FINETUNE = L.full_finetune(CORE, "acme", "full-sft")
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 
 
-def _rendered(target: str, model: str) -> dict[str, Any]:
+def _rendered(target: str, model: str, model_load: str = "mount") -> dict[str, Any]:
     """The object of ``target`` that names the model's S3 prefix, as kubectl returns it."""
     spec = DeploymentSpec(
-        engine="vllm", model=model, instance_type="ml.g5.xlarge", name="ft", target=target
+        engine="vllm",
+        model=model,
+        instance_type="ml.g5.xlarge",
+        name="ft",
+        target=target,
+        model_load=model_load,
     )
     kind = {"eks": "PersistentVolume", "hyperpod-eks": "InferenceEndpointConfig"}[target]
+    kind = "Deployment" if model_load == "stream" else kind
     (found,) = [o for o in render(spec, context=CONTEXT).objects if o["kind"] == kind]
     return found
 
@@ -70,6 +76,15 @@ def test_the_model_prefix_of_what_we_render_is_read_back(target: str) -> None:
             "hyperpod-eks": "InferenceEndpointConfig default/ft",
         }[target]
     )
+
+
+def test_a_streamed_models_deployment_is_read_back() -> None:
+    deployment = _rendered("eks", FINETUNE.uri, model_load="stream")
+    (mount,) = model_mounts({"items": []}, None, {"items": [deployment]})
+    assert mount == ModelMount(what="Deployment default/ft", location=FINETUNE)
+    # a Deployment without the annotation (a mounted model, another app's) names no model
+    other = {"metadata": {"name": "web", "namespace": "n", "annotations": {"a": "b"}}}
+    assert model_mounts({"items": []}, None, {"items": [other]}) == []
 
 
 def test_volumes_of_other_drivers_and_configs_of_other_sources_are_not_models() -> None:

@@ -68,10 +68,12 @@ def test_target_sets_where_a_hugging_face_model_is_read() -> None:
 def test_env_vllm_lora_has_no_companion_defaults_and_argv_has_bare_flag() -> None:
     vllm = ["--engine", "vllm", *SGLANG_LORA[2:]]
     out = run("env", *vllm)
+    model = vllm[vllm.index("--model") + 1]
     assert out.stdout.splitlines() == [
-        "VLLM_MODEL=/opt/ml/model",
+        f"VLLM_MODEL={model}",  # eks streams the s3:// model (model_load's default)
         "VLLM_TENSOR_PARALLEL_SIZE=4",
         "VLLM_ENABLE_LORA=true",
+        "VLLM_LOAD_FORMAT=runai_streamer",
     ]
     argv = json.loads(run("argv", *vllm).stdout)
     assert "--enable-lora" in argv

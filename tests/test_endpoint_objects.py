@@ -223,8 +223,10 @@ def test_egress_is_dns_and_the_hub_only_for_a_hub_model() -> None:
     dns = {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
     hub = _one(_prepared(), "NetworkPolicy")["spec"]["egress"]
     assert hub == [dns, {"ports": [{"protocol": "TCP", "port": 443}]}]
-    s3 = _one(_prepared(model=S3_MODEL), "NetworkPolicy")["spec"]["egress"]
+    s3 = _one(_prepared(model=S3_MODEL, model_load="mount"), "NetworkPolicy")["spec"]["egress"]
     assert s3 == [dns]  # Mountpoint reads the model in the CSI driver's pods
+    streamed = _one(_prepared(model=S3_MODEL), "NetworkPolicy")["spec"]["egress"]
+    assert streamed == hub  # the engine reads S3 itself
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "lmi", "llama-cpp"])

@@ -81,11 +81,9 @@ def test_names_are_explicit(synthesized: dict[str, list[dict[str, Any]]]) -> Non
         ("Service", "llama-vllm"),
         ("Ingress", "llama-vllm"),
     }
-    assert [o["kind"] for o in synthesized["vllm-args"]] == [
+    assert [o["kind"] for o in synthesized["vllm-args"]] == [  # streamed: no model volume
         "ServiceAccount",
         "NetworkPolicy",
-        "PersistentVolume",
-        "PersistentVolumeClaim",
         "Deployment",
         "Service",
         "Ingress",
@@ -138,10 +136,11 @@ def test_composable_config_map_and_deployment() -> None:
     )
     assert serving.config_map is config
     assert config.data == {
-        "VLLM_MODEL": "/opt/ml/model",
+        "VLLM_MODEL": MODEL,  # streamed (model_load's default on eks); adapters still mounted
         "VLLM_TENSOR_PARALLEL_SIZE": "4",
         "VLLM_SERVED_MODEL_NAME": "llama-vllm",
         "VLLM_ENABLE_LORA": "true",
+        "VLLM_LOAD_FORMAT": "runai_streamer",
     }
     # one engine-env ConfigMap (the one passed in) and the deployment's wrapper ConfigMap
     assert [o.kind for o in api_objects(chart)].count("ConfigMap") == 2

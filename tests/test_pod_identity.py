@@ -85,12 +85,20 @@ def _resources(tmpl: dict[str, Any], resource_type: str) -> dict[str, Any]:
     return {k: v for k, v in tmpl["Resources"].items() if v["Type"] == resource_type}
 
 
-def test_the_role_is_assumed_by_pod_identity_only() -> None:
+def test_the_role_is_assumed_by_the_deployments_pods_only() -> None:
     _, _, tmpl = _served()
     (role,) = _resources(tmpl, "AWS::IAM::Role").values()
     assert role["Properties"]["AssumeRolePolicyDocument"]["Statement"] == [
         {
             "Action": ["sts:AssumeRole", "sts:TagSession"],
+            # Only this cluster's, namespace's and ServiceAccount's pods (the session tags).
+            "Condition": {
+                "StringEquals": {
+                    "aws:RequestTag/eks-cluster-name": "team",
+                    "aws:RequestTag/kubernetes-namespace": "team-a",
+                    "aws:RequestTag/kubernetes-service-account": "llama",
+                }
+            },
             "Effect": "Allow",
             "Principal": {"Service": "pods.eks.amazonaws.com"},
         }

@@ -59,7 +59,7 @@ def test_vllm_deployment_carries_the_adapter_wire_and_sidecar(delivery: str) -> 
     (sidecar,) = pod["initContainers"]
     assert sidecar["restartPolicy"] == "Always"
     if delivery == "args":  # the engine argv from the resolver still leads
-        assert argv[:3] == ["vllm", "serve", "/opt/ml/model"]
+        assert argv[:3] == ["vllm", "serve", MODEL]  # streamed (model_load's default)
 
 
 def test_sglang_gets_its_client_config_map() -> None:
@@ -90,7 +90,7 @@ def test_env_delivery_passes_the_injected_args_through_the_wrapper(tmp_path: Pat
         check=True,
     )
     argv = json.loads(out.stdout)
-    assert argv[:3] == ["vllm", "serve", "/opt/ml/model"]
+    assert argv[:3] == ["vllm", "serve", MODEL]  # streamed (model_load's default)
     assert argv[-len(engine["args"]) :] == engine["args"]
 
 

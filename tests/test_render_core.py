@@ -136,6 +136,8 @@ def test_vllm_tier1_keys_are_exactly_the_pinned_set(
 ) -> None:
     spec = make_spec("vllm", target, env={"VLLM_MAX_NUM_SEQS": "64"}, **extra)
     rendered = render(spec, context=CONTEXT)
+    # eks streams the s3:// model (model_load's default there): the load format is Tier 1 too.
+    expected = [*expected, *(["VLLM_LOAD_FORMAT"] if target == "eks" else [])]
     assert [k for k, _ in rendered.prepared.resolution.tier1] == expected
     obj = (
         rendered.objects[0]
@@ -218,7 +220,7 @@ def test_args_delivery_argv_equals_mlcc_argv(
         )
     expected = mlcc_argv(
         capsys, "--engine", engine, "--model", MODEL, "--instance-type", "ml.g5.12xlarge",
-        "--name", f"llama-{engine}", *flags,
+        "--name", f"llama-{engine}", "--target", target, *flags,
     )  # fmt: skip
     assert container["command"] + container.get("args", []) == expected
 
@@ -261,9 +263,9 @@ def test_the_mounted_wrapper_runs_on_its_own_in_a_stock_image(tmp_path: Path) ->
         check=True,
     )
     assert json.loads(out.stdout) == [
-        "vllm", "serve", "/opt/ml/model", "--enable-lora", "--max-num-seqs", "8",
-        "--served-model-name", "llama-vllm", "--tensor-parallel-size", "4", "--host", "0.0.0.0",
-        "--port", "8000",
+        "vllm", "serve", MODEL, "--enable-lora", "--load-format", "runai_streamer",
+        "--max-num-seqs", "8", "--served-model-name", "llama-vllm", "--tensor-parallel-size",
+        "4", "--host", "0.0.0.0", "--port", "8000",
     ]  # fmt: skip
 
 
@@ -332,7 +334,7 @@ def test_eks_objects_pass_kubernetes_validate_strict() -> None:
 
 
 def test_s3_model_gets_a_static_mountpoint_volume() -> None:
-    rendered = objects(make_spec("vllm"))
+    rendered = objects(make_spec("vllm", model_load="mount"))
     volume, claim = (
         by_kind(rendered, "PersistentVolume"),
         by_kind(rendered, "PersistentVolumeClaim"),

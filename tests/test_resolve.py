@@ -43,7 +43,7 @@ def test_sglang_lora_gets_both_companion_defaults_and_nothing_else() -> None:
 
 
 def test_vllm_lora_stays_bare_with_no_companion_defaults() -> None:
-    resolution = resolve(spec(lora=True))
+    resolution = resolve(spec(lora=True, model_load="mount"))
     assert resolution.env == {
         "VLLM_MODEL": "/opt/ml/model",
         "VLLM_TENSOR_PARALLEL_SIZE": "4",

@@ -16,15 +16,32 @@ Children:
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
   object without an operator is refused.
-* ``SecretsRole`` and ``PodIdentity`` (only when the deployment syncs Secrets Manager values,
-  ``prepared.secrets.synced``): the IAM role its pods read those secrets as, and the
-  ``AWS::EKS::PodIdentityAssociation`` of the deployment's ServiceAccount with it; the objects
-  are applied after the association, so the first pods already get the role.
+* ``PodRole`` and ``PodIdentity`` (only when the pods call AWS themselves: the deployment syncs
+  Secrets Manager values, ``prepared.secrets.synced``, or its engine streams the ``s3://``
+  model, ``model_load: stream``): the IAM role its pods act as, and the
+  ``AWS::EKS::PodIdentityAssociation`` of the deployment's ServiceAccount with it (one role per
+  ServiceAccount: EKS takes one association each); the objects are applied after the
+  association, so the first pods already get the role.
 
-**Pod identity.** The AWS provider of the Secrets Store CSI driver reads a pod's secrets with
+**Pod identity.** The pods' role trusts ``pods.eks.amazonaws.com`` for ``sts:AssumeRole`` and
+``sts:TagSession``, only for this cluster, namespace and ServiceAccount (the session tags
+``eks-cluster-name``, ``kubernetes-namespace`` and ``kubernetes-service-account`` Pod Identity
+sets: https://docs.aws.amazon.com/eks/latest/userguide/pod-id-role.html, "Setting
+Conditions"). The pod's ``automountServiceAccountToken: false`` does not hide the credentials:
+that field governs only the Kubernetes API token volume, and the EKS webhook adds its own
+projected token volume and variables (``AWS_CONTAINER_CREDENTIALS_FULL_URI``,
+``AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE``; for IRSA ``aws-iam-token`` with
+``AWS_WEB_IDENTITY_TOKEN_FILE``, aws/amazon-eks-pod-identity-webhook pkg/handler).
+
+A streamed model (``model_load: stream``): the role may read exactly the model prefix
+(:mod:`mlcc_constructs.core.platform.model_stream_iam`: ``s3:GetObject`` on its objects,
+``s3:ListBucket`` only under it); the engine's S3 clients find the credentials through their
+default chains.
+
+Secrets: the AWS provider of the Secrets Store CSI driver reads a pod's secrets with
 the pod's own EKS Pod Identity (the SecretProviderClass says ``usePodIdentity: "true"``), so
-each deployment reads exactly its own secrets. The role trusts ``pods.eks.amazonaws.com`` for
-``sts:AssumeRole`` and ``sts:TagSession`` and may ``secretsmanager:GetSecretValue`` and
+each deployment reads exactly its own secrets. The role may
+``secretsmanager:GetSecretValue`` and
 ``secretsmanager:DescribeSecret`` on those secrets only: the secret's ARN, or for a secret given
 by name ``arn:<partition>:secretsmanager:<region>:<account>:secret:<name>-??????`` (the six
 characters Secrets Manager appends; the policy of the provider's README,
@@ -51,10 +68,12 @@ import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms
 from constructs import Construct, IDependable
 
+from mlcc_constructs.aws._iam import grant
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.aws.readiness import WorkloadReadiness, WorkloadReadinessProps
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
@@ -152,9 +171,9 @@ def _text_problems(props: ServedModelProps) -> list[Problem]:
 class ServedModel(Construct):
     """One deployment's objects on a cluster (children: see the module). ``objects`` applies
     them (``objects.manifests``: logical id -> ``KubernetesManifest``); ``namespace`` is the
-    ``Namespace``'s, or ``None``; ``secrets_role`` and ``pod_identity`` are the pods' role and
-    its association, or ``None`` (no Secrets Manager value); ``readiness`` the deploy's wait,
-    or ``None``."""
+    ``Namespace``'s, or ``None``; ``pod_role`` and ``pod_identity`` are the pods' role and
+    its association, or ``None`` (no Secrets Manager value, no streamed model; ``secrets_role``
+    is ``pod_role`` when it reads secrets); ``readiness`` the deploy's wait, or ``None``."""
 
     def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
         super().__init__(scope, id)
@@ -205,18 +224,21 @@ class ServedModel(Construct):
                     retain=True,
                 ),
             )
-        self.secrets_role: iam.Role | None = None
+        self.pod_role: iam.Role | None = None
         self.pod_identity: eks.CfnPodIdentityAssociation | None = None
-        if prepared.secrets.synced:
-            self.secrets_role = self._secrets_role(prepared)
+        streams = prepared.resolution.model_load == "stream"
+        if prepared.secrets.synced or streams:
+            self.pod_role = self._pod_role(prepared, props.cluster.cluster_name)
             self.pod_identity = eks.CfnPodIdentityAssociation(
                 self,
                 "PodIdentity",
                 cluster_name=props.cluster.cluster_name,
                 namespace=namespace,
                 service_account=prepared.names.base,  # the deployment's ServiceAccount
-                role_arn=self.secrets_role.role_arn,
+                role_arn=self.pod_role.role_arn,
             )
+        self.secrets_role = self.pod_role if prepared.secrets.synced else None
+        """The pods' role when it reads their Secrets Manager values (else ``None``)."""
         self.objects = KubernetesObjects(
             self,
             "Objects",
@@ -246,16 +268,47 @@ class ServedModel(Construct):
             if self.namespace is not None:
                 self.readiness.node.add_dependency(self.namespace)
 
-    def _secrets_role(self, prepared: PreparedDeployment) -> iam.Role:
-        """The role the pods read their synced secrets as (module doc), with exactly those."""
-        stack = cdk.Stack.of(self)
+    def _pod_role(self, prepared: PreparedDeployment, cluster_name: str) -> iam.Role:
+        """The role the pods act as (module doc): their synced secrets, their streamed model."""
+        source = prepared.resolution.source
+        streams = prepared.resolution.model_load == "stream"
+        trust = iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL).with_conditions(
+            {
+                "StringEquals": {
+                    "aws:RequestTag/eks-cluster-name": cluster_name,
+                    "aws:RequestTag/kubernetes-namespace": prepared.spec.namespace,
+                    "aws:RequestTag/kubernetes-service-account": prepared.names.base,
+                }
+            }
+        )
+        reads = [
+            *(["stream their model from S3"] if streams else []),
+            *(["read their Secrets Manager values"] if prepared.secrets.synced else []),
+        ]
         role = iam.Role(
             self,
-            "SecretsRole",
-            assumed_by=iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL).with_session_tags(),
+            "PodRole",
+            assumed_by=iam.SessionTagsPrincipal(trust),
             description=f"mlcc: the pods of {prepared.spec.namespace}/{prepared.names.base} "
-            "read their Secrets Manager values",
+            + " and ".join(reads),
         )
+        if streams:
+            assert source.bucket is not None and source.prefix is not None  # an s3:// model
+            grant(
+                role,
+                model_read_statements(
+                    bucket_name=source.bucket,
+                    prefix=source.prefix,
+                    partition=cdk.Stack.of(self).partition,
+                ),
+            )
+        if prepared.secrets.synced:
+            self._grant_secrets(role, prepared)
+        return role
+
+    def _grant_secrets(self, role: iam.Role, prepared: PreparedDeployment) -> None:
+        """Let ``role`` read the deployment's synced secrets, exactly those (module doc)."""
+        stack = cdk.Stack.of(self)
         resources = sorted(
             {
                 secret_resource(
@@ -275,7 +328,6 @@ class ServedModel(Construct):
                 sid="ReadSyncedSecrets", actions=list(SECRET_READ_ACTIONS), resources=resources
             )
         )
-        return role
 
     def grant_secrets_key(self, key: kms.IKey) -> iam.Grant:
         """Let the pods decrypt their secrets with ``key`` (``kms:Decrypt``), for secrets

@@ -38,6 +38,7 @@ SPEC_FLAGS: dict[str, str] = {
     "rollout": "rollout",
     "accept_downtime": "accept_downtime",
     "model_bytes": "model_bytes",
+    "model_load": "model_load",
 }
 ENDPOINT_FLAGS: dict[str, str] = {
     "scheme": "endpoint_scheme",
@@ -112,6 +113,13 @@ def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = 
         help="engine env: <PREFIX>* keys (Tier 2, or Tier-1 overrides) or plain env; repeatable",
     )
     parser.add_argument("--engine-version", default=None, help="engine version for version gates")
+    parser.add_argument(
+        "--model-load",
+        choices=["mount", "stream"],
+        default=None,
+        help="how the engine reads an s3:// model: the target's mount, or streamed by the "
+        "engine itself (default: stream where the engine, version and target support it)",
+    )
     add_registry_options(parser)
 
 

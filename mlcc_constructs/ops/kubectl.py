@@ -91,8 +91,9 @@ def discover(
 
 
 def cluster_model_mounts() -> list[ModelMount]:
-    """Every S3 model prefix the current cluster mounts (Mountpoint PersistentVolumes) or
-    serves through an InferenceEndpointConfig (none when that CRD is not installed)."""
+    """Every S3 model prefix the current cluster mounts (Mountpoint PersistentVolumes), serves
+    through an InferenceEndpointConfig (none when that CRD is not installed) or streams (the
+    Deployments' streamed-model annotation)."""
     fix = "check the kube context (the clean reads PersistentVolumes cluster-wide), or --force"
     volumes = kubectl("get", "persistentvolumes", fix=fix) or {}
     try:
@@ -101,4 +102,5 @@ def cluster_model_mounts() -> list[ModelMount]:
         if "the server doesn't have a resource type" not in str(error):
             raise
         configs = None  # no HyperPod inference operator in this cluster
-    return model_mounts(volumes, configs)
+    deployments = kubectl("get", "deployments", "--all-namespaces", fix=fix) or {}
+    return model_mounts(volumes, configs, deployments)

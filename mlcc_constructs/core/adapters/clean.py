@@ -28,7 +28,7 @@ from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.inventory import AdapterListing, LoadedAdapter
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.platform.mountpoint import S3_CSI_DRIVER
-from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.errors import MlccError, Problem
 
 UnitKind = Literal["adapter-version", "adapter-home", "full-finetune", "stray"]
 
@@ -189,6 +189,11 @@ def conflict_problems(conflicts: Sequence[LoadedAdapter]) -> list[Problem]:
 """The Mountpoint for Amazon S3 CSI driver's name, as a PersistentVolume names it."""
 
 
+STREAMED_MODEL_ANNOTATION = "mlcc-constructs/streamed-model"
+"""The annotation of a Deployment whose engine streams its model from S3 (``model_load:
+stream``): the model's ``s3://`` URI, which no PersistentVolume then names."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class ModelMount:
     """An S3 prefix a cluster object mounts as a model (``what``: ``PersistentVolume x``)."""
@@ -198,13 +203,31 @@ class ModelMount:
 
 
 def model_mounts(
-    volumes: Mapping[str, Any], endpoint_configs: Mapping[str, Any] | None
+    volumes: Mapping[str, Any],
+    endpoint_configs: Mapping[str, Any] | None,
+    deployments: Mapping[str, Any] | None = None,
 ) -> list[ModelMount]:
     """The S3 prefixes mounted by the cluster's Mountpoint PersistentVolumes (``kubectl get pv``
-    JSON: bucket in ``volumeAttributes.bucketName``, prefix in a ``prefix`` mount option) and
-    read by its InferenceEndpointConfigs (``modelSourceConfig.s3Storage`` and
-    ``modelLocation``; ``None``: the CRD is not installed)."""
+    JSON: bucket in ``volumeAttributes.bucketName``, prefix in a ``prefix`` mount option), read
+    by its InferenceEndpointConfigs (``modelSourceConfig.s3Storage`` and ``modelLocation``;
+    ``None``: the CRD is not installed) and streamed by its Deployments (the
+    :data:`STREAMED_MODEL_ANNOTATION`; ``None``: not read)."""
     mounts: list[ModelMount] = []
+    for deployment in (deployments or {}).get("items", []):
+        meta = deployment.get("metadata") or {}
+        uri = (meta.get("annotations") or {}).get(STREAMED_MODEL_ANNOTATION)
+        if not uri:
+            continue
+        try:
+            location = layout.parse_s3_uri(str(uri))
+        except MlccError:
+            continue  # not a URI we wrote
+        mounts.append(
+            ModelMount(
+                what=f"Deployment {meta.get('namespace', 'default')}/{meta.get('name')}",
+                location=location,
+            )
+        )
     for volume in volumes.get("items", []):
         csi = volume.get("spec", {}).get("csi") or {}
         bucket = (csi.get("volumeAttributes") or {}).get("bucketName")

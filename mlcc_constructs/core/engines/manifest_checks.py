@@ -236,7 +236,57 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
             )
     problems += metrics_problems(document, where)
     problems += cache_dir_problems(document, where)
+    problems += _stream_problems(document, where)
     return problems
+
+
+def _stream_problems(document: Mapping[str, Any], where: str) -> list[Problem]:
+    """``model_load.stream``: its flag reaches the engine through the wrapper, as the env key
+    ``<PREFIX><FLAG_NAME>`` in the engine's flag style, which no capability or engine_env may
+    own."""
+    stream = (document.get("model_load") or {}).get("stream")
+    if stream is None:
+        return []
+    pointer = "/model_load/stream/flag"
+    flag = stream["flag"]
+    if document["entrypoint"] != "wrapper":
+        return [
+            Problem(
+                message="model_load.stream needs entrypoint 'wrapper': the library passes its "
+                "flag and the model URI through the wrapper",
+                where=where,
+                pointer="/model_load/stream",
+                fix="remove model_load.stream, or make the engine a wrapper engine",
+            )
+        ]
+    style = document["launch"].get("flag_style", "kebab")
+    wrong = "_" if style == "kebab" else "-"
+    suffix = flag.lstrip("-").upper().replace("-", "_")
+    owners = {cap["suffix"] for cap in document["capability_map"].values()}
+    owners |= set(document.get("engine_env", ()))
+    if wrong in flag.lstrip("-"):
+        return [
+            Problem(
+                message=f"the flag is not in the engine's flag_style ({style})",
+                where=where,
+                pointer=pointer,
+                value=flag,
+                fix="spell it as the wrapper emits it: --"
+                + flag.lstrip("-").replace(wrong, "-" if wrong == "_" else "_"),
+            )
+        ]
+    if suffix in owners:
+        return [
+            Problem(
+                message=f"the flag's env suffix {suffix} is a capability's or engine_env's: the "
+                "library sets it for streaming",
+                where=where,
+                pointer=pointer,
+                value=flag,
+                fix=f"remove {suffix} from capability_map / engine_env",
+            )
+        ]
+    return []
 
 
 _SENTINELS = frozenset({"", "none", "null", "nil", "undefined"})

@@ -58,6 +58,34 @@ class Capability:
 
 
 @dataclass(frozen=True, kw_only=True)
+class StreamLoad:
+    """How an engine reads its weights straight from object storage (manifest
+    ``model_load.stream``): the model is passed as its URI and ``flag`` set to ``value``.
+
+    Fields:
+
+    ``flag``: the engine's load-format flag (``--load-format``).
+    ``value``: its value for streaming (``runai_streamer``).
+    ``sources``: the model source kinds it streams from (``s3``).
+    ``since``: the first engine version that has it; ``None``: every supported version.
+    ``env``: plain variables the engine process needs for it -> the deployment fact each takes
+        (``model_region``).
+    ``source``: where it is documented.
+    """
+
+    flag: str
+    value: str
+    sources: tuple[str, ...]
+    since: str | None
+    env: Mapping[str, str]
+    source: str
+
+    def suffix(self) -> str:
+        """The env suffix the wrapper turns into ``flag`` (``--load-format`` -> ``LOAD_FORMAT``)."""
+        return self.flag.lstrip("-").upper().replace("-", "_")
+
+
+@dataclass(frozen=True, kw_only=True)
 class EngineManifest:
     """A validated engine manifest. ``raw`` is the JSON document (the wrapper reads it)."""
 
@@ -91,6 +119,22 @@ class EngineManifest:
             off = off_flag(suffix, style, negation["prefix"])
             return f"{self.engine} takes {off} only from version {negation['since']}"
         return None
+
+    @cached_property
+    def stream_load(self) -> StreamLoad | None:
+        """How the engine streams its weights from object storage (manifest
+        ``model_load.stream``), or ``None`` when it only reads the mount."""
+        stream = (self.raw.get("model_load") or {}).get("stream")
+        if stream is None:
+            return None
+        return StreamLoad(
+            flag=stream["flag"],
+            value=stream["value"],
+            sources=tuple(stream["sources"]),
+            since=stream.get("since"),
+            env=MappingProxyType(dict(stream.get("env", {}))),
+            source=stream["source"],
+        )
 
     @cached_property
     def metrics(self) -> EngineMetrics | None:

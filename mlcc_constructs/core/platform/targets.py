@@ -55,6 +55,9 @@ class TargetDescriptor:
     """A deployment's ``routing`` and ``kv_cache`` are rendered (the HyperPod inference
     operator's ``intelligentRoutingSpec`` and ``kvCacheSpec``). Default: false (refused, with
     ``notes["routing"]`` / ``notes["kv_cache"]`` as the reason)."""
+    model_streaming: bool = False
+    """The pods may read an ``s3://`` model themselves (``model_load: stream``). Default: false
+    (``notes["model_load"]`` says why)."""
     cluster_gpu_nodes: bool = False
     """Pods run on the EKS cluster's Auto Mode nodes (the app's GPU NodePool). Default: false."""
     metrics_scraped: bool = False
@@ -137,6 +140,7 @@ def load_target(name: str) -> TargetDescriptor:
         service_account=document["service_account"],
         cache_injection=document["cache_injection"],
         tls_bucket=document["tls_bucket"],
+        model_streaming=document.get("model_streaming", False),
         cluster_gpu_nodes=document.get("cluster_gpu_nodes", False),
         metrics_scraped=document.get("metrics_scraped", False),
         inference_gateway=document.get("inference_gateway", False),

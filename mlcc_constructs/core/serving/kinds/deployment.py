@@ -10,6 +10,9 @@ included).
   generation and every replica is updated and available
   (:func:`~mlcc_constructs.core.serving.kinds._readiness.deployment_readiness`, the rule the
   serving stacks' readiness Lambda also judges with).
+* **Streamed model** (``model_load: stream``): the annotation
+  ``mlcc-constructs/streamed-model`` holds the model's URI, which ``mlcc adapter clean`` reads
+  back (no PersistentVolume names it) before it deletes a model a deployment serves.
 * **Progress deadline**: ``progressDeadlineSeconds`` is the deployment's ready timeout
   (:mod:`mlcc_constructs.core.serving.prepare.ready_timeout`), not Kubernetes' 600 s default,
   which a large model's first start outlasts: the Deployment reports
@@ -22,6 +25,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mlcc_constructs.core.adapters.clean import STREAMED_MODEL_ANNOTATION
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._readiness import deployment_readiness
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
@@ -40,10 +44,13 @@ from mlcc_constructs.core.serving.prepare.names import pod_selector
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
     """The engine Deployment (module doc)."""
     assert facts.pod_template is not None  # a target that lists Deployment has pod volumes
+    meta = metadata(facts, facts.names.base)
+    if facts.resolution.model_load == "stream":  # no PersistentVolume names the model
+        meta["annotations"] = {STREAMED_MODEL_ANNOTATION: facts.source.uri}
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(facts, facts.names.base),
+        "metadata": meta,
         "spec": {
             "replicas": facts.spec.replicas,
             "progressDeadlineSeconds": facts.ready_timeout.seconds,

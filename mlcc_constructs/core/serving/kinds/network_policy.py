@@ -6,8 +6,9 @@ the render context's ``load_balancer_cidrs``; why those subnets hold only load b
 namespaces, and from the cluster's Prometheus scraper for an engine with metrics (its network
 interfaces live in the internal load balancer subnets, which hold no pod: the render context's
 ``metrics_scraper_cidrs``); nothing else (no other pod, not the rest of the VPC). Egress: DNS;
-HTTPS for a Hugging Face model (the Hub and its CDN have no fixed addresses); the CacheBackend's
-external Redis port. An ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI
+HTTPS for a Hugging Face model (the Hub and its CDN have no fixed addresses) and for a streamed
+``s3://`` model (``model_load: stream``: the engine reads S3 itself); the CacheBackend's external
+Redis port. A mounted ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI
 driver's pods, not in the engine pod.
 
 Enforced on EKS Auto Mode once the cluster side turns the VPC CNI's network policy controller
@@ -56,7 +57,9 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     egress: list[dict[str, Any]] = [
         {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
     ]
-    if facts.source.kind == "huggingface":
+    # HTTPS out: the Hub and its CDN, or S3 and the credential endpoints a streamed model is
+    # read through (S3's addresses are AWS's prefix list, which a NetworkPolicy cannot name).
+    if facts.source.kind == "huggingface" or facts.resolution.model_load == "stream":
         egress.append({"ports": [{"protocol": "TCP", "port": 443}]})
     if facts.cache is not None and facts.cache.remote_port is not None:
         egress.append({"ports": [{"protocol": "TCP", "port": facts.cache.remote_port}]})

@@ -17,7 +17,7 @@ from mlcc_constructs.core.serving.prepare.pod import RUN_AS
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
     """The model's volume, for an ``s3://`` model (none otherwise)."""
     source, names = facts.source, facts.names
-    if source.kind != "s3":
+    if not facts.resolution.mounts_model:
         return []
     volume: dict[str, Any] = {
         "apiVersion": "v1",

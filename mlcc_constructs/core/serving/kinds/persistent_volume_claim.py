@@ -16,7 +16,7 @@ from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
     """The model volume's claim, for an ``s3://`` model (none otherwise)."""
     names = facts.names
-    if facts.source.kind != "s3":
+    if not facts.resolution.mounts_model:
         return []
     claim: dict[str, Any] = {
         "apiVersion": "v1",

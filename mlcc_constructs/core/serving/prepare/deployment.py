@@ -52,6 +52,7 @@ from mlcc_constructs.core.serving.prepare.ready_timeout import (
 )
 from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
+from mlcc_constructs.core.serving.resolve.model_load import stream_env
 from mlcc_constructs.core.serving.spec.autoscaling import autoscaling_problems
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
@@ -198,6 +199,12 @@ def prepare(
                 "operator need it",
             )
         )
+    if resolution.stream is not None:  # the engine reads S3 itself: the region it needs
+        own = {key for key, _ in resolution.plain}
+        needed = stream_env(resolution.stream, model_region=model_region)
+        resolution = dataclasses.replace(
+            resolution, plain=tuple(p for p in needed if p[0] not in own) + resolution.plain
+        )
     tls_uri = None
     if target is not None and target.tls_bucket:
         tls_uri = _tls_uri(spec, context, inferred, model_region, problems)
@@ -249,6 +256,7 @@ def prepare(
             # operator), it prefetches it unless the IEC turns that off.
             platform_mounts=not target.pod_volumes,
             prefetch=prefetch_enabled(source, spec.lora),
+            model_load=resolution.model_load,
         ),
         launches_nodes=target.cluster_gpu_nodes,
     )

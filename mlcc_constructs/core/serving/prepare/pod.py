@@ -195,7 +195,7 @@ def _template(
     if box.wrapper_files is not None:
         mounts.append({"name": WRAPPER_VOLUME, "mountPath": WRAPPER_MOUNT, "readOnly": True})
         volumes.append({"name": WRAPPER_VOLUME, "configMap": {"name": names.wrapper}})
-    if resolution.source.kind == "s3":
+    if resolution.mounts_model:  # the weights, or with a streamed model its LoRA adapters
         mount_path = target.model_mount_path
         mounts.append({"name": MODEL_VOLUME, "mountPath": mount_path, "readOnly": True})
         volumes.append(

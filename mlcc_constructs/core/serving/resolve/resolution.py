@@ -7,9 +7,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mlcc_constructs.core.engines.manifests import EngineManifest
+from mlcc_constructs.core.engines.manifests import EngineManifest, StreamLoad
 from mlcc_constructs.core.platform.catalog import InstanceType
-from mlcc_constructs.core.serving.spec.deployment import ModelSource
+from mlcc_constructs.core.serving.spec.deployment import ModelLoad, ModelSource
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.wrapper import WrapperError, build_argv
 
@@ -48,6 +48,13 @@ class Resolution:
     warnings: tuple[str, ...] = ()
     capability_values: Mapping[str, str] = field(default_factory=dict)
     """Emitted Tier-1 values by capability name (e.g. ``lora_max_rank`` → ``"16"``)."""
+    model_load: ModelLoad = "mount"
+    """How the engine reads the weights (``mount`` or ``stream``: resolve/model_load.py)."""
+    stream: StreamLoad | None = None
+    """The engine's streaming load format, with ``model_load`` ``stream``."""
+    mounts_model: bool = False
+    """The pods mount the ``s3://`` model prefix: its weights (``mount``), or with ``stream``
+    only for the LoRA adapters delivered under it."""
 
     @property
     def env(self) -> dict[str, str]:

@@ -35,6 +35,7 @@ from mlcc_constructs.core.engines.values import (
 from mlcc_constructs.core.platform import catalog
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
+from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
 from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings
 from mlcc_constructs.core.serving.spec.deployment import (
@@ -62,6 +63,7 @@ class _Resolver:
         self.problems: list[Problem] = list(settings.problems)
         self.warnings: list[str] = list(settings.warnings)
         self.skipped: list[Skipped] = []
+        self.load = LoadDecision(mode="mount")
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
@@ -78,6 +80,10 @@ class _Resolver:
         manifest = self.manifest
         requested: dict[str, str] = {}
         hub_model: list[tuple[str, str]] = []
+        self.load = decide(
+            self.spec, manifest=manifest, version=self.version, target=self.target, source=source
+        )
+        self.problems.extend(self.load.problems)
         model = manifest.capability("model")
         if model is not None:
             requested["model"] = self._model_path(source)
@@ -117,13 +123,13 @@ class _Resolver:
         emitted = [
             (manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values
         ]
-        return emitted + hub_model, values, tp
+        return emitted + list(self.load.tier1) + hub_model, values, tp
 
     def _model_path(self, source: ModelSource) -> str:
         """What the engine is told to load: the target's mount path for an ``s3://`` model or
         a Hugging Face model the target stages itself, else the Hugging Face id."""
         target = self.target
-        if target is None:  # an unknown target is reported by whoever loaded it
+        if target is None or self.load.mode == "stream":  # streamed: the engine reads the URI
             return source.uri
         return target.model_mount_path if self._mounted(source) else source.uri
 
@@ -313,4 +319,8 @@ def resolve_for_target(
         skipped=tuple(resolver.skipped),
         warnings=tuple(resolver.warnings),
         capability_values=values,
+        model_load=resolver.load.mode,
+        stream=resolver.load.stream,
+        # The mount carries the weights (mount), or only the LoRA adapters under the model prefix.
+        mounts_model=source.kind == "s3" and (resolver.load.mode == "mount" or spec.lora),
     )

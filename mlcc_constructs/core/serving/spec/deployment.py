@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
 ConfigDelivery = Literal["env", "args"]
 Rollout = Literal["surge", "replace"]
+ModelLoad = Literal["mount", "stream"]
 
 MAX_REQUEST_SECONDS = 600
 """The default of ``max_request_seconds``: the load balancer's idle timeout
@@ -179,6 +180,12 @@ class DeploymentSpec:
         full outage with one replica). Default: surge.
     ``accept_downtime``: Acknowledges that ``rollout: replace`` with one replica stops serving
         for the whole cold start of every update; refused without it. Default: false.
+    ``model_load``: How the engine reads an ``s3://`` model: ``mount`` (the target's mount at
+        its model mount path) or ``stream`` (the engine reads the ``s3://`` URI itself with its
+        manifest's ``model_load.stream`` load format, as the pod's own role; LoRA adapters still
+        come through the mount, which then stays). Default: ``stream`` where the engine, its
+        version and the target support it and the model is ``s3://``, else ``mount``
+        (:mod:`mlcc_constructs.core.serving.resolve.model_load`).
     ``autoscaling``: Replicas driven by an engine metric (:class:`Autoscaling`: ``min_replicas``,
         ``max_replicas``, ``metric``, ``target``, ``scale_to_zero``, ``cooldown_seconds``,
         ``polling_seconds``); eks renders a KEDA ScaledObject, hyperpod-eks the IEC's
@@ -224,6 +231,7 @@ class DeploymentSpec:
     max_request_seconds: int = MAX_REQUEST_SECONDS
     rollout: Rollout = "surge"
     accept_downtime: bool = False
+    model_load: ModelLoad | None = None
     autoscaling: Autoscaling | None = None
     routing: Routing | None = None
     kv_cache: KvCache | None = None
