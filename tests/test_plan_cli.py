@@ -24,6 +24,7 @@ SPEC: dict[str, Any] = {
     "model": MODEL,
     "instance_type": "ml.g5.12xlarge",
     "model_bytes": LLAMA_8B,
+    "model_load": "mount",  # the Mountpoint path (an s3:// vLLM model on eks streams by default)
 }
 HUB = {
     "name": "mistral",

@@ -113,10 +113,15 @@ def _prepared(**fields: Any) -> Any:
 
 
 def test_the_workload_deadline_is_the_ready_timeout() -> None:
-    eks = _prepared(model_config=LLAMA_8B)
+    eks = _prepared(model_config=LLAMA_8B, model_load="mount")
     (deployment,) = of_kind([e.object for e in eks.objects], "Deployment")
     assert eks.cold_start.size == cs.ModelSize(bytes=LLAMA_BYTES, source="model_config")
     assert deployment["spec"]["progressDeadlineSeconds"] == eks.ready_timeout.seconds == 1830
+    # Streamed (the default for an s3:// vLLM model on eks): the weights take seconds, and the
+    # 600 s startup floor with the node start and image pull make the deadline.
+    streamed = _prepared(model_config=LLAMA_8B)
+    assert streamed.ready_timeout.load_path == "stream"
+    assert streamed.ready_timeout.seconds == 300 + 300 + 600
     hyperpod = _prepared(target="hyperpod-eks", model_config=LLAMA_8B)
     (iec,) = of_kind([e.object for e in hyperpod.objects], "InferenceEndpointConfig")
     # No GPU node to launch, the operator prefetches: 300 + the 600 s startup floor.
