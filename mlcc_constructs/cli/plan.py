@@ -66,27 +66,16 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def _plan(args: argparse.Namespace) -> int:
-    from mlcc_constructs.cli._common import registry_from, spec_results
-    from mlcc_constructs.cli.render import _cdk_context, render_context
+    from mlcc_constructs.cli._common import registry_from
+    from mlcc_constructs.cli.render import spec_contexts
     from mlcc_constructs.core.serving.cold_start_plan import plan_document, plan_report, plan_table
     from mlcc_constructs.core.serving.prepare.deployment import prepare
 
     registry = registry_from(args)
-    fallback = _cdk_context()
     documents: list[dict[str, Any]] = []
     warnings: list[str] = []
     problems: list[Any] = []
-    for loaded in spec_results(args):
-        if isinstance(loaded, MlccError):
-            problems.extend(loaded.problems)
-            continue
-        context = render_context(
-            loaded,
-            fallback,
-            args.load_balancer_cidrs,
-            args.prometheus_url,
-            args.prometheus_operator_namespace,
-        )
+    for loaded, context in spec_contexts(args, problems):
         try:
             index_bytes = _index_bytes(args, loaded.spec, context)
             prepared = prepare(

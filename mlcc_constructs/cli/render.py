@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -274,26 +275,35 @@ def build_spec(args: argparse.Namespace) -> tuple[Any, Any]:
     )
 
 
+def spec_contexts(args: argparse.Namespace, problems: list[Any]) -> Iterator[tuple[Any, Any]]:
+    """Each loaded spec of ``-f`` with its render context (the flags over ``./cdk.json``'s
+    context); a spec that did not load adds its problems to ``problems`` instead."""
+    fallback = _cdk_context()
+    for loaded in spec_results(args):
+        if isinstance(loaded, MlccError):
+            problems.extend(loaded.problems)
+            continue
+        yield (
+            loaded,
+            render_context(
+                loaded,
+                fallback,
+                args.load_balancer_cidrs,
+                args.prometheus_url,
+                args.prometheus_operator_namespace,
+                getattr(args, "image_registry", None),
+            ),
+        )
+
+
 def run_render(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.serving.render import Rendered, render
     from mlcc_constructs.core.support.yaml_output import file_name, to_yaml
 
     registry = registry_from(args)
-    fallback = _cdk_context()
     rendered: list[Rendered] = []
     problems: list[Any] = []
-    for loaded in spec_results(args):
-        if isinstance(loaded, MlccError):
-            problems.extend(loaded.problems)
-            continue
-        context = render_context(
-            loaded,
-            fallback,
-            args.load_balancer_cidrs,
-            args.prometheus_url,
-            args.prometheus_operator_namespace,
-            getattr(args, "image_registry", None),
-        )
+    for loaded, context in spec_contexts(args, problems):
         try:
             rendered.append(render(loaded.spec, context=context, registry=registry))
         except MlccError as error:
