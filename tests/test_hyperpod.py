@@ -433,6 +433,13 @@ def test_the_execution_role_is_least_privilege() -> None:
     assert statements["PodIdentity"]["resources"] == [
         "arn:aws:eks:us-east-1:123456789012:cluster/mlcc-dev-eks"
     ]
+    # An image only HyperPod runs (llama-sglang) is first pulled through the cache by a
+    # HyperPod node: the two pull-through actions, on the cache's own repositories only.
+    assert statements["ImagePullThroughCache"] == {
+        "actions": ["ecr:BatchImportUpstreamImage", "ecr:CreateRepository"],
+        "resources": ["arn:aws:ecr:us-east-1:123456789012:repository/docker-hub/*"],
+        "condition": None,
+    }
     assert sorted(statements) == [
         "ClusterLogGroups",
         "ClusterLogStreams",
@@ -441,6 +448,7 @@ def test_the_execution_role_is_least_privilege() -> None:
         "CniNetworkInterfaces",
         "CniTagNetworkInterfaces",
         "ImagePull",
+        "ImagePullThroughCache",
         "ImagePullToken",
         "LifecycleScriptsList",
         "LifecycleScriptsRead",

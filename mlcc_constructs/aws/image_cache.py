@@ -22,10 +22,14 @@ from aws_cdk import aws_ecr as ecr, aws_iam as iam
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text
-from mlcc_constructs.core.platform.image_cache import Upstream, cluster_upstreams
+from mlcc_constructs.core.platform.image_cache import (
+    PULL_THROUGH_ACTIONS,
+    Upstream,
+    cluster_upstreams,
+)
 
 POLICY_ID = "ImageCachePullPolicy"
-PULL_ACTIONS = ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
+PULL_ACTIONS = PULL_THROUGH_ACTIONS
 
 
 def rule_id(upstream: Upstream) -> str:

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from types import MappingProxyType
 
 from mlcc_constructs.core.platform.iam_statement import OWN_ACCOUNT, Arns, Statement
+from mlcc_constructs.core.platform.image_cache import pull_through_statement
 
 
 def hyperpod_instance_statements(
@@ -162,6 +163,9 @@ def hyperpod_instance_statements(
             actions=("eks-auth:AssumeRoleForPodIdentity",),
             resources=(arns.of("eks", f"cluster/{eks_cluster_name}"),),
         ),
+        # The engine images come through the ECR pull-through cache, and an image only
+        # HyperPod runs is first pulled by a HyperPod node.
+        *((through,) if (through := pull_through_statement(arns)) is not None else ()),
     )
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.platform.iam_statement import Arns, Statement
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import Problem, fail, json_pointer
 
@@ -286,3 +287,30 @@ def _secret_problem(
             f"create the secret in account {account}, region {region}",
         )
     return None
+
+
+PULL_THROUGH_ACTIONS = ("ecr:BatchImportUpstreamImage", "ecr:CreateRepository")
+"""What a puller needs to pull through a rule: import the image from upstream on its first pull,
+and create the cached repository while it does not exist yet (identity-based,
+https://docs.aws.amazon.com/AmazonECR/latest/userguide/pull-through-cache-iam.html)."""
+
+
+def pull_through_statement(arns: Arns) -> Statement | None:
+    """The statement that lets nodes pull through the cluster's rules (:func:`cluster_upstreams`):
+    :data:`PULL_THROUGH_ACTIONS` on the repositories under each rule's prefix in the app's own
+    account and region; ``None`` without a rule. Every node that runs an engine image needs it:
+    the Auto Mode node role and the HyperPod instance groups' role alike (an image only HyperPod
+    runs is first pulled by a HyperPod node)."""
+    resources = tuple(
+        arns.of("ecr", f"repository/{upstream.ecr_repository_prefix}/*")
+        for upstream in cluster_upstreams()
+    )
+    if not resources:
+        return None
+    return Statement(
+        sid="ImagePullThroughCache",
+        actions=PULL_THROUGH_ACTIONS,
+        resources=resources,
+        why="the repositories the pull-through cache creates under its rule's prefix on an "
+        "image's first pull are named by the upstream image",
+    )
