@@ -17,6 +17,7 @@ import aws_cdk as cdk
 
 from mlcc_constructs.core.platform.buckets import check_environment
 from mlcc_constructs.core.platform.cluster_access import admin_role_arns, endpoint_cidrs
+from mlcc_constructs.core.platform.context_values import context_source, decode_context
 from mlcc_constructs.core.platform.gpu_disruption import (
     default_gpu_limit,
     gpu_limit_problems,
@@ -41,6 +42,7 @@ _MIN_ZONES = 2  # EKS needs subnets in at least two availability zones
 
 def _zones(value: object) -> tuple[str, ...]:
     # `-c availability_zones=a,b` arrives as a string; cdk.json holds a list.
+    value = decode_context(value, "availability_zones")
     if isinstance(value, str):
         return tuple(zone.strip() for zone in value.split(",") if zone.strip())
     if isinstance(value, list):
@@ -191,7 +193,11 @@ def environment_from_context(app: cdk.App) -> AppEnvironment:
     if problems:
         raise MlccError(problems)
     profile, account, region = (str(values[key]) for key in ("profile", "account", "region"))
-    zones = _zones(values["availability_zones"])
+    zones: tuple[str, ...] | None = None
+    try:
+        zones = _zones(values["availability_zones"])
+    except MlccError as error:
+        problems.extend(error.problems)
     try:
         check_environment(account=account, region=region, profile=profile)
     except MlccError as error:
@@ -203,11 +209,13 @@ def environment_from_context(app: cdk.App) -> AppEnvironment:
             )
             for problem in error.problems
         )
-    problems.extend(_zone_problems(zones, region))
+    if zones is not None:
+        problems.extend(_zone_problems(zones, region))
     access: dict[str, tuple[str, ...]] = {}
     for key, parse in zip(ACCESS_KEYS, (admin_role_arns, endpoint_cidrs), strict=True):
+        raw = app.node.try_get_context(key)
         try:
-            access[key] = parse(app.node.try_get_context(key), where=_WHERE, key=key)
+            access[key] = parse(raw, where=context_source(raw, key, otherwise=_WHERE), key=key)
         except MlccError as error:
             problems.extend(error.problems)
     raise_if_any(problems)
@@ -215,7 +223,7 @@ def environment_from_context(app: cdk.App) -> AppEnvironment:
         profile=profile,
         account=account,
         region=region,
-        availability_zones=zones,
+        availability_zones=zones or (),
         admin_role_arns=access["admin_role_arns"],
         endpoint_public_cidrs=access["endpoint_public_cidrs"],
     )

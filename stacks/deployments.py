@@ -18,6 +18,7 @@ import aws_cdk as cdk
 import jsii
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
+from mlcc_constructs.core.platform.context_values import context_source, decode_context
 from mlcc_constructs.core.platform.hyperpod_capacity import HyperPodDemand
 from mlcc_constructs.core.platform.image_cache import ecr_registry
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
@@ -92,9 +93,21 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
     if app in _CACHE:
         return _CACHE[app]
     defaults = {key: app.node.try_get_context(key) for key in ("account", "region", "profile")}
-    entries = app.node.try_get_context(CONTEXT_KEY) or []
+    raw = app.node.try_get_context(CONTEXT_KEY)
+    entries = decode_context(raw, CONTEXT_KEY) or []
+    # "-c reference_deployments" for the CLI's text, else cdk.json's place of the list
+    where = context_source(raw, CONTEXT_KEY, otherwise=f"cdk.json:/context/{CONTEXT_KEY}")
+    if not isinstance(entries, list):
+        raise fail(
+            f"{CONTEXT_KEY} must be a list of deployment entries",
+            where=where,
+            value=raw,
+            allowed="a JSON list of entries, as in the mlcc render -f spec",
+            fix=f"edit {CONTEXT_KEY} in cdk.json, or pass -c {CONTEXT_KEY}='[{{...}}]'",
+        )
     _CACHE[app] = result = prepare_deployments(
         entries,
+        where=where,
         defaults=defaults,
         load_balancer_cidrs=load_balancer_cidrs(app),
         prometheus_query_url=cluster_query_url(app),

@@ -15,7 +15,11 @@ from constructs import Construct
 from mlcc_constructs.aws.gpu_node_pool import GpuNodePool
 from mlcc_constructs.aws.s3_csi import DEFAULT_READ_BUCKETS, S3CsiDriver
 from mlcc_constructs.aws.serving_cluster import ServingCluster, ServingClusterProps
-from mlcc_constructs.core.platform.cluster_access import admin_access_id
+from mlcc_constructs.core.platform.cluster_access import (
+    NO_ADMIN_WARNING,
+    admin_access_id,
+    no_admin_warning,
+)
 from stacks.app_context import AppEnvironment, EgressSettings, GpuPoolSettings
 
 
@@ -51,6 +55,8 @@ class EksClusterStack(cdk.Stack):
             f"availability-zones:account={environment.account}:region={environment.region}",
             list(environment.availability_zones),
         )
+        if (warning := no_admin_warning(environment.admin_role_arns)) is not None:
+            cdk.Annotations.of(self).add_warning_v2(NO_ADMIN_WARNING, warning)
         admins = [
             iam.Role.from_role_arn(self, f"{admin_access_id(arn)}Role", arn)
             for arn in environment.admin_role_arns

@@ -62,6 +62,19 @@ class ServingChart(cdk8s.Chart):
         )
     )
     def __init__(self, scope: constructs.Construct, id: str, *, props: ServingChartProps) -> None:
+        root = scope.node.root
+        if not isinstance(root, cdk8s.App):
+            # Only a cdk8s App synthesizes charts: under a CDK Stack the chart is dropped.
+            raise fail(
+                f"ServingChart {id!r} must be in a cdk8s App, not under "
+                f"{type(root).__name__} {scope.node.path or '(root)'!r}: a CDK app never writes "
+                "cdk8s charts, so its manifests would be dropped",
+                where="ServingChart",
+                pointer="/scope",
+                allowed="a cdk8s.App (or a construct under one)",
+                fix="create it in cdk8s.App(); to apply manifests from a CDK stack, pass "
+                "the chart's objects to an EKS manifest (e.g. cluster.add_cdk8s_chart)",
+            )
         super().__init__(scope, id, disable_resource_name_hashes=True)
         self.props = props
         """The props this chart was made from."""

@@ -13,6 +13,7 @@ import hashlib
 import ipaddress
 import re
 
+from mlcc_constructs.core.platform.context_values import decode_context
 from mlcc_constructs.core.support.errors import Problem, json_pointer, raise_if_any
 
 ROLE_ARN = re.compile(
@@ -22,8 +23,10 @@ _ASSUMED = re.compile(r"^arn:aws[a-z-]*:sts::([0-9]{12}):assumed-role/([\w+=,.@-
 ADMIN_POLICY = "AmazonEKSClusterAdminPolicy"
 
 
-def context_list(value: object) -> tuple[str, ...]:
-    """A list from context: cdk.json holds a JSON list, ``-c key=a,b`` a comma-separated string."""
+def context_list(value: object, key: str = "") -> tuple[str, ...]:
+    """A list from context: cdk.json holds a JSON list, ``-c key=a,b`` a comma-separated string
+    and ``-c key='["a","b"]'`` a JSON list's text (decoded, not split)."""
+    value = decode_context(value, key)
     if value is None:
         return ()
     if isinstance(value, str):
@@ -38,7 +41,7 @@ def admin_role_arns(value: object, *, where: str, key: str = "admin_role_arns") 
     problem naming it, raised at once."""
     problems = []
     arns: list[str] = []
-    for index, arn in enumerate(context_list(value)):
+    for index, arn in enumerate(context_list(value, key)):
         if ROLE_ARN.match(arn):
             if arn not in arns:
                 arns.append(arn)
@@ -69,7 +72,7 @@ def endpoint_cidrs(
     """The IPv4 CIDRs allowed to reach the public API endpoint (empty: private endpoint)."""
     problems = []
     cidrs: list[str] = []
-    for index, text in enumerate(context_list(value)):
+    for index, text in enumerate(context_list(value, key)):
         pointer = json_pointer(key, index)
         try:
             network = ipaddress.IPv4Network(text, strict=True)
@@ -99,8 +102,27 @@ def endpoint_cidrs(
             continue
         if str(network) not in cidrs:
             cidrs.append(str(network))
+    if not problems and covers_every_address(cidrs):
+        problems.append(
+            Problem(
+                message="together these networks cover every IPv4 address: the cluster's API "
+                "endpoint would be open to the internet, as with 0.0.0.0/0",
+                where=where,
+                pointer=json_pointer(key),
+                value=",".join(cidrs),
+                allowed="the networks your administrators and CI reach the cluster from",
+                fix=f"name those networks, or leave {key} empty for a private endpoint",
+            )
+        )
     raise_if_any(problems)
     return tuple(cidrs)
+
+
+def covers_every_address(cidrs: list[str]) -> bool:
+    """Whether the IPv4 networks ``cidrs`` together hold every IPv4 address (``0.0.0.0/1`` and
+    ``128.0.0.0/1``, say): collapsed, they are the one network ``0.0.0.0/0``."""
+    collapsed = list(ipaddress.collapse_addresses(ipaddress.IPv4Network(c) for c in cidrs))
+    return len(collapsed) == 1 and collapsed[0].prefixlen == 0
 
 
 def admin_access_id(arn: str) -> str:
@@ -108,3 +130,19 @@ def admin_access_id(arn: str) -> str:
     and a hash of the whole ARN): adding or removing another role never renames it."""
     name = "".join(ch for ch in arn.rsplit("/", 1)[-1].title() if ch.isalnum())[:48]
     return f"AdminAccess{name}{hashlib.sha256(arn.encode()).hexdigest()[:8].upper()}"
+
+
+NO_ADMIN_WARNING = "mlcc:no-cluster-admin"
+"""The id of the synth warning for a cluster without admin roles."""
+
+
+def no_admin_warning(arns: tuple[str, ...], *, key: str = "admin_role_arns") -> str | None:
+    """The warning for a cluster with no admin role (``None``: ``arns`` names one): the app
+    grants no person's role cluster-admin through an access entry."""
+    if arns:
+        return None
+    return (
+        f"{key} is empty: the cluster gets no admin access entry, so no person's role is "
+        f"granted kubectl access to it. Fix: list your administrators' IAM roles, e.g. -c {key}="
+        f"arn:aws:iam::<account>:role/<name>[,...] or {key} in cdk.json"
+    )

@@ -44,6 +44,7 @@ def prepare_deployments(
     load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
     prometheus_query_url: str | None = None,
     image_registry: str | None = None,
+    where: str = f"cdk.json:/context/{CONTEXT_KEY}",
 ) -> tuple[AppDeployment, ...]:
     """Each ``reference_deployments`` entry prepared (no CDK app needed): the entry's account,
     region and profile, else ``defaults``; every entry with ``load_balancer_cidrs`` (the
@@ -51,14 +52,16 @@ def prepare_deployments(
     render context's default) and ``prometheus_query_url`` (where autoscaled entries' scalers
     read metrics: the cluster's Prometheus workspace, e.g. ``IServingCluster``'s; default
     ``None``: an autoscaled eks entry is refused) and ``image_registry`` (the cluster's ECR
-    registry with its pull through cache; default ``None``: images as given); all problems at
-    once."""
+    registry with its pull through cache; default ``None``: images as given); ``where``: where
+    the list came from, its entries' problems name ``<where>/<index>`` (default
+    ``cdk.json:/context/reference_deployments``; ``-c reference_deployments`` for the CLI's
+    text); all problems at once."""
     problems: list[Problem] = []
     found: list[AppDeployment] = []
     for index, entry in enumerate(entries):
-        where = f"cdk.json:/context/{CONTEXT_KEY}/{index}"
+        entry_where = f"{where}/{index}"
         try:
-            loaded = spec_from_mapping(entry, where=where)
+            loaded = spec_from_mapping(entry, where=entry_where)
             context = RenderContext(
                 **{
                     key: getattr(loaded.context, key) or defaults.get(key)
@@ -74,10 +77,10 @@ def prepare_deployments(
                 raise loaded.locate(error) from None
         except MlccError as error:
             problems.extend(
-                p if p.where else dataclasses.replace(p, where=where) for p in error.problems
+                p if p.where else dataclasses.replace(p, where=entry_where) for p in error.problems
             )
             continue
-        found.append(AppDeployment(where=where, context=context, prepared=prepared))
+        found.append(AppDeployment(where=entry_where, context=context, prepared=prepared))
     problems += shared_host_problems(found)
     raise_if_any(problems)
     return tuple(found)
