@@ -81,7 +81,7 @@ def backend(name: object) -> dict[str, Any]:
         ("-cache", "cache"),
         ("cache.", "cache"),
         ("a" * 254, "a" * 253),
-        ("", "sglang-lmcache"),
+        ("", "lmcache"),
     ],
 )
 def test_a_name_that_is_not_dns_1123_is_refused(name: str, fix: str) -> None:

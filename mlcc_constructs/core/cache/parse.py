@@ -103,7 +103,7 @@ def parse_cache_backend(document: object, *, where: str = "") -> CacheBackendDoc
                     value=name,
                     allowed=f"lower-case letters, digits, '-' and '.', starting and ending "
                     f"with a letter or digit, at most {MAX_NAME} characters",
-                    fix="e.g. " + (_suggest(name) or "sglang-lmcache"),
+                    fix="e.g. " + (_suggest(name) or "lmcache"),
                 )
             )
     if "spec" not in document:
