@@ -206,6 +206,7 @@ def test_every_problem_of_a_spec_is_reported_at_once() -> None:
         f"{OV}/args/0",
         f"{OV}/suppressArgs/0",
         "/spec/lmCache/podLocal/server/image",
+        "/spec/lmCache/podLocal/server/resources/requests/memory",  # 5Gi above the 4Gi limit
         "/spec/lmCache/podLocal/server/resources/limits/memory",
     ]
 

@@ -49,6 +49,28 @@ ENDPOINT_FLAGS: dict[str, str] = {
 REQUIRED = ("engine", "model", "instance_type")
 
 
+class Once(argparse.Action):
+    """Store a flag that takes one value, and refuse a repeat as a usage error naming the flag
+    (argparse's own ``store`` keeps the last one silently: ``-f a.yaml -f b.yaml`` would render
+    only ``b.yaml``)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        seen: set[str] = namespace.__dict__.setdefault("_once_given", set())
+        if self.dest in seen:
+            flags = " / ".join(self.option_strings)
+            parser.error(
+                f"{flags} given more than once; it takes one value (fix: pass {flags} once)"
+            )
+        seen.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 class ReportingParser(argparse.ArgumentParser):
     """The parser of a command that reports JSON: a usage error (a missing option, an unknown
     flag, a bad choice) is a one-line ``mlcc: error:`` with exit 1, and the command's JSON

@@ -56,7 +56,7 @@ from mlcc_constructs.cli._adapter_checks import (
 )
 from mlcc_constructs.cli._adapter_inventory import no_pods, run_clean, run_list
 from mlcc_constructs.cli._api_key import add_api_key_options
-from mlcc_constructs.cli._common import ReportingParser, add_registry_options
+from mlcc_constructs.cli._common import Once, ReportingParser, add_registry_options
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
     from mlcc_constructs.ops.pods import PodResult
@@ -71,7 +71,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote = actions.add_parser("promote", help="promote a source to its canonical version")
     _add_adapter(promote)
     add_bucket_options(promote)
-    promote.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM)
+    promote.add_argument(
+        "--from", action=Once, dest="source", required=True, metavar="SRC", help=_FROM
+    )
     promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
     promote.add_argument("--source-job", default=None, help="the job that produced it")
     promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
@@ -86,7 +88,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         _add_adapter(sub)
         add_bucket_options(sub)
         _add_deployment(sub)
-        sub.add_argument("--from", dest="source", required=True, metavar="SRC", help=_FROM)
+        sub.add_argument(
+            "--from", action=Once, dest="source", required=True, metavar="SRC", help=_FROM
+        )
         if action != "plan":
             sub.add_argument("--dry-run", action="store_true", help="print the plan only")
         sub.set_defaults(func=run_deliver)

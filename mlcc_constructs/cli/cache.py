@@ -61,8 +61,19 @@ def run_reserved(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.cache import load_cache_backends
+    from mlcc_constructs.core.engines.manifests import builtin_engines
+    from mlcc_constructs.core.serving.resolve.cache_fit import engine_port_problems
+    from mlcc_constructs.core.support.errors import raise_if_any
 
-    for document in load_cache_backends(args.file):
+    documents = load_cache_backends(args.file)
+    raise_if_any(
+        problem
+        for document in documents
+        for problem in engine_port_problems(
+            document.spec, builtin_engines(), where=args.file, path="/spec"
+        )
+    )
+    for document in documents:
         spec = document.spec
         adapter = spec.adapter
         assert adapter is not None

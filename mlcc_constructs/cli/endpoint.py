@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.cli._adapter_checks import ReportedError, print_json, reported
 from mlcc_constructs.cli._api_key import add_api_key_options, api_key_problems
-from mlcc_constructs.cli._common import ReportingParser
+from mlcc_constructs.cli._common import Once, ReportingParser
 from mlcc_constructs.cli._inputs import (
     at_flag,
     checked,
@@ -57,6 +57,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     check.add_argument(
         "--name",
+        action=Once,
         default=None,
         help="the deployment to find with kubectl (the current kube context), instead of --url",
     )

@@ -22,7 +22,7 @@ from mlcc_constructs.cli._adapter_checks import (
     reported,
     s3_client,
 )
-from mlcc_constructs.cli._common import ReportingParser
+from mlcc_constructs.cli._common import Once, ReportingParser
 from mlcc_constructs.cli._inputs import checked
 from mlcc_constructs.core.support.errors import Problem
 
@@ -36,7 +36,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote.add_argument("name", help="the fine-tune's name")
     promote.add_argument("--project", required=True, help="project it belongs to")
     promote.add_argument(
-        "--from", dest="source", required=True, metavar="SRC", help="s3://bucket/prefix/ or .tar.gz"
+        "--from",
+        action=Once,
+        dest="source",
+        required=True,
+        metavar="SRC",
+        help="s3://bucket/prefix/ or .tar.gz",
     )
     promote.add_argument(
         "--base-model",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from mlcc_constructs.cli._common import (
+    Once,
     add_deployment_options,
     registry_from,
     spec_from_args,
@@ -51,6 +52,7 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-f",
         "--file",
+        action=Once,
         default=None,
         metavar="FILE",
         help="deployment spec file: one YAML or JSON mapping with the fields of "
@@ -64,7 +66,9 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="the target whose objects to render (default: eks)",
     )
-    parser.add_argument("--name", default=None, help="name of the objects (RFC 1035 label)")
+    parser.add_argument(
+        "--name", action=Once, default=None, help="name of the objects (RFC 1035 label)"
+    )
     parser.add_argument("--namespace", default=None, help="namespace (default: default)")
     parser.add_argument("--image", default=None, help="container image (default: pinned)")
     parser.add_argument("--replicas", type=int, default=None, help="pod replicas (default: 1)")

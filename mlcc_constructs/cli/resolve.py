@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from mlcc_constructs.cli._common import (
+    Once,
     add_deployment_options,
     registry_from,
     spec_from_args,
@@ -45,6 +46,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "-f",
         "--file",
+        action=Once,
         default=None,
         metavar="FILE",
         help="deployment spec file (as mlcc render -f): show what its rendered engine container "
@@ -52,6 +54,7 @@ def _add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--name",
+        action=Once,
         dest="pick",
         default=None,
         metavar="NAME",

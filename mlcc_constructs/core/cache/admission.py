@@ -169,8 +169,37 @@ def _override_problems(
     return problems
 
 
+def request_limit_problems(
+    resources: Mapping[str, Mapping[str, str | int]], where: str, path: str
+) -> list[Problem]:
+    """A request above its limit, per resource: the apiserver refuses such a pod ("must be less
+    than or equal to ... limit"; a request is what the scheduler reserves, a limit the cap,
+    https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/)."""
+    problems: list[Problem] = []
+    requests, limits = resources.get("requests", {}), resources.get("limits", {})
+    for name in sorted(set(requests) & set(limits)):
+        try:
+            request, limit = parse_quantity(requests[name]), parse_quantity(limits[name])
+        except ValueError:  # not a quantity: the field check reports it
+            continue
+        if request > limit:
+            problems.append(
+                Problem(
+                    message=f"requests.{name} is above limits.{name} ({limits[name]}): "
+                    "Kubernetes refuses a container whose request exceeds its limit",
+                    where=where,
+                    pointer=path + json_pointer("resources", "requests", name),
+                    value=requests[name],
+                    allowed=f"at most limits.{name}, {limits[name]}",
+                    fix=f"lower requests.{name} or raise limits.{name}",
+                )
+            )
+    return problems
+
+
 def _server_problems(server: PodLocalServer, where: str, path: str) -> list[Problem]:
     problems = rule_problems(server, pointer=path, where=where)  # the image's digest pin
+    problems += request_limit_problems(server.resources, where, path)
     mp = mp_server()
     if server.port == mp.http_port:
         problems.append(
@@ -245,6 +274,8 @@ def _remote_problems(remote: RemoteStorage, where: str, path: str) -> list[Probl
             )
         )
     redis = remote.redis
+    if redis is not None and redis.resources is not None:
+        problems += request_limit_problems(redis.resources, where, f"{path}/redis")
     if redis is not None and redis.tls_ca_certificate is not None:
         problems.append(
             Problem(
@@ -377,5 +408,6 @@ __all__ = (
     "as_admission",
     "leading_token",
     "remember",
+    "request_limit_problems",
     "split_endpoint",
 )

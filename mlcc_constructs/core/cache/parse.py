@@ -7,6 +7,7 @@ Admission problems that restate a parse problem (same field or one inside it) ar
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -20,6 +21,16 @@ from mlcc_constructs.core.cache.spec import (
 )
 from mlcc_constructs.core.support.documents import parse_yaml, read_text
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
+
+# Object names are DNS-1123 subdomains:
+# https://kubernetes.io/docs/concepts/overview/working-with-objects/names/
+MAX_NAME = 253
+DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+def _suggest(name: str) -> str:
+    """``name`` as a DNS-1123 subdomain (lower case, other characters as ``-``), or ``""``."""
+    return re.sub(r"[^-a-z0-9.]+", "-", name.lower()).strip("-.")[:MAX_NAME].strip("-.")
 
 
 def _merge(parse: list[Problem], admission: list[Problem]) -> list[Problem]:
@@ -83,6 +94,18 @@ def parse_cache_backend(document: object, *, where: str = "") -> CacheBackendDoc
     else:
         name = metadata["name"]
         namespace = metadata.get("namespace")
+        if len(name) > MAX_NAME or not DNS1123_SUBDOMAIN.match(name):
+            problems.append(
+                Problem(
+                    message="not a Kubernetes object name (DNS-1123 subdomain)",
+                    where=where,
+                    pointer="/metadata/name",
+                    value=name,
+                    allowed=f"lower-case letters, digits, '-' and '.', starting and ending "
+                    f"with a letter or digit, at most {MAX_NAME} characters",
+                    fix="e.g. " + (_suggest(name) or "lmcache"),
+                )
+            )
     if "spec" not in document:
         problems.append(
             Problem(

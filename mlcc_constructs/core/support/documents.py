@@ -7,7 +7,10 @@ Every user-given file (spec files, CacheBackend files, engine manifests) goes th
   offset, not a traceback;
 * a duplicate key is an error naming both places (YAML and JSON parsers otherwise keep the last
   one silently, so a file can say one thing and do another);
-* a syntax error names the line and column.
+* a syntax error names the line and column;
+* a file is read up to :data:`MAX_DOCUMENT_BYTES` (``-f /dev/zero`` would read forever) and
+  nested up to :data:`MAX_NESTING` levels (deeper nesting would exhaust Python's stack);
+* the path ``-`` is standard input (``mlcc render -f -``).
 
 Schema checks of shipped data files use jsonschema (:func:`validate_document`).
 """
@@ -15,6 +18,7 @@ Schema checks of shipped data files use jsonschema (:func:`validate_document`).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,19 +27,47 @@ from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_p
 
 _UNREADABLE_FIX = "check the path and that you may read it"
 
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+"""The most bytes a user-given document may hold (4 MiB: a deployment spec is a few KiB)."""
+
+MAX_NESTING = 64
+"""The deepest nesting of mappings and lists a user-given document may have (a deployment
+spec nests about 6 levels)."""
+
+STDIN = "-"
+"""The path that means standard input."""
+
+STDIN_NAME = "<stdin>"
+"""How problems name a document read from standard input."""
+
+
+def _read_bytes(path: str | Path) -> bytes:
+    """At most :data:`MAX_DOCUMENT_BYTES` + 1 bytes of ``path`` (``-``: standard input)."""
+    if str(path) == STDIN:
+        return sys.stdin.buffer.read(MAX_DOCUMENT_BYTES + 1)
+    with Path(path).open("rb") as stream:
+        return stream.read(MAX_DOCUMENT_BYTES + 1)
+
 
 def read_text(path: str | Path, *, what: str = "file") -> str:
     """The UTF-8 text of ``path``; a missing, unreadable, binary or non-UTF-8 file is an
-    :class:`MlccError` naming it."""
-    where = str(path)
+    :class:`MlccError` naming it (``-``: standard input)."""
+    where = STDIN_NAME if str(path) == STDIN else str(path)
     try:
-        data = Path(path).read_bytes()
+        data = _read_bytes(path)
     except IsADirectoryError as error:
         raise fail(f"the {what} is a folder, not a file", where=where) from error
     except OSError as error:
         raise fail(
             f"cannot read the {what}: {error.strerror or error}", where=where, fix=_UNREADABLE_FIX
         ) from error
+    if len(data) > MAX_DOCUMENT_BYTES:
+        raise fail(
+            f"the {what} is larger than {MAX_DOCUMENT_BYTES // (1024 * 1024)} MiB "
+            f"({MAX_DOCUMENT_BYTES} bytes), the most mlcc reads",
+            where=where,
+            fix="pass the YAML or JSON text file (not a device or a large data file)",
+        )
     nul = data.find(b"\x00")
     if nul >= 0:
         raise fail(
@@ -72,7 +104,9 @@ def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 def parse_json(text: str, *, where: str) -> Any:
     """JSON with duplicate keys refused; errors name the line and column."""
     try:
-        return json.loads(text, object_pairs_hook=_refuse_duplicates)
+        document = json.loads(text, object_pairs_hook=_refuse_duplicates)
+    except RecursionError:
+        raise _too_deep(where) from None
     except _DuplicateKey as error:
         raise fail(
             f"duplicate key {error.key!r}: JSON keeps only the last one",
@@ -85,6 +119,36 @@ def parse_json(text: str, *, where: str) -> Any:
             where=where,
             fix="fix the JSON syntax (a trailing comma or a missing quote is typical)",
         ) from error
+    check_nesting(document, where=where)
+    return document
+
+
+def _too_deep(where: str) -> MlccError:
+    return fail(
+        f"the document nests mappings or lists deeper than {MAX_NESTING} levels, the most "
+        "mlcc reads",
+        where=where,
+        fix="flatten the document (a deployment spec nests about 6 levels; is this the "
+        "right file?)",
+    )
+
+
+def check_nesting(document: Any, *, where: str) -> None:
+    """Refuse ``document`` when its mappings and lists nest deeper than :data:`MAX_NESTING`
+    (iterative, so a deep or self-referencing YAML document cannot exhaust the stack)."""
+    stack: list[tuple[Any, int]] = [(document, 1)]
+    deepest: dict[int, int] = {}  # id -> the deepest level it was seen at (shared YAML nodes)
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, dict | list):
+            continue
+        if depth > MAX_NESTING:
+            raise _too_deep(where)
+        if deepest.get(id(node), 0) >= depth:
+            continue
+        deepest[id(node)] = depth
+        children = node.values() if isinstance(node, dict) else node
+        stack.extend((child, depth + 1) for child in children)
 
 
 def parse_yaml(text: str, *, where: str) -> list[Any]:
@@ -96,6 +160,8 @@ def parse_yaml(text: str, *, where: str) -> list[Any]:
     loader = loader_class(text)
     try:
         documents = list(_documents(loader))
+    except RecursionError:
+        raise _too_deep(where) from None
     except yaml.reader.ReaderError as error:
         raise fail(
             f"not valid YAML: the character #x{error.character:04x} at offset {error.position} "
@@ -104,6 +170,8 @@ def parse_yaml(text: str, *, where: str) -> list[Any]:
             fix="remove the character (is this a text file?)",
         ) from error
     except yaml.YAMLError as error:
+        if "maximum nesting depth" in str(getattr(error, "problem", "")):  # libyaml's own limit
+            raise _too_deep(where) from None
         mark = getattr(error, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = " ".join(str(getattr(error, "problem", None) or error).split())  # one line
@@ -115,6 +183,8 @@ def parse_yaml(text: str, *, where: str) -> list[Any]:
         raise MlccError(
             Problem(message=message, where=where, fix="keep the key once") for message in duplicates
         )
+    for document in documents:
+        check_nesting(document, where=where)
     return documents
 
 

@@ -244,6 +244,10 @@ def prepare(
         raise MlccError(problems)
     assert image is not None and target is not None and secrets is not None  # checked above
     container = describe_container(spec, target, resolution, image, secrets, instances)
+    if cache is not None:
+        from mlcc_constructs.core.serving.resolve.cache_fit import node_memory_problems
+
+        raise_if_any(node_memory_problems(cache, container.requests, instances))
     # The cold start, once: the probes, the do-not-disrupt window and the ready timeout.
     cold = cold_start(
         size=model_size(

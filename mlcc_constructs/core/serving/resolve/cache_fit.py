@@ -3,10 +3,15 @@ and the target it is rendered for."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
+
 from mlcc_constructs.core.cache import Admission, CacheBackendSpec, admit, leading_token
+from mlcc_constructs.core.engines.manifests import EngineManifest
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target, target_names
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
+from mlcc_constructs.core.support.quantity import format_quantity, parse_quantity
 from mlcc_constructs.core.wrapper import flag_for, negation_prefix, off_flag
 
 POINTER = "/cache_backend"
@@ -58,6 +63,7 @@ def admit_for_deployment(
             )
         )
     manifest = resolution.manifest
+    problems += engine_port_problems(backend, [manifest])
     served = manifest.raw.get("cache_runtime")
     if served != backend.runtime:
         problems.append(
@@ -140,3 +146,68 @@ def configured_flags(resolution: Resolution) -> dict[str, str]:
         if field in manifest.launch:
             owned[manifest.launch[field]] = f"the engine manifest's launch.{field}"
     return owned
+
+
+def engine_port_problems(
+    backend: CacheBackendSpec,
+    manifests: Iterable[EngineManifest],
+    *,
+    where: str = "",
+    path: str = POINTER,
+) -> list[Problem]:
+    """The MP server's port equal to the port of an engine serving the backend's runtime
+    (``cache_runtime``): the sidecar shares the engine pod's network, so one of the two could
+    not listen."""
+    if backend.lm_cache is None:
+        return []
+    port = backend.lm_cache.server.port
+    return [
+        Problem(
+            message=f"is engine {manifest.engine!r}'s port: the MP server shares the engine's "
+            "pod network, so one of them could not listen",
+            where=where,
+            pointer=f"{path}/lmCache/podLocal/server/port",
+            value=port,
+            allowed=f"any port but {port}",
+            fix="pick another port, e.g. 5555",
+        )
+        for manifest in manifests
+        if manifest.raw.get("cache_runtime") == backend.runtime
+        and manifest.launch.get("port") == port
+    ]
+
+
+def node_memory_problems(
+    admission: Admission, engine_requests: Mapping[str, str], instances: Sequence[InstanceType]
+) -> list[Problem]:
+    """The engine container's memory (request = limit) plus the MP server sidecar's memory
+    limit (its larger value) above the node's memory (the instance catalog's ``memory_gib``):
+    the pod could not fit, or the sidecar's L1 would push the node out of memory."""
+    resources = admission.server.resources
+    sidecar = max(
+        (
+            parse_quantity(resources.get(kind, {}).get("memory", 0))
+            for kind in ("requests", "limits")
+        ),
+        default=parse_quantity(0),
+    )
+    engine = parse_quantity(engine_requests["memory"])
+    problems = []
+    for instance in instances:
+        node = parse_quantity(f"{instance.memory_gib}Gi")
+        if engine + sidecar > node:
+            problems.append(
+                Problem(
+                    message=f"the engine's memory ({format_quantity(engine)}) plus the MP "
+                    f"server's ({format_quantity(sidecar)}) is "
+                    f"{format_quantity(engine + sidecar)}, above {instance.name}'s "
+                    f"{instance.memory_gib}Gi",
+                    pointer=f"{POINTER}/lmCache/podLocal/server/resources",
+                    value=format_quantity(sidecar),
+                    allowed=f"at most {format_quantity(node - engine)} for the MP server on "
+                    f"{instance.name}",
+                    fix="lower l1Capacity and the MP server's memory, or pick an instance type "
+                    "with more memory",
+                )
+            )
+    return problems

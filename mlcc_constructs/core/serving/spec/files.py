@@ -29,7 +29,14 @@ from mlcc_constructs.core.serving.spec.deployment import (
 )
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.serving.spec.gateway import ClaimRule, Gateway, JwtAuth
-from mlcc_constructs.core.support.documents import load_document, parse_json, parse_yaml, read_text
+from mlcc_constructs.core.support.documents import (
+    STDIN,
+    STDIN_NAME,
+    load_document,
+    parse_json,
+    parse_yaml,
+    read_text,
+)
 from mlcc_constructs.core.support.errors import (
     MlccError,
     Problem,
@@ -266,8 +273,9 @@ def load_spec_document(path: str | Path) -> dict[str, Any]:
 
 def load_spec_documents(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
     """The deployments of a spec file, each with where it is: one mapping (``FILE``), a list
-    of mappings or several YAML documents (``FILE#0``, ``FILE#1``...)."""
-    where = str(path)
+    of mappings or several YAML documents (``FILE#0``, ``FILE#1``...). The path ``-`` reads
+    standard input (YAML, which JSON is a form of), named ``<stdin>``."""
+    where = STDIN_NAME if str(path) == STDIN else str(path)
     text = read_text(path, what="spec file")
     if where.endswith(".json"):
         documents = [parse_json(text, where=where)]
@@ -285,7 +293,14 @@ def load_spec_documents(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
         if not isinstance(document, dict)
     ]
     if not labelled:
-        bad.append(_not_a_mapping(None, where))
+        bad.append(
+            fail(
+                "the spec file holds no deployment (it is empty or an empty list)",
+                where=where,
+                fix="write one mapping ('engine: ...', 'model: ...', 'instance_type: ...') or "
+                "a list of them",
+            )
+        )
     if bad:
         raise MlccError(problem for error in bad for problem in error.problems)
     return labelled
