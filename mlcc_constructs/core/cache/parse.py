@@ -21,16 +21,12 @@ from mlcc_constructs.core.cache.spec import (
 )
 from mlcc_constructs.core.support.documents import parse_yaml, read_text
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
-
-# Object names are DNS-1123 subdomains:
-# https://kubernetes.io/docs/concepts/overview/working-with-objects/names/
-MAX_NAME = 253
-DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+from mlcc_constructs.core.support.kube_names import MAX_SUBDOMAIN, is_subdomain
 
 
 def _suggest(name: str) -> str:
     """``name`` as a DNS-1123 subdomain (lower case, other characters as ``-``), or ``""``."""
-    return re.sub(r"[^-a-z0-9.]+", "-", name.lower()).strip("-.")[:MAX_NAME].strip("-.")
+    return re.sub(r"[^-a-z0-9.]+", "-", name.lower()).strip("-.")[:MAX_SUBDOMAIN].strip("-.")
 
 
 def _merge(parse: list[Problem], admission: list[Problem]) -> list[Problem]:
@@ -94,7 +90,7 @@ def parse_cache_backend(document: object, *, where: str = "") -> CacheBackendDoc
     else:
         name = metadata["name"]
         namespace = metadata.get("namespace")
-        if len(name) > MAX_NAME or not DNS1123_SUBDOMAIN.match(name):
+        if not is_subdomain(name):
             problems.append(
                 Problem(
                     message="not a Kubernetes object name (DNS-1123 subdomain)",
@@ -102,7 +98,7 @@ def parse_cache_backend(document: object, *, where: str = "") -> CacheBackendDoc
                     pointer="/metadata/name",
                     value=name,
                     allowed=f"lower-case letters, digits, '-' and '.', starting and ending "
-                    f"with a letter or digit, at most {MAX_NAME} characters",
+                    f"with a letter or digit, at most {MAX_SUBDOMAIN} characters",
                     fix="e.g. " + (_suggest(name) or "lmcache"),
                 )
             )

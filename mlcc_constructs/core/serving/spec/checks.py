@@ -20,6 +20,7 @@ from mlcc_constructs.core.serving.spec.deployment import (
     SecretRef,
 )
 from mlcc_constructs.core.support.errors import Problem, json_pointer
+from mlcc_constructs.core.support.kube_names import MAX_SUBDOMAIN, is_subdomain
 
 INT32_MAX = 2**31 - 1
 """Kubernetes ``int32`` fields (replicas)."""
@@ -32,14 +33,10 @@ IMAGE = re.compile(
     rf"^(?:{_DOMAIN_PART}(?:\.{_DOMAIN_PART})*(?::[0-9]+)?/)?{_PATH_PART}(?:/{_PATH_PART})*"
     r"(?::[\w][\w.-]{0,127})?(?:@sha256:[0-9a-f]{64})?$"
 )
-_DNS1123_SUBDOMAIN = re.compile(
-    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
-)
 _CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
 # An OpenAI API model id: one token a client sends in JSON and an engine takes as one argument
 # (vLLM and SGLang take any text, Hugging Face ids included; whitespace would split it).
 SERVED_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$")
-_MAX_SUBDOMAIN = 253
 
 
 def spec_problems(spec: DeploymentSpec) -> list[Problem]:
@@ -95,7 +92,7 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
     for env_name, ref in spec.secret_env.items():
         if not isinstance(ref, SecretRef):
             continue  # a Secrets Manager secret: prepare's plan_secrets checks it
-        if len(ref.name) > _MAX_SUBDOMAIN or not _DNS1123_SUBDOMAIN.match(ref.name):
+        if not is_subdomain(ref.name):
             problems.append(
                 Problem(
                     message="not a Kubernetes Secret name (DNS-1123 subdomain)",
@@ -104,7 +101,7 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                     allowed="lower-case letters, digits, '-' and '.', at most 253",
                 )
             )
-        if len(ref.key) > _MAX_SUBDOMAIN or not _CONFIG_KEY.match(ref.key):
+        if len(ref.key) > MAX_SUBDOMAIN or not _CONFIG_KEY.match(ref.key):
             problems.append(
                 Problem(
                     message="not a Secret key",
