@@ -619,7 +619,17 @@ def test_surge_node_the_new_pod_never_becomes_ready(
     cluster.stub.assert_no_pending_responses()
 
 
+@pytest.fixture(params=["default", "ignored"])
+def inherited_sigint(request: pytest.FixtureRequest) -> Iterator[None]:
+    """SIGINT as the process found it: Python's default, or ignored (nohup, some CI runners)."""
+    handler = signal.default_int_handler if request.param == "default" else signal.SIG_IGN
+    previous = signal.signal(signal.SIGINT, handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
 @pytest.mark.parametrize("interrupt", ["SIGINT", "SIGTERM"])
+@pytest.mark.usefixtures("inherited_sigint")
 def test_surge_node_interrupted_after_the_increase(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], interrupt: str
 ) -> None:
@@ -633,14 +643,16 @@ def test_surge_node_interrupted_after_the_increase(
     cluster.describe(1)
     cluster.clock.interrupt_at = 1  # while waiting for the node
     cluster.clock.interrupt_with = interrupt
+    # The handlers found at start are put back, whatever they were: a process launched with
+    # SIGINT ignored (nohup, some CI runners) keeps SIG_IGN.
+    found = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     code, out, err = run(capsys, "rollout", "apply", *ARGS, "--surge-node")
     assert (code, out) == (1, "")
     assert err.splitlines()[-1] == (
         f"mlcc: error: interrupted ({interrupt}) during the surge rollout (fix: instance group "
         f"'workers' is at its count of 1 (removed {B}: it never joined the Kubernetes cluster))"
     )
-    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # the handlers are put back
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert {sig: signal.getsignal(sig) for sig in found} == found
     cluster.stub.assert_no_pending_responses()
 
 
