@@ -53,8 +53,9 @@ lint: bootstrap
 test: bootstrap scan-bootstrap lint
 	$(BIN)/pytest -n auto
 
+# QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
 bench: bootstrap
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
 
 clean:
 	rm -rf cdk.out dist .pytest_cache .mypy_cache .ruff_cache

@@ -423,26 +423,60 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,50"}
+"""``--quick`` (``make bench QUICK=1``): fewer runs and sizes; the sections that need a fresh
+clone or many minutes (the test suite, libraries vs ours) are left to the full run."""
+QUICK_SKIPS = ("test suite", "libraries vs ours")
+
+
+def _previous(out: Path) -> dict[str, Any]:
+    """The sections of an earlier run still in ``out`` (a partial run updates only its own)."""
+    try:
+        earlier = json.loads(out.read_text())
+    except (OSError, ValueError):
+        return {}
+    sections = earlier.get("benchmarks") if isinstance(earlier, dict) else None
+    return sections if isinstance(sections, dict) else {}
+
+
+def _write(out: Path, results: dict[str, Any]) -> None:
+    """Write ``results`` whole (a temporary file renamed), so a reader never sees half a file."""
+    partial = out.with_suffix(".json.partial")
+    partial.write_text(json.dumps(results, indent=2) + "\n")
+    partial.replace(out)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--runs", type=int, default=5, help="measured runs per figure (>= 5)")
-    parser.add_argument("--peer-sizes", default="1,10,100,500", help="deployments, peer")
-    parser.add_argument("--scale-sizes", default="1,10,100,200", help="deployments, scale curve")
+    parser.add_argument("--runs", type=int, default=None, help="measured runs per figure (5)")
+    parser.add_argument("--peer-sizes", default=None, help="deployments, peer (1,10,100,500)")
+    parser.add_argument(
+        "--scale-sizes", default=None, help="deployments, scale curve (1,10,100,200)"
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help=f"{QUICK['runs']} runs, peer sizes {QUICK['peer_sizes']}, scale sizes "
+        f"{QUICK['scale_sizes']}, without {' and '.join(QUICK_SKIPS)} (make bench QUICK=1)",
+    )
     parser.add_argument(
         "--only", default=None, help="comma-separated sections (default: all), e.g. peer,cli"
     )
     parser.add_argument("--out", default=str(REPO / "benchmarks" / "results.json"))
     parser.add_argument("--plan-out", default=str(PLAN_OUT), help="the cold-start plans' file")
     args = parser.parse_args(argv)
-    peer_sizes = [int(s) for s in args.peer_sizes.split(",")]
-    scale_sizes = [int(s) for s in args.scale_sizes.split(",")]
+    defaults = QUICK if args.quick else {"runs": 5, "peer_sizes": "1,10,100,500",
+                                         "scale_sizes": "1,10,100,200"}  # fmt: skip
+    runs = args.runs or int(defaults["runs"])
+    peer_sizes = [int(s) for s in (args.peer_sizes or str(defaults["peer_sizes"])).split(",")]
+    scale_sizes = [int(s) for s in (args.scale_sizes or str(defaults["scale_sizes"])).split(",")]
     steps: dict[str, Callable[[], dict[str, Any]]] = {
-        "cli start-up": lambda: cli_startup(args.runs),
-        "peer (helm template)": lambda: peer(args.runs, peer_sizes),
-        "synth vs floor": lambda: synth_vs_floor(args.runs),
-        "serving scale curve": lambda: scale_curve(args.runs, scale_sizes),
-        "test suite": lambda: test_suite(args.runs),
-        "libraries vs ours": lambda: libraries_vs_ours(args.runs),
+        "cli start-up": lambda: cli_startup(runs),
+        "peer (helm template)": lambda: peer(runs, peer_sizes),
+        "synth vs floor": lambda: synth_vs_floor(runs),
+        "serving scale curve": lambda: scale_curve(runs, scale_sizes),
+        "test suite": lambda: test_suite(runs),
+        "libraries vs ours": lambda: libraries_vs_ours(runs),
     }
     wanted = set(args.only.split(",")) if args.only else None
     plans: dict[str, Any] | None = None
@@ -453,25 +487,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(plan_lines(plans))
             print(f"\nwrote {os.path.relpath(args.plan_out, REPO)}")
             return 0
-    benchmarks: dict[str, Any] = {}
-    for name, step in steps.items():
-        if wanted is not None and not any(name.startswith(w) for w in wanted):
-            continue
-        print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        benchmarks[name] = step()
-    results = {
-        "command": "make bench",
+    out = Path(args.out)
+    benchmarks = _previous(out)
+    results: dict[str, Any] = {
+        "command": "make bench" + (" QUICK=1" if args.quick else ""),
         "machine": {
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "platform": platform.platform(),
         },
-        "runs": args.runs,
+        "runs": runs,
         "benchmarks": benchmarks,
     }
     if plans is not None:
         results["cold_start_plan"] = {"file": os.path.relpath(args.plan_out, REPO), **plans}
-    Path(args.out).write_text(json.dumps(results, indent=2) + "\n")
+    for name, step in steps.items():
+        if wanted is not None and not any(name.startswith(w) for w in wanted):
+            continue
+        if args.quick and name in QUICK_SKIPS:
+            print(f"bench: {name}: left to the full run (--quick)", file=sys.stderr)
+            continue
+        print(f"bench: {name} ...", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        section = step()
+        section["measured_at"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        section["runs"] = runs
+        section["section_seconds"] = round(time.perf_counter() - started, 1)
+        benchmarks[name] = section
+        _write(out, results)  # section by section: a long run leaves what it measured
+        print(f"bench: {name}: done in {section['section_seconds']} s", file=sys.stderr)
+    _write(out, results)
     print(table(results))
     if plans is not None:
         print("\n" + plan_lines(plans))
