@@ -164,11 +164,15 @@ def test_render_reads_the_same_spec_from_stdin_as_from_its_file(
     assert capsys.readouterr().out == from_file
 
 
-@pytest.mark.parametrize("text", ["[]", "", "---\n", "# only a comment\n", "---\n---\n"])
-@pytest.mark.parametrize("suffix", [".yaml", ".json"])
-def test_no_deployment_is_named_as_such(tmp_path: Path, text: str, suffix: str) -> None:
-    if suffix == ".json" and text != "[]":
-        pytest.skip("not JSON")
+EMPTY_YAML = ["[]", "", "---\n", "# only a comment\n", "---\n---\n"]
+EMPTY_JSON = ["[]", "", " \n\t\n"]
+
+
+@pytest.mark.parametrize(
+    ("suffix", "text"),
+    [(".yaml", text) for text in EMPTY_YAML] + [(".json", text) for text in EMPTY_JSON],
+)
+def test_no_deployment_is_named_as_such(tmp_path: Path, suffix: str, text: str) -> None:
     path = tmp_path / f"empty{suffix}"
     path.write_text(text, encoding="utf-8")
     with pytest.raises(MlccError) as raised:

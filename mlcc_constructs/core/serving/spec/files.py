@@ -277,8 +277,8 @@ def load_spec_documents(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
     standard input (YAML, which JSON is a form of), named ``<stdin>``."""
     where = STDIN_NAME if str(path) == STDIN else str(path)
     text = read_text(path, what="spec file")
-    if where.endswith(".json"):
-        documents = [parse_json(text, where=where)]
+    if where.endswith(".json"):  # an empty JSON file holds no deployment, as in YAML
+        documents = [parse_json(text, where=where)] if text.strip() else []
     else:
         documents = [d for d in parse_yaml(text, where=where) if d is not None]
     if len(documents) == 1 and isinstance(documents[0], list):
