@@ -84,6 +84,7 @@ class Behaviour:
     key: str | None = KEY
     models_delay: float = 0.0
     models_body: str | None = None
+    models_drip: float = 0.0  # seconds between the bytes of the model list
     redirect: tuple[int, str] | None = None
     chat_models: set[str] | None = None  # None: every listed model
     content_type: str = "text/event-stream"
@@ -151,7 +152,21 @@ class StandIn:
                     self.wfile.write(body)
                     return
                 data = [{"id": m, "object": "model", "owned_by": "vllm"} for m in b.models]
+                if b.models_drip:
+                    self._drip(json.dumps({"object": "list", "data": data}).encode())
+                    return
                 self._json(200, {"object": "list", "data": data})
+
+            def _drip(self, body: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                for index in range(len(body)):
+                    self.wfile.write(body[index : index + 1])
+                    self.wfile.flush()
+                    if stand_in.release.wait(stand_in.behaviour.models_drip):
+                        return
 
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)

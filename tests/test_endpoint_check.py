@@ -232,6 +232,17 @@ def test_a_timeout(capsys: pytest.CaptureFixture[str], server: StandIn) -> None:
     assert (code, report["status"], report["calls"][0]["ms"] < 2000) == (1, None, True)
 
 
+def test_a_dripping_answer_is_cut_at_the_deadline(
+    capsys: pytest.CaptureFixture[str], server: StandIn
+) -> None:
+    server.behaviour.models_drip = 0.1  # the model list (~100 bytes) would take over 10 s
+    code, report, errors = check(capsys, *by_url(server, "--timeout", "1"))
+    assert errors == [
+        f"GET {server.url}/v1/models: no answer within 1 s (fix: raise --timeout, or {UNREACHABLE})"
+    ]
+    assert (code, report["status"], report["calls"][0]["ms"] < 5000) == (1, 200, True)
+
+
 def test_no_first_token_within_the_timeout(
     capsys: pytest.CaptureFixture[str], server: StandIn
 ) -> None:

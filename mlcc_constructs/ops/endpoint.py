@@ -248,9 +248,16 @@ class EndpointCheck:
     def _body(self, timed: _Timed) -> str:
         """The whole (non-streaming) answer; the call is then on the record."""
         assert timed.response is not None
+        data = b""
         try:
-            self._remaining(timed)
-            data = timed.response.read(MAX_BODY)
+            # chunk by chunk, each bounded by what is left: one read() of the whole body
+            # waits per socket receive, so a dripping server could hold it past the deadline
+            while len(data) < MAX_BODY:
+                self._remaining(timed)
+                piece = timed.response.read1(MAX_BODY - len(data))
+                if not piece:
+                    break
+                data += piece
         except Exception as error:
             self._fail(self._transport_problem(error, timed.where, first=False, tokens=0))
         finally:
