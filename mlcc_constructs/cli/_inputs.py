@@ -9,7 +9,6 @@ the value (``--project`` rather than ``/project``).
 from __future__ import annotations
 
 import math
-import re
 import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterable
@@ -17,14 +16,13 @@ from dataclasses import replace
 from typing import Any, TypeVar
 
 from mlcc_constructs.core.support.errors import MlccError, Problem
+from mlcc_constructs.core.support.kube_names import MAX_LABEL, MAX_SUBDOMAIN, is_label, is_subdomain
 
 T = TypeVar("T")
 
 MAX_TIMEOUT = 3600.0
 """The longest ``--timeout`` accepted (seconds per pod call)."""
 # Kubernetes object names (DNS-1123 subdomain) and namespaces (DNS-1123 label).
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^(?=.{1,253}$)[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
 
 
 def at_flag(flag: str, problems: Iterable[Problem]) -> list[Problem]:
@@ -146,8 +144,7 @@ def dns_problems(flag: str, value: str | None, *, label: bool) -> list[Problem]:
     """A Kubernetes namespace (``label``) or object name."""
     if value is None:
         return []
-    pattern = _DNS_LABEL if label else _DNS_SUBDOMAIN
-    if pattern.match(value):
+    if (is_label if label else is_subdomain)(value):
         return []
     return [
         Problem(
@@ -156,7 +153,7 @@ def dns_problems(flag: str, value: str | None, *, label: bool) -> list[Problem]:
             value=value,
             allowed="lower-case letters, digits and '-'"
             + ("" if label else " or '.'")
-            + f", at most {63 if label else 253} characters",
+            + f", at most {MAX_LABEL if label else MAX_SUBDOMAIN} characters",
         )
     ]
 

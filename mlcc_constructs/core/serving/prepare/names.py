@@ -12,10 +12,9 @@ from dataclasses import dataclass
 
 from mlcc_constructs.core.platform.labels import MANAGED_BY as MANAGED_BY  # its old home
 from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.kube_names import MAX_LABEL, is_label, is_rfc1035_label
 
-MAX_NAME = 63
-_RFC1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+MAX_NAME = MAX_LABEL
 
 
 def name_problems(name: str | None, *, pointer: str = "/name") -> list[Problem]:
@@ -34,7 +33,7 @@ def name_problems(name: str | None, *, pointer: str = "/name") -> list[Problem]:
                 fix="pass --name, e.g. --name my-model",
             )
         ]
-    if len(name) > MAX_NAME or not _RFC1035_LABEL.match(name):
+    if not is_rfc1035_label(name):
         suggestion = re.sub(r"[^a-z0-9-]+", "-", name.lower()).strip("-")[:MAX_NAME].rstrip("-")
         if suggestion and not suggestion[0].isalpha():
             suggestion = ("m-" + suggestion)[:MAX_NAME].rstrip("-")
@@ -52,7 +51,7 @@ def name_problems(name: str | None, *, pointer: str = "/name") -> list[Problem]:
 
 def namespace_problems(namespace: str, *, pointer: str = "/namespace") -> list[Problem]:
     """Problems with a namespace name (DNS-1123 label)."""
-    if len(namespace) > MAX_NAME or not _DNS1123_LABEL.match(namespace):
+    if not is_label(namespace):
         return [
             Problem(
                 message="not a valid namespace name (DNS-1123 label)",
