@@ -74,7 +74,7 @@ _FLAG = re.compile(r"^--?[A-Za-z]")
 FLAG_SUFFIX = re.compile(r"^[A-Z0-9]+(?:_[A-Z0-9]+)*$")
 """The part of a ``<PREFIX>*`` key after the prefix that names a flag: upper-case words of
 letters and digits joined by single ``_``, so :func:`flag_for` gives one flag (``--a-b``) and
-no two keys give the same one (``VLLM_`` would give ``--``, ``VLLM_MODEL_`` ``--model-``)."""
+no two keys give the same one (a suffix ``_`` would give ``---``, ``MODEL_`` ``--model-``)."""
 
 
 class WrapperError(ValueError):

@@ -9,8 +9,9 @@ that places them reads them from here, and so does the rule that keeps a user's 
   ServiceAccount has an association (the deployment's role: Secrets Manager values, a streamed
   model); a user value would point the pod's AWS SDKs at other credentials.
 
-The engine's cache variables (manifest ``cache_dirs``) are not here: a deployment may set them
-itself and the library then leaves them alone (:mod:`.serving.prepare.engine_cache`).
+The engine's cache variables (manifest ``cache_dirs``) and a streamed model's region variables
+(manifest ``model_load.stream.env``) are not here: a deployment may set them itself and the
+library then leaves them alone (``serving/prepare/engine_cache.py``, ``prepare/deployment.py``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ HOME = "/home/mlcc"
 POD_ENV: tuple[tuple[str, str], ...] = (("HOME", HOME), ("USER", USER))
 """The variables every rendered engine container gets, in order."""
 POD_IDENTITY_ENV = ("AWS_CONTAINER_CREDENTIALS_FULL_URI", "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")
-"""The variables the EKS Pod Identity webhook injects (aws/amazon-eks-pod-identity-webhook
-pkg/handler; https://docs.aws.amazon.com/eks/latest/userguide/pod-id-how-it-works.html)."""
+"""The variables EKS sets in a pod with a Pod Identity association, which the AWS SDKs' container
+credential provider reads (https://docs.aws.amazon.com/sdkref/latest/guide/feature-container-credentials.html;
+aws/amazon-eks-pod-identity-webhook pkg/handler)."""
 WRAPPER_PREFIX = CONTROL_PREFIX
 """The wrapper's variables' prefix (the wrapper, stdlib-only, owns the value)."""
