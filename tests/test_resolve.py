@@ -426,7 +426,7 @@ BAD_SPECS = [
         "invalid env name",
         {"env": {"1BAD": "x"}},
         "/env/1BAD: not an environment variable name (got '1BAD'; allowed: letters, digits and "
-        "'_', not starting with a digit)",
+        "'_', not starting with a digit, at most 253)",
     ),
 ]
 

@@ -93,7 +93,8 @@ def test_entrypoint_without_engine_exits_2() -> None:
     assert "MLCC_ENGINE is not set" in out.stderr
 
 
-_suffix = st.from_regex(r"[A-Z][A-Z0-9_]{0,12}", fullmatch=True)
+# Flag-shaped suffixes (wrapper FLAG_SUFFIX): 'A_' or 'A__B' name no flag and are refused.
+_suffix = st.from_regex(r"[A-Z][A-Z0-9]{0,5}(_[A-Z0-9]{1,5}){0,2}", fullmatch=True)
 _value = st.one_of(
     st.sampled_from(["true", "false", "TRUE", "False"]),
     st.text(st.characters(codec="ascii", exclude_characters="\x00-"), min_size=1, max_size=8),

@@ -279,4 +279,33 @@ def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
             results.append(spec_from_layers(layers))
         except MlccError as error:
             results.append(error)
+    _note_plain_set_keys(args, [r for r in results if not isinstance(r, MlccError)])
     return results
+
+
+def _note_plain_set_keys(args: argparse.Namespace, specs: list[SpecFile]) -> None:
+    """Warn (stderr) once per ``--set`` key with no engine prefix and engine: it becomes plain
+    env, not a flag (the core's ``env_rules.plain_env_note``). Only for a deployment whose env
+    the core accepts: a refused key or value is left to its error."""
+    if not getattr(args, "set", None) or not specs:
+        return
+    import sys
+
+    from mlcc_constructs.core.serving.resolve.env_rules import plain_env_note
+    from mlcc_constructs.core.serving.resolve.settings import read_settings
+
+    given = set(parse_assignments(args.set))
+    notes: dict[str, None] = {}
+    try:
+        registry = registry_from(args)
+        for loaded in specs:
+            settings = read_settings(loaded.spec, registry)
+            if settings.problems:
+                continue
+            for key, _ in settings.plain:
+                note = plain_env_note(key, settings.manifest, registry) if key in given else None
+                notes.update({note: None} if note else {})
+    except MlccError:
+        return  # an unknown engine or a bad plugin: the command reports it
+    for note in notes:
+        print(f"mlcc: {note}", file=sys.stderr)

@@ -10,7 +10,8 @@ what a reviewer sees is exactly what the container runs.
 Rules (ADR-010): ``<PREFIX>FOO_BAR=v`` becomes ``--foo-bar v`` (``--foo_bar v`` for
 ``flag_style: snake``); ``true`` becomes the bare ``--foo-bar``; ``false`` becomes the
 engine's off form (``--no-foo-bar``) when the manifest declares one (``negation``), else
-nothing; an empty value is refused. A JSON array value (``["q_proj","v_proj"]``) is several
+nothing; an empty value is refused, and so is a key whose suffix is not a flag name
+(:data:`FLAG_SUFFIX`). A JSON array value (``["q_proj","v_proj"]``) is several
 values where the manifest declares ``list_values``: by default one flag then each element
 (``--foo-bar q_proj v_proj``), ``repeat`` gives one flag per element, ``verbatim`` passes the
 text as one argument. Flags come out sorted by env key, so the argv does not depend on the
@@ -37,6 +38,8 @@ from pathlib import Path
 from typing import Any
 
 BIND_ALL = "0.0.0.0"
+CONTROL_PREFIX = "MLCC_"
+"""The prefix of the wrapper's own variables (:data:`CONTROL_ENV`): no user key may take it."""
 ENGINE_ENV = "MLCC_ENGINE"
 """The engine's name."""
 MANIFEST_ENV = "MLCC_ENGINE_MANIFEST"
@@ -68,6 +71,10 @@ MANIFEST_KEYS = (
 so a field only the library reads (metrics, gateway, ...) rolls no pod."""
 
 _FLAG = re.compile(r"^--?[A-Za-z]")
+FLAG_SUFFIX = re.compile(r"^[A-Z0-9]+(?:_[A-Z0-9]+)*$")
+"""The part of a ``<PREFIX>*`` key after the prefix that names a flag: upper-case words of
+letters and digits joined by single ``_``, so :func:`flag_for` gives one flag (``--a-b``) and
+no two keys give the same one (a suffix ``_`` would give ``---``, ``MODEL_`` ``--model-``)."""
 
 
 class WrapperError(ValueError):
@@ -162,6 +169,11 @@ def engine_flags(
         suffix, value = key[len(prefix) :], env[key]
         if not suffix:
             raise WrapperError(f"{key}: the bare prefix names no flag; use {prefix}<FLAG_NAME>")
+        if not FLAG_SUFFIX.match(suffix):
+            raise WrapperError(
+                f"{key}: {suffix!r} names no flag (upper-case letters and digits, words joined "
+                f"by single '_'); use {prefix}<FLAG_NAME>, e.g. {prefix}MAX_NUM_SEQS"
+            )
         flag = flag_for(suffix, flag_style)
         if value == "":
             raise WrapperError(

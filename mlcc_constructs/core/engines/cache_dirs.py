@@ -13,12 +13,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from mlcc_constructs.core.support.container_env import POD_ENV, WRAPPER_PREFIX
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 
-RESERVED_ENV = frozenset({"HOME", "USER"})
+RESERVED_ENV = frozenset(name for name, _ in POD_ENV)
 """Variables the rendered pod sets itself: no cache may claim them."""
-WRAPPER_ENV_PREFIX = "MLCC_"
-"""The wrapper's own variables (never passed on to the engine)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -67,8 +66,8 @@ def cache_dir_problems(document: Mapping[str, Any], where: str) -> list[Problem]
         reason = None
         if env in RESERVED_ENV:
             reason = "the rendered pod sets this variable itself"
-        elif env.startswith(WRAPPER_ENV_PREFIX):
-            reason = f"{WRAPPER_ENV_PREFIX}* variables are the wrapper's own"
+        elif env.startswith(WRAPPER_PREFIX):
+            reason = f"{WRAPPER_PREFIX}* variables are the wrapper's own"
         elif env in flag_keys:
             reason = f"it is the flag key of capability {flag_keys[env]!r}"
         elif env == api_key_env:

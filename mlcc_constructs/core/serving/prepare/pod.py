@@ -66,16 +66,13 @@ from mlcc_constructs.core.serving.prepare.secrets import (
     SecretsPlan,
 )
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
+from mlcc_constructs.core.support.container_env import HOME, POD_ENV
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.cache.admission import Admission
 
 CONFIG_HASH_ANNOTATION = "mlcc-constructs/config-hash"
-USER = "mlcc"
-"""``USER`` for UID 1000: images have no passwd entry for it, and getpass.getuser() (torch
-inductor, triton caches) fails without one."""
 RUN_AS = 1000
-HOME = "/home/mlcc"
 MODEL_VOLUME = "model-weights"
 WRAPPER_VOLUME = "mlcc-wrapper"
 SHM_MAX_GIB = 16
@@ -142,7 +139,7 @@ def _template(
     env = plain_env(box.wrapper_env)
     if not box.delivers_env:  # args delivery: the engine's own variables (flags carry the rest)
         env += plain_env(tuple(box.engine_env.items()))
-    env += plain_env((("HOME", HOME), ("USER", USER)))
+    env += plain_env(POD_ENV)
     env += plain_env(box.cache_env)
     env += plain_env(box.plain_env)
     env += secret_env(box.secret_env)

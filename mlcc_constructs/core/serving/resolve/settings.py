@@ -7,22 +7,22 @@ problem of the input is collected, never raised alone.
 
 Each env key is exactly one of: a capability's user value (Tier 1 names it), a Tier-2 key
 forwarded verbatim (the engine's own variables among them), or plain env (no engine prefix).
+Every key and value first passes the one env rule (:mod:`.env_rules`), whatever layer it
+came from.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from mlcc_constructs.core.engines.manifests import EngineManifest, EngineRegistry, parse_version
 from mlcc_constructs.core.engines.values import TRUE, ValueChecks
+from mlcc_constructs.core.serving.resolve.env_rules import key_problem, value_problem
 from mlcc_constructs.core.serving.resolve.resolution import is_secret_name
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import Problem
-
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def label(pointer: str) -> str:
@@ -161,13 +161,11 @@ class _Reader:
     def _key_problem(self, key: str, value: str, pointer: str) -> Problem | None:
         """Why ``key`` cannot be an engine setting at all, if it cannot."""
         manifest = self.manifest
-        if not _ENV_NAME.match(key):
-            return Problem(
-                message="not an environment variable name",
-                pointer=pointer,
-                value=key,
-                allowed="letters, digits and '_', not starting with a digit",
-            )
+        shape = key_problem(
+            key, pointer, manifest=manifest, registry=self.registry, keys=self.spec.env
+        )
+        if shape is not None:
+            return shape
         if is_secret_name(key):
             return Problem(
                 message="looks like a credential: it would be stored in plain text in a "
@@ -188,6 +186,9 @@ class _Reader:
                 fix=f"rename it to {manifest.env_var_prefix}"
                 f"{key[len(owner.env_var_prefix) :]} or drop it",
             )
+        bad_value = value_problem(value, pointer)
+        if bad_value is not None:
+            return bad_value
         if value == "":
             return Problem(
                 message="empty value: an engine would receive a flag with no argument",
