@@ -89,7 +89,10 @@ def keys_under(s3: Any, prefix: L.S3Location) -> list[str]:
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
     """``mlcc ARGV``: exit code, stdout parsed as JSON (raw text when it is not), stderr."""
     capsys.readouterr()
-    code = main(list(argv))
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:  # a usage error: argparse exits (2)
+        code = int(exit_.code or 0)
     out, err = capsys.readouterr()
     try:
         parsed: Any = json.loads(out) if out.strip() else None

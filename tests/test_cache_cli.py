@@ -45,7 +45,9 @@ def test_reserved_vllm_table(capsys: pytest.CaptureFixture[str]) -> None:
 def test_reserved_json_lists_every_adapter(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = mlcc(capsys, "cache", "reserved", "--format", "json")
     assert code == 0
-    rows = json.loads(out)
+    report = json.loads(out)
+    assert (report["command"], report["ok"]) == ("cache reserved", True)
+    rows = report["adapters"]
     assert [(r["adapter"], r["runtime"]) for r in rows] == [
         ("vllm-lmcache-mp", "VLLM"),
         ("sglang-lmcache-mp", "SGLang"),

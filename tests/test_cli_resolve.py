@@ -83,7 +83,8 @@ def test_env_vllm_lora_has_no_companion_defaults_and_argv_has_bare_flag() -> Non
 def test_env_json_format_and_tier2() -> None:
     out = run("env", *SGLANG_LORA, "--set", "SGLANG_MAX_RUNNING_REQUESTS=32", "--format", "json")
     document = json.loads(out.stdout)
-    assert list(document) == ["env", "skipped", "warnings"]
+    assert list(document) == ["command", "ok", "env", "skipped", "warnings"]
+    assert (document["command"], document["ok"]) == ("env", True)
     assert list(document["env"])[-1] == "SGLANG_MAX_RUNNING_REQUESTS"
     assert document["skipped"] == []
 

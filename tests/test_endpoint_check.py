@@ -104,7 +104,8 @@ def test_a_slow_first_token_is_timed(capsys: pytest.CaptureFixture[str], server:
 
 
 def test_a_base_path_is_kept(capsys: pytest.CaptureFixture[str], server: StandIn) -> None:
-    code, report, errors = check(capsys, *by_url(server), "--url", server.url + "/llm/")
+    argv = ["--url", server.url + "/llm/", *by_url(server)[2:]]  # --url once: a repeat is refused
+    code, report, errors = check(capsys, *argv)
     assert errors == [
         f"GET {server.url}/llm/v1/models: 404 Not Found (fix: check --url: the "
         "OpenAI-compatible API is served at <url>/v1/ (a load balancer that routes only some "

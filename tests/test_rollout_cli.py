@@ -700,6 +700,17 @@ def test_surge_node_refuses_a_busy_group_before_changing_anything(
 # -- bad input: refused before anything is read or changed -----------------------------------
 
 
+def _replaced(argv: list[str], extra: list[str]) -> list[str]:
+    """``argv`` with ``extra``'s flag values in place of its own (a single-value flag may be
+    given once), ``extra``'s other flags appended."""
+    argv = list(argv)
+    flag, *values = extra
+    if flag in argv and len(values) == 1:
+        argv[argv.index(flag) + 1] = values[0]
+        return argv
+    return [*argv, *extra]
+
+
 @pytest.mark.parametrize(
     ("extra", "message"),
     [
@@ -738,7 +749,7 @@ def test_bad_input_is_refused_with_nothing_done(
     cluster: Cluster, capsys: pytest.CaptureFixture[str], extra: list[str], message: str
 ) -> None:
     cluster.kubectl("get nodes", ONE_NODE)
-    code, out, err = run(capsys, "rollout", "apply", *ARGS, *extra)
+    code, out, err = run(capsys, "rollout", "apply", *_replaced(ARGS, extra))
     assert (code, out, err) == (1, "", f"mlcc: error: {message}\n")
     assert not (cluster.folder / "calls.jsonl").exists()
 

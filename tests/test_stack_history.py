@@ -236,14 +236,14 @@ def test_layout_steps() -> None:
 
 
 def test_cli_refuses_mixed_forms(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["diff-guard", "--chain", str(tmp_path), "--expect", "x.json"]) == 1
+    assert main(["diff-guard", "--chain", str(tmp_path), "--expect", "x.json"]) == 2  # usage
     assert capsys.readouterr().err == (
         "mlcc: error: --chain: --chain checks a whole history: BEFORE, AFTER and --expect do "
         "not apply (fix: mlcc diff-guard --chain snapshots/<stack> --current "
         "cdk.out/<stack>.template.json)\n"
     )
-    assert main(["diff-guard", "a.json"]) == 1
+    assert main(["diff-guard", "a.json"]) == 2
     assert capsys.readouterr().err == (
-        "mlcc: error: mlcc diff-guard: diff-guard needs BEFORE, AFTER and --expect, or --chain "
+        "mlcc: error: diff-guard: diff-guard needs BEFORE, AFTER and --expect, or --chain "
         "DIR (fix: mlcc diff-guard BEFORE.json AFTER.json --expect EXPECTED.json)\n"
     )

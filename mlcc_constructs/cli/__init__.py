@@ -9,8 +9,8 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
 
+from mlcc_constructs.cli._parser import MlccParser, UsageError, failure_document
 from mlcc_constructs.core.support.errors import MlccError
 
 # Order is the order of `mlcc --help`.
@@ -49,17 +49,9 @@ COMMAND_OWNERS: dict[str, str] = {
 }
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse with mlcc's error lines: ``mlcc: error: ...`` after the usage, exit 2."""
-
-    def error(self, message: str) -> NoReturn:
-        self.print_usage(sys.stderr)
-        self.exit(2, f"mlcc: error: {self.prog}: {message}\n")
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The ``mlcc`` parser: every command group, or only the one that owns ``command``."""
-    parser = _Parser(
+    parser = MlccParser(
         prog="mlcc",
         description="Engine-aware configuration for serving LLMs on EKS and SageMaker HyperPod.",
     )
@@ -75,12 +67,14 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``mlcc``; returns the exit code (0 ok, 1 bad input or failed check, 2 usage)."""
+    """Run ``mlcc``; returns the exit code: 0 ok, 1 bad input or a failed check or call, 2 a
+    usage error (argparse's, which exits with it, or a handler's :class:`UsageError`). Every
+    error is one ``mlcc: error:`` line on stderr; a command printing JSON or YAML also prints
+    its failure report on stdout (:func:`~mlcc_constructs.cli._parser.failure_document`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv else None)
+    args = parser.parse_args(argv)
     try:
-        # inside: a command's own parser may report a usage error as an MlccError
-        args = parser.parse_args(argv)
         code: int = args.func(args)
     except BrokenPipeError:  # `mlcc ... | head`
         return 0
@@ -88,9 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = error_lines(error)
         if lines is None:
             raise  # a bug: keep its traceback
+        failure_document(args, error, lines)
         for line in lines:
             print(f"mlcc: error: {line}", file=sys.stderr)
-        return 1
+        return 2 if isinstance(error, UsageError) else 1
     return code
 
 

@@ -1,15 +1,14 @@
 """Input checks, clients and failure reports shared by ``mlcc adapter`` and ``mlcc model``.
 
 :func:`check` collects the problem of every value of an adapter command line (each located at
-its flag) and raises them at once, before the command's first side effect; :func:`reported`
-prints a command's JSON failure report for any bad input or S3 error.
+its flag) and raises them at once, before the command's first side effect (``mlcc`` prints
+the command's failure report: :func:`mlcc_constructs.cli._parser.failure_document`).
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
-import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,7 +19,6 @@ from mlcc_constructs.cli._inputs import (
     at_flag,
     checked,
     dns_problems,
-    failure_report,
     text_problems,
     timeout_problems,
     unique_pods,
@@ -32,53 +30,6 @@ if TYPE_CHECKING:
     from mlcc_constructs.core.adapters.deployment import Deployment, LiveState
     from mlcc_constructs.core.adapters.s3_layout import S3Location
     from mlcc_constructs.core.engines.manifests import EngineManifest
-
-
-def print_json(document: Any) -> None:
-    """One JSON document on stdout."""
-    print(json.dumps(document, indent=2))
-
-
-Handler = Callable[[argparse.Namespace], int]
-
-
-def reported(group: str) -> Callable[[Handler], Handler]:
-    """Print the command's JSON failure report (``{"command": "<group> <action>", "ok": false,
-    "errors"}``) for any bad input or S3 error, then let ``mlcc`` print the ``mlcc: error:``
-    lines (a bug keeps its traceback)."""
-
-    def wrap(handler: Handler) -> Handler:
-        @functools.wraps(handler)
-        def run(args: argparse.Namespace) -> int:
-            return _run_reported(group, handler, args)
-
-        return run
-
-    return wrap
-
-
-def _run_reported(group: str, handler: Handler, args: argparse.Namespace) -> int:
-    from mlcc_constructs.cli import error_lines
-
-    try:
-        return handler(args)
-    except ReportedError as error:
-        print_json({**error.document, "ok": False, "errors": [str(p) for p in error.problems]})
-        raise
-    except Exception as error:
-        lines = error_lines(error)
-        if lines is not None:
-            print_json(failure_report(f"{group} {args.action}", lines))
-        raise
-
-
-class ReportedError(MlccError):
-    """A failure whose JSON report the command built itself (it is printed instead of the
-    generic one)."""
-
-    def __init__(self, problems: list[Problem], document: dict[str, Any]) -> None:
-        super().__init__(problems)
-        self.document = document
 
 
 @dataclass

@@ -9,14 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.cli._adapter_checks import (
     Inputs,
-    ReportedError,
     check,
     live_state,
     pod_client,
-    print_json,
-    reported,
     s3_client,
 )
+from mlcc_constructs.cli._parser import ReportedError, emit
 from mlcc_constructs.core.support.errors import Problem
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
@@ -64,7 +62,6 @@ def _pods_json(answers: list[PodModels], loaded: list[LoadedAdapter]) -> list[di
     ]
 
 
-@reported("adapter")
 def run_list(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.adapters import s3_layout as layout
     from mlcc_constructs.core.adapters.integrity import damage_problems
@@ -88,20 +85,20 @@ def run_list(args: argparse.Namespace) -> int:
     )
     failed = [a for a in answers if not a.ok]
     bad = damaged_versions(entries)
-    if args.format == "table":
-        sys.stdout.write(inventory_table(entries))
-    else:
-        print_json(
-            {
-                "bucket": inputs.core_bucket,
-                "project": args.project,
-                "models": [m.uri for m in models],
-                "adapters": [e.to_json() for e in entries],
-                "pods": _pods_json(answers, loaded),
-                "failed_pods": [a.pod for a in failed],
-                "damaged": [v.keys.adapter.location.uri for v in bad],
-            }
-        )
+    emit(
+        args,
+        {
+            "bucket": inputs.core_bucket,
+            "project": args.project,
+            "models": [m.uri for m in models],
+            "adapters": [e.to_json() for e in entries],
+            "pods": _pods_json(answers, loaded),
+            "failed_pods": [a.pod for a in failed],
+            "damaged": [v.keys.adapter.location.uri for v in bad],
+        },
+        ok=not (failed or bad),
+        table=lambda: inventory_table(entries),
+    )
     for version in bad:
         uri = version.keys.adapter.location.uri
         lines = version.errors or [str(p) for p in damage_problems(uri, version.damage)]
@@ -112,7 +109,6 @@ def run_list(args: argparse.Namespace) -> int:
     return 1 if failed or bad else 0
 
 
-@reported("adapter")
 def run_clean(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.adapters.clean import (
         conflict_problems,
@@ -155,7 +151,7 @@ def run_clean(args: argparse.Namespace) -> int:
     }
     purge = args.delete_noncurrent and facts.versioning != "Off"
     if not plan.units and not (purge and facts.noncurrent_versions + facts.delete_markers):
-        print_json({**report, "status": "nothing to delete"})
+        emit(args, {**report, "status": "nothing to delete"})
         return 0
     problems = (
         conflict_problems(conflicts)
@@ -180,7 +176,7 @@ def run_clean(args: argparse.Namespace) -> int:
         )
     _summary(facts, purge=purge)
     if args.dry_run:
-        print_json({**report, "status": "dry-run"})
+        emit(args, {**report, "status": "dry-run"})
         return 0
     if not args.yes:
         print("Delete them? [y/N] ", end="", file=sys.stderr, flush=True)
@@ -197,7 +193,7 @@ def run_clean(args: argparse.Namespace) -> int:
     if purge:
         versions, markers = purge_noncurrent(s3, plan)
         report["purged"] = {"versions": versions, "delete_markers": markers}
-    print_json({**report, "status": "deleted"})
+    emit(args, {**report, "status": "deleted"})
     return 0
 
 

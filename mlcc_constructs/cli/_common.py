@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import json
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any
 
-from mlcc_constructs.core.support.errors import MlccError, Problem, fail
+from mlcc_constructs.core.support.errors import fail
 
 if TYPE_CHECKING:
     from mlcc_constructs.core.serving.spec.files import SpecFile
@@ -47,41 +46,6 @@ ENDPOINT_FLAGS: dict[str, str] = {
     "group": "load_balancer_group",
 }
 REQUIRED = ("engine", "model", "instance_type")
-
-
-class Once(argparse.Action):
-    """Store a flag that takes one value, and refuse a repeat as a usage error naming the flag
-    (argparse's own ``store`` keeps the last one silently: ``-f a.yaml -f b.yaml`` would render
-    only ``b.yaml``)."""
-
-    def __call__(
-        self,
-        parser: argparse.ArgumentParser,
-        namespace: argparse.Namespace,
-        values: Any,
-        option_string: str | None = None,
-    ) -> None:
-        seen: set[str] = namespace.__dict__.setdefault("_once_given", set())
-        if self.dest in seen:
-            flags = " / ".join(self.option_strings)
-            parser.error(
-                f"{flags} given more than once; it takes one value (fix: pass {flags} once)"
-            )
-        seen.add(self.dest)
-        setattr(namespace, self.dest, values)
-
-
-class ReportingParser(argparse.ArgumentParser):
-    """The parser of a command that reports JSON: a usage error (a missing option, an unknown
-    flag, a bad choice) is a one-line ``mlcc: error:`` with exit 1, and the command's JSON
-    failure report on stdout, like every other bad input."""
-
-    def error(self, message: str) -> NoReturn:
-        from mlcc_constructs.cli._inputs import failure_report  # only on an error: start-up
-
-        problem = Problem(message=message, where="command line", fix=f"see {self.prog} --help")
-        print(json.dumps(failure_report(self.prog.removeprefix("mlcc "), [problem]), indent=2))
-        raise MlccError(problem)
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:

@@ -13,7 +13,7 @@ import unicodedata
 import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from mlcc_constructs.core.support.errors import MlccError, Problem
 from mlcc_constructs.core.support.kube_names import MAX_LABEL, MAX_SUBDOMAIN, is_label, is_subdomain
@@ -156,8 +156,3 @@ def dns_problems(flag: str, value: str | None, *, label: bool) -> list[Problem]:
             + f", at most {MAX_LABEL if label else MAX_SUBDOMAIN} characters",
         )
     ]
-
-
-def failure_report(command: str, problems: Iterable[Problem | str]) -> dict[str, Any]:
-    """The JSON a reporting command prints on failure: the command and each error line."""
-    return {"command": command, "ok": False, "errors": [str(p) for p in problems]}

@@ -50,13 +50,17 @@ from mlcc_constructs.cli._adapter_checks import (
     check,
     deployment_of,
     live_state,
-    print_json,
-    reported,
     s3_client,
 )
 from mlcc_constructs.cli._adapter_inventory import no_pods, run_clean, run_list
 from mlcc_constructs.cli._api_key import add_api_key_options
-from mlcc_constructs.cli._common import Once, ReportingParser, add_registry_options
+from mlcc_constructs.cli._common import add_registry_options
+from mlcc_constructs.cli._parser import (
+    Once,
+    ReportingParser,
+    add_format_option,
+    emit,
+)
 
 if TYPE_CHECKING:  # the handlers import these lazily: keep `mlcc` start-up small
     from mlcc_constructs.ops.pods import PodResult
@@ -127,9 +131,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="read every file of each recorded version and check its sha256 against the record "
         "(default: sizes only, from the listing)",
     )
-    listing.add_argument(
-        "--format", choices=("json", "table"), default="json", help="json (default) or table"
-    )
     listing.set_defaults(func=run_list)
 
     clean = actions.add_parser(
@@ -154,6 +155,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "project's prefixes, permanently",
     )
     clean.set_defaults(func=run_clean)
+    for sub in actions.choices.values():
+        add_format_option(sub, default="json")
 
 
 _FROM = (
@@ -226,7 +229,6 @@ def _add_deployment(parser: argparse.ArgumentParser) -> None:
 # --- promote / add / update / plan / remove ---------------------------------------------
 
 
-@reported("adapter")
 def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.promotion import promote
 
@@ -243,11 +245,10 @@ def run_promote(args: argparse.Namespace) -> int:
         source_job=args.source_job,
         dry_run=args.dry_run,
     )
-    print_json(promotion.to_json())
+    emit(args, promotion.to_json())
     return 0
 
 
-@reported("adapter")
 def run_deliver(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.delivery import apply_delivery, plan_delivery
     from mlcc_constructs.ops.pods import PodClient, roll_out
@@ -269,7 +270,7 @@ def run_deliver(args: argparse.Namespace) -> int:
         base_model=args.base_model,
     )
     if args.action == "plan" or args.dry_run:
-        print_json({**plan.to_json(), "pods": pods})
+        emit(args, {**plan.to_json(), "pods": pods})
         return 0
     client = PodClient(deployment.adapter_api, timeout=inputs.timeout, api_key=inputs.api_key)
     applied = apply_delivery(s3, plan, deployment, base_model=args.base_model)
@@ -279,7 +280,6 @@ def run_deliver(args: argparse.Namespace) -> int:
     return _report(args, applied.to_json(), pods, results)
 
 
-@reported("adapter")
 def run_remove(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.delivery import remove_serving_copies
     from mlcc_constructs.ops.pods import PodClient, roll_out
@@ -291,7 +291,7 @@ def run_remove(args: argparse.Namespace) -> int:
     s3 = s3_client(args)
     if args.dry_run:
         deleted = remove_serving_copies(s3, deployment, args.name, dry_run=True)
-        print_json({"lora_name": args.name, "pods": pods, "delete": deleted})
+        emit(args, {"lora_name": args.name, "pods": pods, "delete": deleted})
         return 0
     client = PodClient(deployment.adapter_api, timeout=inputs.timeout, api_key=inputs.api_key)
     results = roll_out(client, pods, name=args.name, path=None, unload_first=True)
@@ -306,7 +306,8 @@ def _report(
     args: argparse.Namespace, document: dict[str, Any], pods: list[str], results: list[PodResult]
 ) -> int:
     failed = sorted({r.pod for r in results if not r.ok})
-    print_json({**document, "pods": [r.to_json() for r in results], "failed_pods": failed})
+    report = {**document, "pods": [r.to_json() for r in results], "failed_pods": failed}
+    emit(args, report, ok=not failed)
     if not pods:
         print(f"mlcc: warning: {no_pods(args)}: nothing loaded or unloaded", file=sys.stderr)
     for result in results:
@@ -318,7 +319,6 @@ def _report(
     return 1 if failed else 0
 
 
-@reported("adapter")
 def run_pack(args: argparse.Namespace) -> int:
     from mlcc_constructs.cli._inputs import checked, url_problems
     from mlcc_constructs.core.adapters import s3_layout as layout
@@ -329,5 +329,5 @@ def run_pack(args: argparse.Namespace) -> int:
     problems += checked("VERSION", lambda: layout.parse_adapter_version(args.version))[1]
     if problems:
         raise MlccError(problems)
-    print_json(pack_version(s3_client(args), args.version, dry_run=args.dry_run).to_json())
+    emit(args, pack_version(s3_client(args), args.version, dry_run=args.dry_run).to_json())
     return 0

@@ -1,7 +1,7 @@
 """``mlcc cache``: the CacheBackend runtime adapters' reserved sets, and admission of a
 CacheBackend YAML.
 
-- ``mlcc cache reserved [--runtime VLLM|SGLang] [--format table|json]`` prints every
+- ``mlcc cache reserved [--runtime VLLM|SGLang] [--format table|json|yaml]`` prints every
   adapter's reserved args and env: what ``spec.integration.engineOverrides`` may not touch.
 - ``mlcc cache check FILE`` parses and admits every CacheBackend in FILE; exit 1 with every
   problem (field path, adapter, reserved token) when one is refused.
@@ -10,7 +10,9 @@ CacheBackend YAML.
 from __future__ import annotations
 
 import argparse
-import json
+from typing import Any
+
+from mlcc_constructs.cli._parser import add_format_option, emit
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,17 +28,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     reserved.add_argument(
         "--runtime", choices=runtimes(), help="only this runtime (case-sensitive)"
     )
-    reserved.add_argument(
-        "--format",
-        choices=["table", "json"],
-        default="table",
-        help="table (default) or json",
-    )
+    add_format_option(reserved, default="table")
     reserved.set_defaults(func=run_reserved)
     check = actions.add_parser(
         "check", help="admit every CacheBackend in a YAML file (exit 1 with every problem)"
     )
     check.add_argument("file", metavar="FILE", help="CacheBackend YAML (multi-document is fine)")
+    add_format_option(check, default="table")
     check.set_defaults(func=run_check)
 
 
@@ -44,19 +42,22 @@ def run_reserved(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.cache.adapters import reserved_table
 
     rows = reserved_table(args.runtime)
-    if args.format == "json":
-        print(json.dumps(rows, indent=2))
-        return 0
+    emit(args, {"adapters": rows}, table=lambda: _reserved_text(rows))
+    return 0
+
+
+def _reserved_text(rows: list[dict[str, Any]]) -> str:
     table = [("ADAPTER", "RUNTIME", "TYPE", "KIND", "RESERVED")]
     for row in rows:
         for kind, key in (("arg", "reserved_args"), ("env", "reserved_env")):
             for token in row[key]:
                 table.append((row["adapter"], row["runtime"], row["type"], kind, token))
     widths = [max(len(line[i]) for line in table) for i in range(4)]
+    lines = []
     for line in table:
         cells = [cell.ljust(width) for cell, width in zip(line, widths, strict=False)]
-        print("  ".join([*cells, line[4]]))
-    return 0
+        lines.append("  ".join([*cells, line[4]]))
+    return "\n".join(lines) + "\n"
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -73,9 +74,13 @@ def run_check(args: argparse.Namespace) -> int:
             document.spec, builtin_engines(), where=args.file, path="/spec"
         )
     )
+    admitted = []
     for document in documents:
-        spec = document.spec
-        adapter = spec.adapter
+        adapter = document.spec.adapter
         assert adapter is not None
-        print(f"{args.file}: CacheBackend {document.name}: admitted ({adapter.label})")
+        admitted.append({"name": document.name, "adapter": adapter.label})
+    lines = [
+        f"{args.file}: CacheBackend {a['name']}: admitted ({a['adapter']})\n" for a in admitted
+    ]
+    emit(args, {"file": args.file, "admitted": admitted}, table=lambda: "".join(lines))
     return 0

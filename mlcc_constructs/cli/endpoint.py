@@ -17,15 +17,20 @@ import argparse
 import os
 from typing import TYPE_CHECKING, Any
 
-from mlcc_constructs.cli._adapter_checks import ReportedError, print_json, reported
 from mlcc_constructs.cli._api_key import add_api_key_options, api_key_problems
-from mlcc_constructs.cli._common import Once, ReportingParser
 from mlcc_constructs.cli._inputs import (
     at_flag,
     checked,
     text_problems,
     timeout_problems,
     url_problems,
+)
+from mlcc_constructs.cli._parser import (
+    Once,
+    ReportedError,
+    ReportingParser,
+    add_format_option,
+    emit,
 )
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
@@ -95,6 +100,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="trust only this CA certificate (PEM), e.g. the one the HyperPod inference "
         "operator wrote to the TLS bucket (default: the system's CAs)",
     )
+    add_format_option(check, default="json")
     check.set_defaults(func=run_check)
 
 
@@ -171,7 +177,6 @@ def _scheme_problems(url: str, ca_file: str | None) -> list[Problem]:
     return []
 
 
-@reported("endpoint")
 def run_check(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.serving.endpoint.answers import Outcome, report
     from mlcc_constructs.ops.endpoint import EndpointCheck, resolve
@@ -228,5 +233,5 @@ def run_check(args: argparse.Namespace) -> int:
     )
     if check.problems:
         raise ReportedError(check.problems, document)
-    print_json(document)
+    emit(args, document)
     return 0

@@ -18,12 +18,10 @@ import argparse
 from mlcc_constructs.cli._adapter_checks import (
     add_bucket_options,
     check,
-    print_json,
-    reported,
     s3_client,
 )
-from mlcc_constructs.cli._common import Once, ReportingParser
 from mlcc_constructs.cli._inputs import checked
+from mlcc_constructs.cli._parser import Once, ReportingParser, add_format_option, emit
 from mlcc_constructs.core.support.errors import Problem
 
 
@@ -53,6 +51,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote.add_argument("--source-job", default=None, help="the job that produced it")
     add_bucket_options(promote)
     promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
+    add_format_option(promote, default="json")
     promote.set_defaults(func=run_promote)
 
 
@@ -74,7 +73,6 @@ def _source_problems(args: argparse.Namespace) -> list[Problem]:
     return checked("--from", lambda: layout.parse_s3_uri(source, pointer=""))[1]
 
 
-@reported("model")
 def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.model_promotion import promote_model
 
@@ -91,5 +89,5 @@ def run_promote(args: argparse.Namespace) -> int:
         source_job=args.source_job,
         dry_run=args.dry_run,
     )
-    print_json(promotion.to_json())
+    emit(args, promotion.to_json())
     return 0

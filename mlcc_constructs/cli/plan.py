@@ -12,16 +12,16 @@ The model's size: the spec's ``model_bytes``, else, with ``--read-index``, the s
 command makes), else ``model_config``'s parameters x dtype bytes, else unknown.
 
 Output: JSON (default; on failure ``{"command": "plan", "ok": false, "errors"}`` too) or
-``--format table``. Bad input: one ``mlcc: error:`` line per problem on stderr, exit 1.
+``--format table`` or ``yaml``. Bad input: one ``mlcc: error:`` line per problem on stderr, exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any
 
+from mlcc_constructs.cli._parser import add_format_option, emit
 from mlcc_constructs.core.support.errors import MlccError, fail
 
 
@@ -37,9 +37,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "objects carry (the same numbers). Estimates, not measurements.",
     )
     add_spec_options(parser)
-    parser.add_argument(
-        "--format", choices=("json", "table"), default="json", help="json (default) or table"
-    )
+    add_format_option(parser, default="json")
     parser.add_argument(
         "--read-index",
         action="store_true",
@@ -53,19 +51,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from mlcc_constructs.cli import error_lines
-    from mlcc_constructs.cli._inputs import failure_report
-
-    try:
-        return _plan(args)
-    except Exception as error:
-        lines = error_lines(error)
-        if lines is not None and args.format == "json":
-            print(json.dumps(failure_report("plan", lines), indent=2))
-        raise
-
-
-def _plan(args: argparse.Namespace) -> int:
     from mlcc_constructs.cli._common import registry_from
     from mlcc_constructs.cli.render import spec_contexts
     from mlcc_constructs.core.serving.cold_start_plan import plan_document, plan_report, plan_table
@@ -90,10 +75,7 @@ def _plan(args: argparse.Namespace) -> int:
         raise MlccError(problems)
     for note in warnings:
         print(f"mlcc: {note}", file=sys.stderr)
-    if args.format == "table":
-        sys.stdout.write(plan_table(documents))
-    else:
-        print(json.dumps(plan_report(documents), indent=2))
+    emit(args, plan_report(documents), table=lambda: plan_table(documents))
     return 0
 
 

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from mlcc_constructs.cli._common import (
-    Once,
     add_deployment_options,
     registry_from,
     spec_from_args,
     spec_results,
 )
+from mlcc_constructs.cli._parser import Once
 from mlcc_constructs.core.platform.targets import kubernetes_target_names
 from mlcc_constructs.core.support.errors import MlccError, fail
 

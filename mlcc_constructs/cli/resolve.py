@@ -16,12 +16,12 @@ import sys
 from typing import Any
 
 from mlcc_constructs.cli._common import (
-    Once,
     add_deployment_options,
     registry_from,
     spec_from_args,
     specs_from_args,
 )
+from mlcc_constructs.cli._parser import Once, add_format_option, emit
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 
@@ -30,12 +30,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "env", help="print the env an engine receives (Tier 1, then Tier 2; -f: the container's)"
     )
     _add_options(env)
-    env.add_argument(
-        "--format",
-        choices=["env", "json"],
-        default="env",
-        help="env: KEY=VALUE lines (default); json: env, skipped capabilities and warnings",
-    )
+    add_format_option(env, default="env", extra=("env",))  # env: KEY=VALUE lines
     env.set_defaults(func=run_env)
     argv = subparsers.add_parser("argv", help="print the engine's argv as a JSON list")
     _add_options(argv)
@@ -170,11 +165,13 @@ def run_env(args: argparse.Namespace) -> int:
         env = tuple(resolution.env.items())
         skipped = [str(s) for s in resolution.skipped]
         warnings = list(resolution.warnings) + fit_warnings
-    if args.format == "json":
-        document = {"env": dict(env), "skipped": skipped, "warnings": warnings}
-        print(json.dumps(document, indent=2))
+    if args.format in ("json", "yaml"):
+        emit(args, {"env": dict(env), "skipped": skipped, "warnings": warnings})
         return 0
     _warn(skipped + warnings)
+    if args.format == "table":
+        emit(args, dict(env))
+        return 0
     for key, value in env:
         print(f"{key}={value}")
     return 0

@@ -19,6 +19,7 @@ import shutil
 import sys
 from typing import Any
 
+from mlcc_constructs.cli._parser import add_format_option, emit
 from mlcc_constructs.core.support.errors import MlccError, fail
 
 # DescribeCluster's ClusterName: a name or an ARN
@@ -77,6 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
             help="labels of the serving pods in the namespace (default: the target's pod name "
             "label, app=<name> on hyperpod-eks, set by the inference operator)",
         )
+        add_format_option(sub, default="table")
         sub.set_defaults(command_parser=sub)
     check.set_defaults(func=run_check)
     apply.add_argument(
@@ -244,7 +246,7 @@ def _check(args: argparse.Namespace) -> int:
         raise MlccError(
             stop_problem(result, cluster=args.cluster, surge_command=surge_command(args))
         )
-    print(result.summary)
+    _print(args, result.action, result.summary)
     return 0
 
 
@@ -278,7 +280,7 @@ def _apply(args: argparse.Namespace) -> int:
         if args.surge_node:
             _log(f"--surge-node is not needed: {result.summary}")
         apply_step()
-        print(f"{result.summary}; applied")
+        _print(args, result.action, f"{result.summary}; applied", applied=True)
         return 0
     if not args.surge_node:
         raise MlccError(
@@ -297,5 +299,14 @@ def _apply(args: argparse.Namespace) -> int:
         clock=_clock(),
         times=SurgeTimes(node=args.node_timeout, pods=args.pod_timeout),
     ).run()
-    print(f"{result.summary}; applied with a surge node ({done})")
+    _print(
+        args, result.action, f"{result.summary}; applied with a surge node ({done})", applied=True
+    )
     return 0
+
+
+def _print(args: argparse.Namespace, action: str, summary: str, *, applied: bool = False) -> None:
+    document: dict[str, Any] = {"action": action, "summary": summary}
+    if args.rollout_command == "apply":
+        document["applied"] = applied
+    emit(args, document, table=lambda: f"{summary}\n")

@@ -5,11 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
+
+from mlcc_constructs.cli._parser import add_format_option, emit
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("validate", help="check engine manifest files or plugin folders")
     parser.add_argument("paths", nargs="+", metavar="PATH", help="manifest.json or plugin folder")
+    add_format_option(parser, default="table")
     parser.set_defaults(func=run)
 
 
@@ -17,7 +21,8 @@ def run(args: argparse.Namespace) -> int:
     from mlcc_constructs.core.engines.manifests import EngineRegistry, load_manifest
     from mlcc_constructs.core.support.errors import MlccError
 
-    failed = False
+    checked: list[dict[str, Any]] = []
+    errors: list[str] = []
     folders = []
     for raw in args.paths:
         path = Path(raw)
@@ -26,19 +31,24 @@ def run(args: argparse.Namespace) -> int:
                 folders.append(path)
             else:
                 load_manifest(path)
-                print(f"ok: {path}")
+                checked.append({"path": str(path), "ok": True, "note": ""})
         except MlccError as error:
-            failed = True
-            for problem in error.problems:
-                print(f"mlcc: error: {problem}", file=sys.stderr)
+            errors += [str(p) for p in error.problems]
     if folders:
         # Folders are checked together: shadowing and duplicate prefixes span folders.
         try:
             registry = EngineRegistry.load(folders, use_env=False)
-            for folder in folders:
-                print(f"ok: {folder} ({len(registry)} engines in the registry)")
+            note = f"{len(registry)} engines in the registry"
+            checked += [{"path": str(f), "ok": True, "note": note} for f in folders]
         except MlccError as error:
-            failed = True
-            for problem in error.problems:
-                print(f"mlcc: error: {problem}", file=sys.stderr)
-    return 1 if failed else 0
+            errors += [str(p) for p in error.problems]
+    for line in errors:
+        print(f"mlcc: error: {line}", file=sys.stderr)
+    lines = [f"ok: {c['path']}" + (f" ({c['note']})" if c["note"] else "") for c in checked]
+    emit(
+        args,
+        {"checked": checked, "errors": errors},
+        ok=not errors,
+        table=lambda: "".join(f"{line}\n" for line in lines),
+    )
+    return 1 if errors else 0
