@@ -1,9 +1,12 @@
-"""First use: cdk.json opts out of CLI telemetry, rendered/ is ignored, ServingChart refuses a
-CDK scope."""
+"""First use: cdk.json opts out of CLI telemetry and holds no reserved ``aws:`` context key (the
+app turns stack traces off itself), rendered/ is ignored, ServingChart refuses a CDK scope,
+``mlcc rollout`` defaults to the target it rolls out."""
 
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import aws_cdk as cdk
@@ -28,6 +31,59 @@ def test_generated_folders_are_git_ignored(line: str) -> None:
     assert line in (REPO / ".gitignore").read_text(encoding="utf-8").splitlines()
 
 
+def test_cdk_json_holds_no_reserved_aws_context_key() -> None:
+    # The CDK CLI warns about every cdk.json context key starting with "aws:" (aws-cdk
+    # lib/cli/user-configuration.js, warnAboutContextKey), on every command.
+    settings = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))
+    assert [key for key in settings["context"] if key.startswith("aws:")] == []
+
+
+def test_the_cdk_cli_reads_cdk_json_without_a_warning() -> None:
+    # `cdk context` loads cdk.json as `cdk synth` does (the same reserved-key check) without
+    # running the app: whatever it prints on stderr is about our configuration.
+    env = {**os.environ, "CDK_DISABLE_CLI_TELEMETRY": "true"}
+    done = subprocess.run(
+        [str(REPO / "node_modules/.bin/cdk"), "context", "--no-notices", "--json"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert json.loads(done.stdout)["profile"] == "dev"
+
+
+@pytest.mark.parametrize(
+    ("given", "expected"),
+    [
+        ({}, True),  # the app's own default
+        ({"aws:cdk:disable-stack-trace": False}, False),  # -c wins
+        ({"aws:cdk:disable-creation-stack-traces": False}, True),
+    ],
+)
+def test_the_app_turns_stack_traces_off_unless_the_context_says(
+    given: dict[str, bool], expected: bool
+) -> None:
+    from stacks.app_context import TRACE_CONTEXT, quiet_stack_traces
+
+    app = cdk.App(context=given)
+    quiet_stack_traces(app)
+    assert app.node.try_get_context("aws:cdk:disable-stack-trace") is expected
+    for key in TRACE_CONTEXT:
+        assert app.node.try_get_context(key) is given.get(key, True)
+
+
+def test_the_app_records_no_creation_stack_trace() -> None:
+    from _cdk_app import BUCKETS_STACK, stack
+
+    buckets = stack(BUCKETS_STACK)
+    types = {entry.type for c in buckets.node.find_all() for entry in c.node.metadata}
+    assert "aws:cdk:logicalId" in types  # metadata is recorded, ...
+    assert not {t for t in types if "stack" in t.lower() or "trace" in t.lower()}  # ... no traces
+
+
 def _cdk_stack() -> constructs.Construct:
     return cdk.Stack(cdk.App(), "S")
 
@@ -48,3 +104,54 @@ def test_serving_chart_in_a_cdk8s_app_gets_past_the_scope_check() -> None:
     with pytest.raises(Exception) as caught:
         ServingChart(cdk8s.App(), "Chart", props=None)  # type: ignore[arg-type]
     assert "must be in a cdk8s App" not in str(caught.value)
+
+
+ROLLOUT_SPEC = [
+    "--engine", "vllm", "--model", "meta-llama/Llama-3.1-8B-Instruct",
+    "--instance-type", "ml.g5.12xlarge", "--name", "llama", "--cluster", "hp",
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("argv", "file_text", "target"),
+    [
+        (["rollout", "check", *ROLLOUT_SPEC], None, "hyperpod-eks"),
+        (["rollout", "apply", *ROLLOUT_SPEC], None, "hyperpod-eks"),
+        (["rollout", "check", *ROLLOUT_SPEC, "--target", "eks"], None, "eks"),
+        (["rollout", "check", "--cluster", "hp"], "target: eks\n", "eks"),  # the file's own
+        (["rollout", "check", "--cluster", "hp"], "", "hyperpod-eks"),
+        (
+            ["rollout", "check", "--cluster", "hp", "--target", "hyperpod-eks"],
+            "target: eks\n",
+            "hyperpod-eks",
+        ),
+        (["render", *ROLLOUT_SPEC[:-2]], None, "eks"),  # render's own default is unchanged
+    ],
+    ids=["check", "apply", "flag", "file", "file-without", "flag-over-file", "render"],
+)
+def test_rollout_defaults_to_the_target_it_rolls_out(
+    tmp_path: Path, argv: list[str], file_text: str | None, target: str
+) -> None:
+    from mlcc_constructs.cli import build_parser
+    from mlcc_constructs.cli._common import spec_from_args
+
+    if file_text is not None:
+        spec_file = tmp_path / "spec.yaml"
+        spec_file.write_text(
+            file_text + "engine: vllm\nmodel: meta-llama/Llama-3.1-8B-Instruct\n"
+            "instance_type: ml.g5.12xlarge\nname: llama\n",
+            encoding="utf-8",
+        )
+        argv = [*argv, "-f", str(spec_file)]
+    args = build_parser(argv[0]).parse_args(argv)
+    assert spec_from_args(args).spec.target == target
+
+
+def test_rollout_help_names_its_default_target() -> None:
+    from mlcc_constructs.cli import build_parser
+
+    parser = build_parser("rollout")
+    (rollout,) = (a for a in parser._actions if a.dest == "command")
+    check = rollout.choices["rollout"]._actions[-1].choices["check"]  # type: ignore[union-attr]
+    (option,) = (a for a in check._actions if "--target" in a.option_strings)
+    assert option.help is not None and "else hyperpod-eks" in option.help
