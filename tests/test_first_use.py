@@ -155,3 +155,134 @@ def test_rollout_help_names_its_default_target() -> None:
     check = rollout.choices["rollout"]._actions[-1].choices["check"]  # type: ignore[union-attr]
     (option,) = (a for a in check._actions if "--target" in a.option_strings)
     assert option.help is not None and "else hyperpod-eks" in option.help
+
+
+PREFIX = "models/meta-llama/Llama-3.1-8B-Instruct/"
+DEV = {"account": "123456789012", "region": "us-east-1", "profile": "dev"}
+DEV_BUCKET = "mlcc-models-dev-123456789012-us-east-1"
+
+
+def _prepared_model(model: str, **context: str) -> str:
+    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.spec.context import RenderContext
+    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+
+    spec = DeploymentSpec(
+        engine="vllm", model=model, instance_type="ml.g5.12xlarge", name="llama",
+        namespace="inference",
+    )  # fmt: skip
+    prepared = prepare(spec, context=RenderContext(**context))
+    assert prepared.resolution.source.uri == prepared.spec.model  # what the objects read
+    return prepared.spec.model
+
+
+@pytest.mark.parametrize(
+    ("model", "context", "expected"),
+    [
+        ("s3://${model_bucket}/" + PREFIX, DEV, f"s3://{DEV_BUCKET}/{PREFIX}"),
+        (
+            "s3://${model_bucket}/" + PREFIX,
+            {"account": "999999999999", "region": "eu-west-1", "profile": "prod"},
+            f"s3://mlcc-models-prod-999999999999-eu-west-1/{PREFIX}",
+        ),
+        (f"s3://{DEV_BUCKET}/{PREFIX}", DEV, f"s3://{DEV_BUCKET}/{PREFIX}"),  # ours, same env
+        ("s3://team-models/" + PREFIX, DEV, "s3://team-models/" + PREFIX),  # the team's own
+        # profile-less: the pre-migration names are outside stacks/buckets.json's patterns
+        (
+            "s3://mlcc-models-999999999999-us-east-1/" + PREFIX,
+            DEV,
+            "s3://mlcc-models-999999999999-us-east-1/" + PREFIX,
+        ),
+        (f"s3://{DEV_BUCKET}/{PREFIX}", {}, f"s3://{DEV_BUCKET}/{PREFIX}"),  # env inferred
+    ],
+    ids=["placeholder", "placeholder-prod", "same-env", "own-bucket", "legacy-name", "no-context"],
+)
+def test_the_model_bucket_follows_the_environment(
+    model: str, context: dict[str, str], expected: str
+) -> None:
+    assert _prepared_model(model, **context) == expected
+
+
+@pytest.mark.parametrize(
+    ("model", "context", "message"),
+    [
+        (
+            "s3://mlcc-models-dev-999999999999-us-east-1/" + PREFIX,
+            DEV,
+            "/model: the model bucket is the 'core' bucket of another environment (account "
+            "999999999999 where the deployment's is 123456789012) (got 's3://mlcc-models-dev-"
+            f"999999999999-us-east-1/{PREFIX}'; allowed: s3://{DEV_BUCKET}/... or a bucket of "
+            f"your own; fix: write s3://{DEV_BUCKET}/{PREFIX} or s3://${{model_bucket}}/{PREFIX})",
+        ),
+        (
+            "s3://mlcc-models-prod-123456789012-us-west-2/" + PREFIX,
+            DEV,
+            "/model: the model bucket is the 'core' bucket of another environment (region "
+            "us-west-2 where the deployment's is us-east-1, profile prod where the deployment's "
+            "is dev)",
+        ),
+        (
+            "s3://mlcc-artifacts-prod-123456789012-us-east-1/" + PREFIX,
+            DEV,
+            "the 'artifacts' bucket of another environment (profile prod where the deployment's is "
+            "dev) "
+            "(got 's3://mlcc-artifacts-prod-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B"
+            "-Instruct/'; allowed: s3://mlcc-artifacts-dev-123456789012-us-east-1/... or a bucket "
+            "of your own; fix: write s3://mlcc-artifacts-dev-123456789012-us-east-1/models/",
+        ),
+        (
+            "s3://${model_bucket}/" + PREFIX,
+            {"region": "us-east-1"},
+            "/model: ${model_bucket} (the model bucket, stacks/buckets.json 'core') needs "
+            "account, profile (got '${model_bucket}'; fix: pass --account --profile",
+        ),
+        (
+            "s3://${models}/" + PREFIX,
+            DEV,
+            "/model: not a placeholder of the model bucket (got 's3://${models}/models/meta-llama/"
+            "Llama-3.1-8B-Instruct/'; allowed: s3://${model_bucket}/<prefix>/ or "
+            "s3://<bucket>/<prefix>/; fix: write s3://${model_bucket}/models/",
+        ),
+    ],
+    ids=["account", "region-profile", "artifacts", "placeholder-no-env", "bad-placeholder"],
+)
+def test_another_environments_bucket_is_refused(
+    model: str, context: dict[str, str], message: str
+) -> None:
+    with pytest.raises(MlccError) as caught:
+        _prepared_model(model, **context)
+    assert message in "\n".join(str(p) for p in caught.value.problems)
+
+
+def _s3_models(entries: list[dict[str, object]]) -> list[str]:
+    return [str(e["model"]) for e in entries if str(e["model"]).startswith("s3://")]
+
+
+def test_the_reference_deployments_and_the_example_name_no_account() -> None:
+    import yaml
+
+    entries = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"][
+        "reference_deployments"
+    ]
+    example = yaml.safe_load((REPO / "examples/deployment.yaml").read_text(encoding="utf-8"))
+    models = _s3_models([*entries, example])
+    assert len(models) == 4
+    assert all(m.startswith("s3://${model_bucket}/") for m in models)
+
+
+@pytest.mark.parametrize("account", ["123456789012", "999999999999"])
+def test_a_new_account_moves_the_reference_mounts_with_it(account: str) -> None:
+    from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
+
+    context = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]
+    entries = [e for e in context["reference_deployments"] if "autoscaling" not in e]
+    found = prepare_deployments(
+        entries, defaults={"account": account, "region": "us-east-1", "profile": "dev"}
+    )
+    buckets = {
+        o.object["spec"]["csi"]["volumeAttributes"]["bucketName"]
+        for d in found
+        for o in d.prepared.objects
+        if o.object["kind"] == "PersistentVolume"
+    }
+    assert buckets == {f"mlcc-models-dev-{account}-us-east-1"}
