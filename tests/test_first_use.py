@@ -286,3 +286,55 @@ def test_a_new_account_moves_the_reference_mounts_with_it(account: str) -> None:
         if o.object["kind"] == "PersistentVolume"
     }
     assert buckets == {f"mlcc-models-dev-{account}-us-east-1"}
+
+
+NOTE = "mlcc: note: Node.js 20 is past its end of life (2026-04-30) and jsii's support"
+
+
+@pytest.mark.parametrize(
+    ("major", "code", "exported", "stderr"),
+    [
+        ("20", 0, "20", NOTE),  # tested here: one note from us, jsii's banner silenced
+        ("22", 0, "", ""),  # current LTS: jsii supports it, nothing set, nothing said
+        ("24", 0, "", ""),
+        ("18", 2, None, "mlcc: Node.js 18 is too old: the CDK app needs Node.js 20 or later"),
+        ("", 2, None, "mlcc: node is not on PATH"),
+    ],
+    ids=["20", "22", "24", "18", "none"],
+)
+def test_make_says_what_it_does_about_the_node_release(
+    major: str, code: int, exported: str | None, stderr: str
+) -> None:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "MAKEFLAGS", "MAKELEVEL")
+    }
+    done = subprocess.run(
+        ["make", "-s", "--no-print-directory", "node-env", f"NODE_MAJOR={major}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == code
+    assert (stderr in done.stderr) and (bool(stderr) or done.stderr == "")
+    assert done.stderr.count("mlcc:") == (1 if stderr else 0)  # once
+    if exported is not None:
+        assert done.stdout == f"JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION={exported}\n"
+
+
+def test_the_node_facts_match_the_pinned_jsii_runtime() -> None:
+    # The Makefile's dates are jsii's: Node 20 end of life 2026-04-30 (its support six months
+    # later), 22 2027-04-30, 24 2028-04-30, in the runtime the Python jsii package embeds.
+    import jsii
+
+    runtime = Path(jsii.__file__).parent / "_embedded/jsii/bin__jsii-runtime.js"
+    text = runtime.read_text(encoding="utf-8")
+    for major, end in (("20", "2026-04-30"), ("22", "2027-04-30"), ("24", "2028-04-30")):
+        assert f'new NodeRelease({major},{{endOfLife:new Date("{end}")}})' in text
+    assert "DEFAULT_EXTENDED_SUPPORT_MONTHS=6" in text
+    makefile = (REPO / "Makefile").read_text(encoding="utf-8")
+    assert "end of life (2026-04-30) and jsii's support (2026-10-30)" in makefile
