@@ -9,14 +9,30 @@ CDK := node_modules/.bin/cdk
 SCAN_VENV := .venv-scan
 CDK_FLAGS := --no-notices --no-path-metadata --no-version-reporting
 
-export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
+# Node.js: jsii (the runtime of aws-cdk-lib, cdk8s and cdk-nag) prints a red banner at every
+# start on a release past its support: Node 20 since 2026-10-30 (end-of-life 2026-04-30 plus
+# jsii's six months), Node 22 from 2027-10-30, Node 24 from 2028-10-30 (jsii 1.142.0's table
+# of releases; https://aws.github.io/jsii/user-guides/lib-user). On 22 or 24 there is no banner
+# and nothing is set. This repository is tested on Node 20: there make says so once and
+# silences the banner it would otherwise print once per Python process. Older releases are
+# refused (package.json "engines": >=20).
+NODE_MAJOR ?= $(shell node -p 'process.versions.node.split(".")[0]' 2>/dev/null)
+NODE_TESTED := 20
+ifeq ($(NODE_MAJOR),)
+$(error mlcc: node is not on PATH; install Node.js 22 or 24 (README, Quick start))
+else ifeq ($(shell test $(NODE_MAJOR) -lt $(NODE_TESTED) && echo old),old)
+$(error mlcc: Node.js $(NODE_MAJOR) is too old: the CDK app needs Node.js 20 or later (22 or 24 recommended; README, Quick start))
+else ifeq ($(NODE_MAJOR),$(NODE_TESTED))
+$(warning mlcc: note: Node.js 20 is past its end of life (2026-04-30) and jsii's support (2026-10-30); it is what this repository is tested on, so make silences jsii's end-of-life banner (JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20). Node.js 22 or 24 runs without it.)
+export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_TESTED)
+endif
 export CDK_DISABLE_CLI_TELEMETRY := true
 # Bytecode caches (git-ignored __pycache__) stay on even where the environment turns them off:
 # pytest keeps its assertion-rewritten test modules there and every `mlcc` a test runs skips
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap synth test lint bench clean
+.PHONY: bootstrap scan-bootstrap synth test lint bench clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -59,3 +75,7 @@ bench: bootstrap
 
 clean:
 	rm -rf cdk.out dist .pytest_cache .mypy_cache .ruff_cache
+
+# What make exports for jsii on this Node release (tests/test_first_use.py).
+node-env:
+	@echo "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=$${JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION-}"

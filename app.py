@@ -18,7 +18,7 @@ from mlcc_constructs.core.serving.spec.app_deployments import (
 )
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
-from stacks.app_context import egress_from_context, gpu_pool_from_context
+from stacks.app_context import egress_from_context, gpu_pool_from_context, quiet_stack_traces
 from stacks.deployments import (
     app_deployments,
     dist_text,
@@ -50,6 +50,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     eks-cluster, hyperpod-cluster, inference-operator, serving.
     """
     app = app or cdk.App()
+    quiet_stack_traces(app)
     environment = environment_from_context(app)
     plan = serving_plan(app)
     hyperpod = hyperpod_settings_from_context(app, environment)

@@ -38,6 +38,15 @@ CONTEXT_KEYS = ("profile", "account", "region", "availability_zones")
 ACCESS_KEYS = ("admin_role_arns", "endpoint_public_cidrs")
 _WHERE = "CDK context (cdk.json or -c)"
 _MIN_ZONES = 2  # EKS needs subnets in at least two availability zones
+# Construct creation and annotation stack traces off: their frames name jsii's temporary
+# folder, so cdk.out/ would differ from run to run (aws-cdk-lib cx-api
+# DISABLE_CREATION_STACK_TRACES / DISABLE_METADATA_STACK_TRACE; `cdk synth --debug` still records
+# creation traces). Set by the app, not in cdk.json: the CDK CLI warns about every `aws:` key
+# under cdk.json's "context" ("A reserved context key ('context.aws:') ...", aws-cdk
+# lib/cli/user-configuration.js).
+TRACE_CONTEXT: Mapping[str, bool] = MappingProxyType(
+    {"aws:cdk:disable-creation-stack-traces": True, "aws:cdk:disable-stack-trace": True}
+)
 
 
 def _zones(value: object) -> tuple[str, ...]:
@@ -171,6 +180,15 @@ def egress_from_context(app: cdk.App, environment: AppEnvironment) -> EgressSett
         nat_gateways=default if value is None else int(value),
         pull_through_secrets=MappingProxyType(secrets),
     )
+
+
+def quiet_stack_traces(app: cdk.App) -> None:
+    """Turn construct creation and annotation stack traces off on ``app`` (``TRACE_CONTEXT``)
+    unless its context sets the key (``-c aws:cdk:disable-stack-trace=false``). Call it
+    before the app has children: context is set on the root."""
+    for key, value in TRACE_CONTEXT.items():
+        if app.node.try_get_context(key) is None:
+            app.node.set_context(key, value)
 
 
 def environment_from_context(app: cdk.App) -> AppEnvironment:

@@ -852,7 +852,7 @@ def test_a_deployment_serves_a_full_finetune_and_adapters_refuse_it(
         "--account",
         "123456789012",
         "--profile",
-        "dev",
+        "test",  # CORE's: another profile's bucket is refused
     )
     assert code == 0
     volume = next(o for o in yaml.safe_load_all(out) if o["kind"] == "PersistentVolume")

@@ -31,7 +31,8 @@ from mlcc_constructs.core.serving.spec.deployment import MAX_REQUEST_SECONDS, De
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError
 
-MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
+BUCKET = "mlcc-models-dev-123456789012-us-east-1"
+MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
 DEV = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 PROD = RenderContext(account="123456789012", region="us-east-1", profile="prod")
 
@@ -40,7 +41,8 @@ def _prepare(context: RenderContext = DEV, **fields: Any) -> PreparedDeployment:
     values: dict[str, Any] = {
         "name": "chat",
         "engine": "vllm",
-        "model": MODEL,
+        # the context's own model bucket (another profile's is refused); none: MODEL's
+        "model": MODEL.replace(BUCKET, "${model_bucket}") if context.profile else MODEL,
         "instance_type": "ml.g5.12xlarge",
         **fields,
     }

@@ -437,7 +437,10 @@ def test_iec_prefetch_is_off_only_for_lora_with_s3(lora: bool, prefetch: bool) -
 
 
 def test_iec_tls_bucket_comes_from_the_bucket_descriptor() -> None:
-    iec = objects(make_spec("vllm", "hyperpod-eks"), context=RenderContext(profile="prod"))[0]
+    spec = dataclasses.replace(
+        make_spec("vllm", "hyperpod-eks"), model=MODEL.replace("-dev-", "-prod-")
+    )  # the prod profile's own model bucket: another profile's is refused
+    iec = objects(spec, context=RenderContext(profile="prod"))[0]
     uri = iec["spec"]["tlsConfig"]["tlsCertificateOutputS3Uri"]
     assert uri == "s3://mlcc-tls-prod-123456789012-us-east-1/inference/llama-vllm"
 

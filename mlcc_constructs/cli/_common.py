@@ -223,9 +223,17 @@ def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
     if getattr(args, "file", None):
         documents = load_spec_documents(args.file)
     flags = flag_layers(args)
+    # A command's own defaults (``spec_defaults``: field -> value) sit between the file and
+    # the flags, for the fields the file does not set.
+    defaults: dict[str, Any] = getattr(args, "spec_defaults", None) or {}
     results: list[SpecFile | MlccError] = []
     for where, document in documents:
-        layers = ([(where, document)] if document else []) + flags
+        unset = {k: v for k, v in defaults.items() if k not in document}
+        layers = (
+            ([(where, document)] if document else [])
+            + ([(f"mlcc {getattr(args, 'command', '')}'s default", unset)] if unset else [])
+            + flags
+        )
         merged, _ = merge_layers(layers)
         missing = [k for k in REQUIRED if not merged.get(k)]
         if missing:

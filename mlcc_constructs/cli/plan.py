@@ -85,7 +85,9 @@ def _index_bytes(args: argparse.Namespace, spec: Any, context: Any) -> int | Non
         return None
     from mlcc_constructs.core.adapters.s3_layout import S3Location
     from mlcc_constructs.core.serving.spec.deployment import parse_model_source
+    from mlcc_constructs.core.serving.spec.model_bucket import place_model
 
+    spec, _ = place_model(spec, context)  # s3://${model_bucket}/...: the context's bucket
     source = parse_model_source(spec.model)
     if source.kind != "s3" or source.bucket is None:
         raise fail(

@@ -34,6 +34,7 @@ _SKIPPED = ("surge_node",)  # not repeated in the printed command (it is appende
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     from mlcc_constructs.cli.render import add_spec_options
+    from mlcc_constructs.core.rollout.rules import rollout_targets
 
     parser = subparsers.add_parser(
         "rollout",
@@ -58,8 +59,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "new pod Ready and the old pod gone, then remove the vacated node. Any exit after the "
         "increase restores the group's count.",
     )
+    targets = rollout_targets()
     for sub in (check, apply):
         add_spec_options(sub)
+        _default_target(sub, targets)
         sub.add_argument(
             "--cluster",
             required=True,
@@ -109,6 +112,21 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "'npx cdk deploy mlcc-dev-serving' when CloudFormation owns the IEC",
     )
     apply.set_defaults(func=run_apply)
+
+
+def _default_target(parser: argparse.ArgumentParser, targets: list[str]) -> None:
+    """Default ``--target`` to the one target that renders an InferenceEndpointConfig, for a
+    spec that sets none (``mlcc render``'s default, eks, renders none); with several, a spec
+    or the flag must choose."""
+    (option,) = (a for a in parser._actions if "--target" in a.option_strings)
+    if len(targets) == 1:
+        parser.set_defaults(spec_defaults={"target": targets[0]})
+        option.help = (
+            f"the deployment's target (default: the spec's, else {targets[0]}, the target "
+            "whose objects hold the InferenceEndpointConfig rolled out)"
+        )
+    else:
+        option.help = f"the deployment's target: one of {', '.join(targets)}"
 
 
 def _clock() -> Any:

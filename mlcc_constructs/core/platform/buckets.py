@@ -174,3 +174,22 @@ def bucket_name(key: str, *, account: str, region: str, profile: str) -> str:
             allowed=", ".join(sorted(names)),
         )
     return names[key]
+
+
+def bucket_environment(bucket: str) -> tuple[str, dict[str, str]] | None:
+    """``(key, {"account": ..., "region": ..., "profile": ...})`` of a bucket named by a
+    ``stacks/buckets.json`` pattern, or ``None`` for any other bucket (a team's own)."""
+    parts = {
+        "account": r"(?P<account>[0-9]{12})",
+        "region": r"(?P<region>[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9])",
+        "profile": r"(?P<profile>[a-z][a-z0-9-]{0,19})",
+    }
+    for key, pattern in bucket_patterns().items():
+        pieces = re.split(r"\$\{([a-z]+)\}", pattern)
+        regex = "".join(
+            parts[piece] if index % 2 else re.escape(piece) for index, piece in enumerate(pieces)
+        )
+        match = re.fullmatch(regex, bucket)
+        if match:
+            return key, {k: v for k, v in match.groupdict().items() if v}
+    return None

@@ -345,14 +345,21 @@ def serving_summary(view: ClusterView) -> str:
     )
 
 
+def rollout_targets() -> list[str]:
+    """The targets that render the ``InferenceEndpointConfig`` ``mlcc rollout`` rolls out (their
+    ``kinds`` in ``targets/*.json``), in name order."""
+    from mlcc_constructs.core.platform.targets import load_target, target_names
+
+    return [n for n in target_names() if ROLLED_OUT in load_target(n).kinds]
+
+
 def require_rendered_iec(objects: Sequence[Mapping[str, Any]], *, target: str) -> Mapping[str, Any]:
     """The one ``InferenceEndpointConfig`` among the rendered objects."""
-    from mlcc_constructs.core.platform.targets import load_target, target_names
     from mlcc_constructs.core.serving.kinds.registry import of_kind
 
     found = of_kind(objects, ROLLED_OUT)
     if len(found) != 1:
-        allowed = [n for n in target_names() if ROLLED_OUT in load_target(n).kinds]
+        allowed = rollout_targets()
         raise MlccError(
             Problem(
                 message="mlcc rollout rolls out an InferenceEndpointConfig on a HyperPod "

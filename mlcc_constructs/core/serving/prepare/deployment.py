@@ -13,12 +13,11 @@ nothing.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
-from mlcc_constructs.core.platform.buckets import bucket_name, bucket_patterns
+from mlcc_constructs.core.platform.buckets import bucket_environment, bucket_name
 from mlcc_constructs.core.platform.image_cache import cached_image, direct_pull_warning
 from mlcc_constructs.core.platform.load_balancing import load_balancer_cidrs
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target, target_names
@@ -58,6 +57,7 @@ from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import endpoint_problems
+from mlcc_constructs.core.serving.spec.model_bucket import place_model
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 from mlcc_constructs.core.support.tokens import has_token
 
@@ -84,20 +84,8 @@ class PreparedDeployment(DeploymentFacts):
 
 def infer_environment(bucket: str) -> dict[str, str]:
     """Account/region/profile encoded in a bucket named by ``stacks/buckets.json`` (or ``{}``)."""
-    parts = {
-        "account": r"(?P<account>[0-9]{12})",
-        "region": r"(?P<region>[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9])",
-        "profile": r"(?P<profile>[a-z][a-z0-9-]{0,19})",
-    }
-    for pattern in bucket_patterns().values():
-        pieces = re.split(r"\$\{([a-z]+)\}", pattern)
-        regex = "".join(
-            parts[piece] if index % 2 else re.escape(piece) for index, piece in enumerate(pieces)
-        )
-        match = re.fullmatch(regex, bucket)
-        if match:
-            return {k: v for k, v in match.groupdict().items() if v}
-    return {}
+    found = bucket_environment(bucket)
+    return found[1] if found else {}
 
 
 def prepare(
@@ -117,7 +105,7 @@ def prepare(
     """
     context = context or RenderContext()
     registry = registry or EngineRegistry.load(use_env=False)
-    problems: list[Problem] = []
+    spec, problems = place_model(spec, context)
     target: TargetDescriptor | None = None
     try:
         target = load_target(spec.target)
