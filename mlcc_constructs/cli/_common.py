@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -276,7 +277,7 @@ def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
             )
             continue
         try:
-            results.append(spec_from_layers(layers))
+            results.append(dataclasses.replace(spec_from_layers(layers), where=where))
         except MlccError as error:
             results.append(error)
     return results
