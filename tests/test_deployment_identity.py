@@ -256,6 +256,11 @@ def test_the_rule(
         assert problem.message.startswith(start), problem.message
 
 
+def test_one_entry_given_twice_is_a_repeat() -> None:
+    entry = DeclaredDeployment(where="e0", key=_key("eks", "a", "x"))
+    assert [p.where for p in duplicate_problems([entry, entry])] == ["e0"]
+
+
 def test_a_deployment_s_file_and_stack_read_alike() -> None:
     key = _key("hyperpod-eks", "inference", "llama")
     assert key.file_name() == "hyperpod-eks-inference-llama.k8s.yaml"

@@ -12,8 +12,8 @@ import pytest
 from test_plugin_conformance import PLUGIN
 
 from mlcc_constructs import cli
-from mlcc_constructs.core.engines.name_checks import overlaps
-from mlcc_constructs.core.wrapper import CONTROL_ENV, CONTROL_PREFIX
+from mlcc_constructs.core.engines.name_checks import CONTROL_PREFIX, overlaps
+from mlcc_constructs.core.wrapper import CONTROL_ENV
 
 
 def _with(**changes: Any) -> dict[str, Any]:

@@ -51,9 +51,6 @@ API_KEY_ENV = "MLCC_API_KEY"
 """The API key, for an engine that reads it from a config file the wrapper writes."""
 CONTROL_ENV = (ENGINE_ENV, MANIFEST_ENV, MANIFEST_JSON_ENV, KEYS_ENV, PATH_ENV, API_KEY_ENV)
 """The wrapper's own variables: never passed on to the engine."""
-CONTROL_PREFIX = "MLCC_"
-"""The namespace of the wrapper's own variables (every :data:`CONTROL_ENV` key starts with it):
-no engine's env prefix may overlap it."""
 LIST_FORMS = ("spread", "repeat", "verbatim")
 """How a JSON array value becomes arguments (module doc)."""
 MANIFEST_KEYS = (

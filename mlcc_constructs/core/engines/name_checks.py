@@ -10,8 +10,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from mlcc_constructs.core.support.errors import Problem, json_pointer
-from mlcc_constructs.core.wrapper import CONTROL_ENV, CONTROL_PREFIX, flag_for
+from mlcc_constructs.core.wrapper import CONTROL_ENV, flag_for
 
+CONTROL_PREFIX = "MLCC_"
+"""The namespace of the wrapper's own variables (every ``wrapper.CONTROL_ENV`` key starts with
+it; kept here, not in the wrapper, whose source travels with the pods)."""
 LAUNCH_FLAGS = ("port_flag", "host_flag")
 """The ``launch`` flags the wrapper sets itself (the pod's port and listen address)."""
 

@@ -112,15 +112,16 @@ def repeated_entries(entries: Sequence[DeclaredDeployment]) -> dict[int, Problem
     """:func:`duplicate_problems` by the index of the entry that repeats: each later entry is
     compared with the first that claimed the deployment, name or object."""
     problems: dict[int, Problem] = {}
-    keys: dict[DeploymentKey, DeclaredDeployment] = {}
-    derived: dict[tuple[str, str], DeclaredDeployment] = {}
-    applied: dict[tuple[str, str, str], DeclaredDeployment] = {}
+    keys: dict[DeploymentKey, int] = {}
+    derived: dict[tuple[str, str], int] = {}
+    applied: dict[tuple[str, str, str], int] = {}
     for index, entry in enumerate(entries):
-        first = keys.setdefault(entry.key, entry)
+        first = keys.setdefault(entry.key, index)
         problem = (
-            _same_deployment(entry, first)
-            if first is not entry
-            else _same_derived_name(entry, derived) or _same_object(entry, applied)
+            _same_deployment(entry, entries[first])
+            if first != index
+            else _same_derived_name(entries, index, derived)
+            or _same_object(entries, index, applied)
         )
         if problem is not None:
             problems[index] = problem
@@ -143,15 +144,17 @@ def _same_deployment(entry: DeclaredDeployment, first: DeclaredDeployment) -> Pr
 
 
 def _same_derived_name(
-    entry: DeclaredDeployment, derived: dict[tuple[str, str], DeclaredDeployment]
+    entries: Sequence[DeclaredDeployment], index: int, derived: dict[tuple[str, str], int]
 ) -> Problem | None:
+    entry = entries[index]
     names = (
         ("file", entry.key.file_name()),
         ("stack", f"mlcc-<profile>-{entry.key.stack_suffix()}"),
     )
     for kind, name in names:
-        first = derived.setdefault((kind, name), entry)
-        if first is not entry:
+        first_index = derived.setdefault((kind, name), index)
+        if first_index != index:
+            first = entries[first_index]
             return Problem(
                 message=f"deployment {entry.key.label()} and {first.key.label()} "
                 f"({first.where}) would both be written to the {kind} {name} (names are joined "
@@ -166,14 +169,15 @@ def _same_derived_name(
 
 
 def _same_object(
-    entry: DeclaredDeployment, applied: dict[tuple[str, str, str], DeclaredDeployment]
+    entries: Sequence[DeclaredDeployment], index: int, applied: dict[tuple[str, str, str], int]
 ) -> Problem | None:
+    entry = entries[index]
     clash: tuple[tuple[str, str, str], DeclaredDeployment] | None = None
     for obj in entry.objects:
         identity = object_identity(obj)
-        first = applied.setdefault(identity, entry)
-        if first is not entry and clash is None:
-            clash = (identity, first)
+        owner = applied.setdefault(identity, index)
+        if owner != index and clash is None:
+            clash = (identity, entries[owner])
     if clash is None:
         return None
     (kind, namespace, name), first = clash
