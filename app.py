@@ -135,7 +135,8 @@ def serving_plan(app: cdk.App) -> ServingPlan:
 
 
 def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
-    """Write what the serving stacks apply, for GitOps: ``<outdir>/<name>-<target>.k8s.yaml``
+    """Write what the serving stacks apply, for GitOps:
+    ``<outdir>/<target>-<namespace>-<name>.k8s.yaml`` (its stack: ``mlcc-<profile>-serving-...``)
     per cdk.json ``reference_deployments`` entry (the ``mlcc render -f`` spec schema; the app's
     context supplies the account, region and profile they do not set) and
     ``<outdir>/namespaces.k8s.yaml``. The objects are the prepared deployments' own (the ones
@@ -150,7 +151,7 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     for deployment in app_deployments(app):
         objects = [entry.object for entry in deployment.prepared.objects]
         validate_objects(objects)  # as mlcc render does: what dist/ holds is valid
-        files[f"{deployment.chart_id}.k8s.yaml"] = dist_text(app, to_yaml(objects))
+        files[deployment.file_name] = dist_text(app, to_yaml(objects))
     folder = Path(outdir)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.k8s.yaml"):

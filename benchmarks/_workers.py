@@ -69,7 +69,7 @@ def dist(count: int, out: str, targets: tuple[str, ...] = ()) -> None:
         objects = [entry.object for entry in deployment.prepared.objects]
         validate_objects(objects)
         text = to_yaml(objects)
-        (folder / f"{deployment.chart_id}.k8s.yaml").write_text(text)
+        (folder / deployment.file_name).write_text(text)
 
 
 if __name__ == "__main__":

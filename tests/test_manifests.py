@@ -323,7 +323,7 @@ def test_plugin_reusing_a_prefix_is_refused(tmp_path: Path) -> None:
     _plugin(tmp_path, "other", "SGLANG_")
     with pytest.raises(MlccError) as caught:
         EngineRegistry.load([tmp_path], use_env=False)
-    assert "env_var_prefix already belongs to engine 'sglang'" in str(caught.value)
+    assert "env_var_prefix is the prefix SGLANG_ of engine 'sglang'" in str(caught.value)
 
 
 def test_plugins_from_the_environment_variable(
@@ -344,10 +344,11 @@ def test_missing_plugin_folder(tmp_path: Path) -> None:
     )
 
 
-def test_longest_prefix_owns_a_key(tmp_path: Path) -> None:
-    _plugin(tmp_path, "vllm-x", "VLLM_X_")
+def test_a_key_belongs_to_the_engine_of_its_prefix(tmp_path: Path) -> None:
+    # Overlapping prefixes (VLLM_X_ against VLLM_) are refused: tests/test_plugin_validate.py.
+    _plugin(tmp_path, "myengine", "MYENG_")
     registry = EngineRegistry.load([tmp_path], use_env=False)
-    assert registry.owner_of("VLLM_X_FOO").engine == "vllm-x"  # type: ignore[union-attr]
+    assert registry.owner_of("MYENG_FOO").engine == "myengine"  # type: ignore[union-attr]
     assert registry.owner_of("VLLM_FOO").engine == "vllm"  # type: ignore[union-attr]
     assert registry.owner_of("NCCL_DEBUG") is None
 

@@ -426,8 +426,8 @@ def test_a_spec_list_renders_every_deployment(
     assert code == 0
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == [
         ".mlcc-render.json",
-        "a-eks.k8s.yaml",
-        "b-hyperpod-eks.k8s.yaml",
+        "eks-default-a.k8s.yaml",
+        "hyperpod-eks-default-b.k8s.yaml",
     ]
 
 

@@ -127,8 +127,10 @@ def test_two_deployments_with_one_stack_are_refused() -> None:
     with pytest.raises(MlccError) as caught:
         plan_serving([("cdk.json:/x/0", prepared), ("cdk.json:/x/1", prepared)])
     assert [str(p) for p in caught.value.problems] == [
-        "cdk.json:/x/1: two deployments 'a' on eks in namespace 'default' (the other: "
-        "cdk.json:/x/0) (got 'a'; fix: rename one of them, or move it to another namespace)"
+        "cdk.json:/x/1:/name: deployment default/a on eks is declared twice: this entry is a copy "
+        "of cdk.json:/x/0; one would overwrite the other's objects, file and stack (got 'a'; "
+        "allowed: one entry per target, namespace and name; fix: remove one of the two entries, "
+        "or give this one another name or namespace (the other: cdk.json:/x/0))"
     ]
 
 
@@ -218,7 +220,7 @@ def test_dist_equals_what_the_stacks_apply(tmp_path: Path) -> None:
         waiter = [entry.object for entry in target.access]
         stack_objects = applied.pop(stack_name)
         assert stack_objects[-2:] == waiter
-        assert _deploy_time_free(dist.pop(f"{deployment.chart_id}.k8s.yaml")) == (
+        assert _deploy_time_free(dist.pop(deployment.file_name)) == (
             _deploy_time_free(stack_objects[:-2])
         )
     assert dist == {} and applied == {}
@@ -389,9 +391,12 @@ def test_bad_deployments_in_cdk_json_are_reported_at_once() -> None:
     with pytest.raises(MlccError) as caught:
         _build([good, good])
     assert [str(p) for p in caught.value.problems] == [
-        "cdk.json:/context/reference_deployments/1: two deployments 'mistral-vllm-args' on eks in "
-        "namespace 'inference' (the other: cdk.json:/context/reference_deployments/0) (got "
-        "'mistral-vllm-args'; fix: rename one of them, or move it to another namespace)"
+        "cdk.json:/context/reference_deployments/1:/name: deployment inference/mistral-vllm-args "
+        "on eks is declared twice: this entry is a copy of cdk.json:/context/reference_deployments"
+        "/0; one would overwrite the other's objects, file and stack (got 'mistral-vllm-args'; "
+        "allowed: one entry per target, namespace and name; fix: remove one of the two entries, "
+        "or give this one another name or namespace (the other: "
+        "cdk.json:/context/reference_deployments/0))"
     ]
 
 

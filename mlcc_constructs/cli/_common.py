@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.support.errors import fail
@@ -248,7 +249,7 @@ def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
             )
             continue
         try:
-            results.append(spec_from_layers(layers))
+            results.append(dataclasses.replace(spec_from_layers(layers), where=where))
         except MlccError as error:
             results.append(error)
     _note_plain_set_keys(args, [r for r in results if not isinstance(r, MlccError)])

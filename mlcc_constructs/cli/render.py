@@ -41,7 +41,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default=None,
         metavar="DIR",
         help="write the render into DIR (replacing its own earlier render): one file per object, "
-        "or one <name>-<target>.k8s.yaml per deployment of a spec list",
+        "or one <target>-<namespace>-<name>.k8s.yaml per deployment of a spec list (as make "
+        "synth writes dist/)",
     )
     parser.set_defaults(func=run_render)
 
@@ -301,52 +302,38 @@ def spec_contexts(args: argparse.Namespace, problems: list[Any]) -> Iterator[tup
 
 
 def run_render(args: argparse.Namespace) -> int:
+    from mlcc_constructs.core.serving.identity import declared, duplicate_problems
     from mlcc_constructs.core.serving.render import Rendered, render
     from mlcc_constructs.core.support.yaml_output import file_name, to_yaml
 
     registry = registry_from(args)
-    rendered: list[Rendered] = []
+    rendered: list[tuple[str, Rendered]] = []
     problems: list[Any] = []
     for loaded, context in spec_contexts(args, problems):
         try:
-            rendered.append(render(loaded.spec, context=context, registry=registry))
+            rendered.append((loaded.where, render(loaded.spec, context=context, registry=registry)))
         except MlccError as error:
             problems.extend(loaded.locate(error).problems)
+    # One rule for stdout, --out, dist/ and the stacks: a list never repeats a deployment.
+    problems += duplicate_problems([declared(where, r.prepared) for where, r in rendered])
     if problems:  # every problem of every deployment, nothing written
         raise MlccError(problems)
-    for deployment in rendered:
+    for _, deployment in rendered:
         for note in deployment.warnings:
             print(f"mlcc: {note}", file=sys.stderr)
     if args.out:
         from mlcc_constructs.ops.render_output import write_folder
 
         files = (
-            {file_name(obj): to_yaml([obj]) for obj in rendered[0].objects}
+            {file_name(obj): to_yaml([obj]) for obj in rendered[0][1].objects}
             if len(rendered) == 1
-            else _files_per_deployment(rendered)
+            else {
+                declared(where, r.prepared).key.file_name(): to_yaml(r.objects)
+                for where, r in rendered
+            }
         )
         for path in write_folder(Path(args.out), files):
             print(path)
         return 0
-    sys.stdout.write(to_yaml([obj for deployment in rendered for obj in deployment.objects]))
+    sys.stdout.write(to_yaml([obj for _, deployment in rendered for obj in deployment.objects]))
     return 0
-
-
-def _files_per_deployment(rendered: list[Any]) -> dict[str, str]:
-    """One multi-document file per deployment of a spec list, named like ``make synth``'s
-    ``dist/`` files (``<name>-<target>.k8s.yaml``)."""
-    from mlcc_constructs.core.support.yaml_output import to_yaml
-
-    files: dict[str, str] = {}
-    for deployment in rendered:
-        spec = deployment.prepared.spec
-        name = f"{spec.name}-{spec.target}.k8s.yaml"
-        if name in files:
-            raise fail(
-                f"two deployments of the spec list would both write {name}",
-                pointer="/name",
-                value=spec.name,
-                fix="give every deployment of one target its own name",
-            )
-        files[name] = to_yaml(deployment.objects)
-    return files

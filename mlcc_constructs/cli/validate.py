@@ -18,22 +18,34 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.engines.manifests import EngineRegistry, load_manifest
+    from mlcc_constructs.core.engines.manifests import (
+        EngineRegistry,
+        load_manifest,
+        prefix_problems_with_builtins,
+    )
     from mlcc_constructs.core.support.errors import MlccError
 
     checked: list[dict[str, Any]] = []
     errors: list[str] = []
     folders = []
+    files = []
     for raw in args.paths:
         path = Path(raw)
         try:
             if path.is_dir():
                 folders.append(path)
             else:
-                load_manifest(path)
-                checked.append({"path": str(path), "ok": True, "note": ""})
+                files.append(load_manifest(path))
         except MlccError as error:
             errors += [str(p) for p in error.problems]
+    # Files are checked together with the built-ins, as a plugin folder is: their env prefixes
+    # must not overlap.
+    overlapping = prefix_problems_with_builtins(files)
+    errors += [str(p) for p in overlapping]
+    refused = {problem.where for problem in overlapping}
+    checked += [
+        {"path": str(m.source), "ok": True, "note": ""} for m in files if m.source not in refused
+    ]
     if folders:
         # Folders are checked together: shadowing and duplicate prefixes span folders.
         try:

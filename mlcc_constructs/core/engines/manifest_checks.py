@@ -1,7 +1,8 @@
 """The rules an engine manifest must satisfy: the JSON schema (``engines/manifest.schema.json``,
 the shape) with readable messages for the common mistakes, then the rules a schema cannot
 express (companions exist, ``allowed`` holds the ``default``, suffixes unique, a suffix is
-either a flag or the engine's own env variable, cache directories distinct)."""
+either a flag or the engine's own env variable, cache directories distinct, no name the wrapper
+or the library owns: :mod:`~mlcc_constructs.core.engines.name_checks`)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.engines.cache_dirs import cache_dir_problems
 from mlcc_constructs.core.engines.metrics import metrics_problems
+from mlcc_constructs.core.engines.name_checks import name_problems
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.schema_verdict import Verdict, verdict
 
@@ -234,6 +236,7 @@ def _semantic_problems(document: Mapping[str, Any], where: str) -> list[Problem]
                     fix="remove it from engine_env or rename the capability's suffix",
                 )
             )
+    problems += name_problems(document, where)
     problems += metrics_problems(document, where)
     problems += cache_dir_problems(document, where)
     problems += _stream_problems(document, where)

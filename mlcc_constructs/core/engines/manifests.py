@@ -23,6 +23,7 @@ from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.engines.cache_dirs import CacheDir, cache_dirs
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
 from mlcc_constructs.core.engines.metrics import EngineMetrics, engine_metrics
+from mlcc_constructs.core.engines.name_checks import prefix_problems
 from mlcc_constructs.core.support.documents import parse_json, read_text
 from mlcc_constructs.core.support.errors import MlccError, Problem, closest, fail
 from mlcc_constructs.core.wrapper import PATH_ENV, flag_for, off_flag, pod_manifest
@@ -301,6 +302,15 @@ def builtin_engines() -> tuple[EngineManifest, ...]:
     return _builtin()
 
 
+def prefix_problems_with_builtins(manifests: Sequence[EngineManifest]) -> list[Problem]:
+    """The env prefix overlaps of ``manifests`` (files checked on their own, as ``mlcc validate
+    FILE`` does) with each other and with the built-in engines they do not replace (a manifest
+    named like a built-in stands for it)."""
+    names = {m.engine for m in manifests}
+    kept = [m for m in builtin_engines() if m.engine not in names]
+    return prefix_problems([(m.source, m.raw) for m in [*kept, *manifests]])
+
+
 class EngineRegistry:
     """Built-in engines plus plugins. Use :meth:`load`; look engines up with :meth:`get`."""
 
@@ -308,7 +318,8 @@ class EngineRegistry:
         self._engines: dict[str, EngineManifest] = {}
         for manifest in manifests:
             self._engines[manifest.engine] = manifest
-        # Longest prefix first, so a plugin prefix like VLLM_X_ owns VLLM_X_* keys.
+        # Longest prefix first. A registry that EngineRegistry.load built has no overlapping
+        # prefixes (name_checks.prefix_problems); one built from manifests directly may.
         self._by_prefix = sorted(
             self._engines.values(), key=lambda m: len(m.env_var_prefix), reverse=True
         )
@@ -324,7 +335,9 @@ class EngineRegistry:
         """Built-ins, then ``$MLCC_ENGINE_PATH`` folders (when ``use_env``), then ``plugin_dirs``.
 
         A plugin named like a built-in is refused unless its name is in ``allow_override``;
-        two plugins with one name, or two engines with one prefix, are refused.
+        two plugins with one name, or two engines whose prefixes overlap (``VLLM_X_`` and
+        ``VLLM_``: :func:`~mlcc_constructs.core.engines.name_checks.prefix_problems`), are
+        refused.
         """
         builtins = {m.engine: m for m in builtin_engines()}
         folders: list[str | Path] = []
@@ -383,19 +396,7 @@ class EngineRegistry:
                 continue
             plugin_sources[name] = manifest.source
             engines[name] = manifest
-        prefixes: dict[str, str] = {}
-        for manifest in engines.values():
-            other = prefixes.setdefault(manifest.env_var_prefix, manifest.engine)
-            if other != manifest.engine:
-                problems.append(
-                    Problem(
-                        message=f"env_var_prefix already belongs to engine {other!r}",
-                        where=manifest.source,
-                        pointer="/env_var_prefix",
-                        value=manifest.env_var_prefix,
-                        fix="give every engine its own prefix: the wrapper reads only its own",
-                    )
-                )
+        problems += prefix_problems([(m.source, m.raw) for m in engines.values()])
         if problems:
             raise MlccError(problems)
         return cls(engines.values())

@@ -17,30 +17,23 @@ apply order; each resource's logical id comes from :mod:`mlcc_constructs.core.se
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlcc_constructs.core.serving.identity import (
+    SERVING as SERVING,
+    SUFFIX_MAX as SUFFIX_MAX,
+    declared,
+    repeated_entries,
+    serving_stack_suffix as serving_stack_suffix,
+)
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.manifest_ids import unique_ids
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
-SERVING = "serving"
 RESOURCE_LIMIT = 500  # CloudFormation resources per stack
-# Stack names are at most 128 characters; "mlcc-<profile>-" takes at most 26 (profile <= 20).
-SUFFIX_MAX = 128 - 26
-
-
-def serving_stack_suffix(target: str, namespace: str, name: str) -> str:
-    """``serving-<target>-<namespace>-<name>``; a name too long for a stack keeps its start and
-    ends with 8 hex digits of a hash of the whole key."""
-    suffix = f"{SERVING}-{target}-{namespace}-{name}"
-    if len(suffix) <= SUFFIX_MAX:
-        return suffix
-    digest = hashlib.sha256(suffix.encode()).hexdigest()[:8]
-    return f"{suffix[: SUFFIX_MAX - 9].rstrip('-')}-{digest}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -83,39 +76,30 @@ class ServingPlan:
 def plan_serving(
     deployments: Sequence[tuple[str, PreparedDeployment]], *, where: str = "serving"
 ) -> ServingPlan:
-    """The plan for ``deployments`` (``(where declared, prepared)`` pairs); two deployments
-    with one stack, an object applied twice or a stack over the resource limit is a problem."""
-    problems: list[Problem] = []
+    """The plan for ``deployments`` (``(where declared, prepared)`` pairs); a deployment the list
+    repeats (:func:`~mlcc_constructs.core.serving.identity.duplicate_problems`: one stack, one
+    file or one object for two entries), an object applied twice or a stack over the resource
+    limit is a problem."""
+    entries = [declared(where_declared, prepared) for where_declared, prepared in deployments]
+    # The one rule for a list that repeats a deployment (mlcc render, dist/ and these stacks).
+    repeated = repeated_entries(entries)
+    problems: list[Problem] = list(repeated.values())
     units: list[ServingUnit] = []
-    owners: dict[str, str] = {}
-    for declared, prepared in deployments:
-        spec = prepared.spec
-        assert spec.name is not None  # prepare() refuses a spec without a name
-        suffix = serving_stack_suffix(prepared.target.name, spec.namespace, spec.name)
-        if suffix in owners:
-            problems.append(
-                Problem(
-                    message=f"two deployments {spec.name!r} on {prepared.target.name} in "
-                    f"namespace {spec.namespace!r} (the other: {owners[suffix]})",
-                    where=declared,
-                    value=spec.name,
-                    fix="rename one of them, or move it to another namespace",
-                )
-            )
+    for index, entry in enumerate(entries):
+        if index in repeated:
             continue
-        owners[suffix] = declared
-        objects = tuple(entry.object for entry in prepared.objects)
+        declared_at, suffix, objects = entry.where, entry.key.stack_suffix(), entry.objects
         if len(objects) > RESOURCE_LIMIT:
             problems.append(
                 Problem(
                     message=f"the deployment renders {len(objects)} objects, more than the "
                     f"{RESOURCE_LIMIT} resources of one CloudFormation stack",
-                    where=declared,
+                    where=declared_at,
                     fix="split the deployment",
                 )
             )
             continue
-        units.append(ServingUnit(suffix=suffix, where=declared, objects=objects, logical_ids=()))
+        units.append(ServingUnit(suffix=suffix, where=declared_at, objects=objects, logical_ids=()))
     names = sorted(
         {
             str(o["metadata"]["namespace"])

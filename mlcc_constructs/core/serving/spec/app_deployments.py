@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, load_balancer_cidrs
+from mlcc_constructs.core.serving.identity import declared, duplicate_problems
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
@@ -32,9 +33,10 @@ class AppDeployment:
     prepared: PreparedDeployment
 
     @property
-    def chart_id(self) -> str:
-        """``<name>-<target>``: the dist/ file stem."""
-        return f"{self.prepared.spec.name}-{self.prepared.target.name}"
+    def file_name(self) -> str:
+        """Its dist/ file: ``<target>-<namespace>-<name>.k8s.yaml``
+        (:meth:`~mlcc_constructs.core.serving.identity.DeploymentKey.file_name`)."""
+        return declared(self.where, self.prepared).key.file_name()
 
 
 def prepare_deployments(
@@ -55,7 +57,9 @@ def prepare_deployments(
     registry with its pull through cache; default ``None``: images as given); ``where``: where
     the list came from, its entries' problems name ``<where>/<index>`` (default
     ``cdk.json:/context/reference_deployments``; ``-c reference_deployments`` for the CLI's
-    text); all problems at once."""
+    text); two entries of one deployment (target, namespace and name), file, stack or object
+    are refused (:func:`~mlcc_constructs.core.serving.identity.duplicate_problems`); all
+    problems at once."""
     problems: list[Problem] = []
     found: list[AppDeployment] = []
     for index, entry in enumerate(entries):
@@ -81,6 +85,8 @@ def prepare_deployments(
             )
             continue
         found.append(AppDeployment(where=entry_where, context=context, prepared=prepared))
+    # The one rule for a list that repeats a deployment (dist/, the stacks, mlcc render).
+    problems += duplicate_problems([declared(d.where, d.prepared) for d in found])
     problems += shared_host_problems(found)
     raise_if_any(problems)
     return tuple(found)

@@ -61,11 +61,13 @@ _MERGED = (
 @dataclass(frozen=True, kw_only=True)
 class SpecFile:
     """A loaded spec: the deployment, the render context it carries, and where each field came
-    from (JSON pointer → file or flag), so later problems can name their source."""
+    from (JSON pointer → file or flag), so later problems can name their source; ``where``: the
+    document it was read from (``FILE``, ``FILE#1`` for an entry of a list, default ``""``)."""
 
     spec: DeploymentSpec
     context: RenderContext
     sources: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    where: str = ""
 
     def locate(self, error: MlccError) -> MlccError:
         """``error`` with each problem's ``where`` set to the source of its field, when the
