@@ -105,8 +105,15 @@ class _Reader:
             return None
         version = parse_version(given)
         if version is None:
-            self.warnings.append(
-                f"engine version {given!r} is not a version number: version gates fail open"
+            self.problems.append(
+                Problem(
+                    message="engine_version is not a version number",
+                    pointer="/engine_version",
+                    value=given,
+                    allowed="a release number such as 0.31.0 (v0.31.0 and 0.31.0.post1 too)",
+                    fix=f"give the {manifest.engine} version the image runs, or leave it out "
+                    "for the pinned one",
+                )
             )
             return None
         minimum = parse_version(manifest.min_version)
@@ -226,7 +233,9 @@ class _Reader:
                 self.plain.append((key, value))
             elif (capability := by_suffix.get(key[len(manifest.env_var_prefix) :])) is not None:
                 self._set(capability.name, value, pointer)
-            elif key in manifest.engine_env or self.checks.tier2_ok(key, value, pointer):
+            elif (key in manifest.engine_env and self.checks.own_env(key)) or (
+                key not in manifest.engine_env and self.checks.tier2_ok(key, value, pointer)
+            ):
                 self.tier2.append((key, value))
         if spec.tensor_parallel_degree is not None:
             self._option(
