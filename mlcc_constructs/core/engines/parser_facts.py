@@ -171,14 +171,6 @@ class FlagCheck:
             f"{facts.engine}/{facts.version}.json",
         )
 
-    def unknown_off(self, fact: FlagFact) -> Problem:
-        """The key names a flag's off form (``VLLM_NO_ENABLE_LORA``)."""
-        return self._problem(
-            f"{self.flag} is the off form of {fact.name} in {self.facts.label}",
-            fix=f"set the flag's own key to false ({self.key.split('_')[0]}_"
-            f"{fact.name[2:].upper().replace('-', '_')}=false)",
-        )
-
     def bare(self, fact: FlagFact) -> Problem:
         """``true``/``false`` for a flag that takes a value: it would be passed bare."""
         return self._problem(

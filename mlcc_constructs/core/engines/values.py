@@ -77,13 +77,14 @@ class ValueChecks:
             return None  # not a version: refused where the version is read
         return ".".join(str(part) for part in self.version)
 
-    def _facts(self, key: str) -> ParserFacts | None:
-        """The recorded parser of :meth:`_release`; a warning naming ``key`` when none is."""
+    def _facts(self, key: str, *, warn: bool) -> ParserFacts | None:
+        """The recorded parser of :meth:`_release`; a warning naming ``key`` when none is and
+        ``warn``."""
         release = self._release()
         if release is None:
             return None
         facts = parser_facts(self.manifest.engine, release)
-        if facts is None:
+        if facts is None and warn:
             recorded = ", ".join(recorded_versions(self.manifest.engine)) or "none"
             self.warnings.append(
                 f"{key}: not checked against {self.manifest.engine} {release}'s parser (the "
@@ -103,9 +104,12 @@ class ValueChecks:
             )
         return True
 
-    def _parser_problem(self, key: str, value: str, pointer: str) -> Problem | None:
-        """What the release's recorded parser says against ``key=value`` (module doc)."""
-        facts = self._facts(key)
+    def _parser_problem(
+        self, key: str, value: str, pointer: str, *, warn: bool = True
+    ) -> Problem | None:
+        """What the release's recorded parser says against ``key=value`` (module doc); with
+        ``warn``, a warning when the release has no recorded parser."""
+        facts = self._facts(key, warn=warn)
         if facts is None:
             return None
         flag = flag_for(self._suffix(key), self.manifest.launch.get("flag_style", "kebab"))
@@ -113,10 +117,8 @@ class ValueChecks:
         fact = facts.flags.get(flag)
         if fact is None:
             return check.unknown()
-        if flag in fact.off:
-            return check.unknown_off(fact)
         lowered = value.lower()
-        if not fact.takes_value:
+        if not fact.takes_value or flag in fact.off:
             return check.boolean(fact, lowered)
         if lowered in (TRUE, FALSE) and fact.nargs != "?":
             return check.bare(fact)
@@ -213,5 +215,11 @@ class ValueChecks:
                     fix="use one of the allowed values (declared in the engine manifest)",
                 )
             )
+            return False
+        # a capability's flag is checked against the recorded parsers by the tests; here its
+        # value (unrecorded releases: no warning per capability)
+        problem = self._parser_problem(key, value, source, warn=False)
+        if problem is not None:
+            self.problems.append(problem)
             return False
         return True
