@@ -11,7 +11,6 @@ recorded facts is not checked, and the caller warns.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -76,6 +75,8 @@ class ParserFacts:
     def suggestions(self, flag: str) -> list[str]:
         """The recorded spellings closest to ``flag`` (did-you-mean), with the off forms of
         the flag they name."""
+        import difflib  # only on an error: pure commands do not import it
+
         close = difflib.get_close_matches(flag, list(self.flags), n=3, cutoff=0.6)
         out: list[str] = []
         for spelling in close:

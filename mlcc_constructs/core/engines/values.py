@@ -25,7 +25,6 @@ from mlcc_constructs.core.engines.parser_facts import (
     parser_facts,
     recorded_versions,
 )
-from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import Problem
 from mlcc_constructs.core.wrapper import ListValueError, flag_for, list_form, list_values
 
@@ -65,6 +64,9 @@ class ValueChecks:
     given_version: str | None
     problems: list[Problem]
     warnings: list[str]
+    pinned_release: str | None = None
+    """The release the default image runs (``data/versions.json``): its parser applies when
+    no version is given (``None``: no parser check then)."""
 
     def _suffix(self, key: str) -> str:
         return key[len(self.manifest.env_var_prefix) :]
@@ -72,7 +74,7 @@ class ValueChecks:
     def _release(self) -> str | None:
         """The engine release whose parser applies: the one named, else the pinned one."""
         if self.given_version is None:
-            return pinned().engine_versions.get(self.manifest.engine)
+            return self.pinned_release
         if self.version is None:
             return None  # not a version: refused where the version is read
         return ".".join(str(part) for part in self.version)

@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from mlcc_constructs.core.engines.manifests import EngineManifest, EngineRegistry, parse_version
 from mlcc_constructs.core.engines.values import TRUE, ValueChecks
+from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.resolution import is_secret_name
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import Problem
@@ -93,6 +94,7 @@ class _Reader:
             given_version=spec.engine_version,
             problems=self.problems,
             warnings=self.warnings,
+            pinned_release=pinned().engine_versions.get(self.manifest.engine),
         )
 
     def _version(self) -> tuple[int, int, int] | None:
