@@ -222,6 +222,7 @@ class ValueChecks:
         # value (unrecorded releases: no warning per capability)
         problem = self._parser_problem(key, value, source, warn=False)
         if problem is not None:
-            self.problems.append(problem)
+            if problem not in self.problems:  # a companion is checked where it is required too
+                self.problems.append(problem)
             return False
         return True
