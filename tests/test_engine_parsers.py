@@ -1,8 +1,9 @@
 """What reaches the engine process, checked against the engines' own argument parsers.
 
-The parsers are recorded as data (``tests/engine_parsers/<engine>.json``: flag spellings,
-argparse actions, nargs, choices and the env variables each release reads, with the version
-and files they were read from), so no GPU, network or engine install is needed. Every case is
+The parsers are recorded as package data (``mlcc_constructs/data/engine_parsers/<engine>/
+<version>.json``: every flag's spellings, argparse action and off forms, nargs, type, choices
+and the env variables each release reads, with the wheel and files they were read from), so
+no GPU, network or engine install is needed; these tests use the pinned releases'. Every case is
 rendered for both targets and both config deliveries; the engine's argv must parse, be the
 same in both deliveries and equal ``mlcc argv --target``; its environment must hold its own
 variables and no key that became a flag.
@@ -20,6 +21,7 @@ from engine_process import engine_process
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs import cli
+from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.cache import CacheBackendSpec
 from mlcc_constructs.core.engines.manifests import EngineManifest, builtin_engines
 from mlcc_constructs.core.platform.versions import pinned
@@ -29,14 +31,20 @@ from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.wrapper import list_form
 
-FACTS_DIR = Path(__file__).resolve().parent / "engine_parsers"
-FACTS = {p.stem: json.loads(p.read_text()) for p in sorted(FACTS_DIR.glob("*.json"))}
+FACTS_DIR = data_path("engine_parsers")
+FACTS = {
+    engine: json.loads((FACTS_DIR / engine / f"{version}.json").read_text())
+    for engine, version in sorted(pinned().engine_versions.items())
+    if (FACTS_DIR / engine / f"{version}.json").is_file()
+}
 MANIFESTS = {m.engine: m for m in builtin_engines()}
 S3_MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 HF_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 TARGETS = ("eks", "hyperpod-eks")
-TYPES = {"str": str, "int": int, "float": float, "json": json.loads, "json_array": json.loads}
+TYPES = {"int": int, "float": float, "json": json.loads, "json_list_type": json.loads}
+"""The recorded types a test parser converts with; every other one (the engine's own parser
+functions) takes the text as it is."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -52,14 +60,19 @@ def parser_for(engine: str) -> argparse.ArgumentParser:
         parser.add_argument(facts["positional"]["dest"], nargs=facts["positional"]["nargs"])
     for flag, spec in facts["flags"].items():
         kwargs: dict[str, Any] = {}
-        action = spec.get("action")
-        if action == "boolean_optional":
-            kwargs["action"] = argparse.BooleanOptionalAction
-        elif action == "store_true":
-            kwargs["action"] = "store_true"
+        action, dest = spec["action"], flag.lstrip("-").replace("-", "_")
+        if action == "boolean_optional":  # on, and each recorded off form
+            kwargs.update(action="store_const", const=True, dest=dest)
+            for off in spec["off"]:
+                parser.add_argument(off, action="store_const", const=False, dest=dest)
+        elif action in ("store_true", "store_false", "count"):
+            kwargs["action"] = action
+        elif action == "store_const":
+            kwargs.update(action="store_const", const=True)
         else:
-            kwargs["type"] = TYPES[spec["type"]]
-            for field in ("action", "nargs", "choices", "required"):
+            kwargs["type"] = TYPES.get(spec["type"], str)
+            kwargs["action"] = "append" if action == "append" else "store"
+            for field in ("nargs", "choices", "required"):
                 if field in spec:
                     kwargs[field] = spec[field]
         parser.add_argument(flag, *spec.get("aliases", []), **kwargs)
@@ -110,12 +123,15 @@ def test_manifest_forms_match_the_parser(engine: str) -> None:
         elif action == "store_true":
             assert manifest.off_form_blocker(suffix, None) is not None, flag
         form = list_form(manifest.raw, suffix)
-        if spec.get("type") == "json_array":  # one argument holding a JSON array
-            assert form == "verbatim", flag
-        elif action == "append":
+        if action == "append":
             assert form == "repeat", flag
         elif spec.get("nargs") in ("+", "*"):
             assert form == "spread", flag
+        elif form == "verbatim":  # one argument holding a JSON array
+            assert spec.get("type") in ("json", "json_list_type"), flag
+    # and every flag the manifest names a list form for is one of the release's
+    for suffix in manifest.raw.get("list_values", {}).get("flags", {}):
+        assert "--" + suffix.lower().replace("_", "-") in FACTS[engine]["flags"], suffix
 
 
 # -- every case through both targets and both deliveries ------------------------------------

@@ -106,6 +106,8 @@ def negation_prefix(manifest: Mapping[str, Any], suffix: str) -> str | None:
     negation = manifest.get("negation")
     if not negation or suffix in negation.get("except", ()):
         return None
+    if "only" in negation and suffix not in negation["only"]:
+        return None
     return str(negation["prefix"])
 
 

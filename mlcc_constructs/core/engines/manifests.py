@@ -115,6 +115,11 @@ class EngineManifest:
                 f"{flag_for(suffix, style)} has no off form in {self.engine} "
                 "(manifest negation.except)"
             )
+        if "only" in negation and suffix not in negation["only"]:
+            return (
+                f"{flag_for(suffix, style)} has no off form in {self.engine} "
+                "(manifest negation.only)"
+            )
         since = parse_version(negation.get("since", ""))
         if since and version is not None and version < since:
             off = off_flag(suffix, style, negation["prefix"])

@@ -2,7 +2,16 @@
 resolver: a boolean is ``true`` or ``false``, and ``false`` reaches the engine only as the
 flag's off form (manifest ``negation``); a valued capability is concrete and allowed; a JSON
 array value is a list of values (manifest ``list_values``). Problems and warnings are
-collected into the resolver's lists, never raised one by one."""
+collected into the resolver's lists, never raised one by one.
+
+Every Tier-2 flag is also checked against the recorded parser of the engine release the
+deployment names (``engine_version``, else the pinned one; ``parser_facts``): a flag the
+release does not have is refused with a did-you-mean, a flag that takes no value takes only
+``true``/``false`` (``1``, ``yes``, ``on`` are refused, not normalised: the manifest rule is
+one spelling, and a refusal shows the user the rule where a silent rewrite would not), a flag
+that takes several values takes a JSON array (a comma-separated value is refused: the engine
+would get one token), and an int/float/choices flag a value of its type. A release without
+recorded facts is warned about, flag by flag."""
 
 from __future__ import annotations
 
@@ -10,8 +19,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mlcc_constructs.core.engines.manifests import Capability, EngineManifest
+from mlcc_constructs.core.engines.parser_facts import (
+    FlagCheck,
+    ParserFacts,
+    parser_facts,
+    recorded_versions,
+)
 from mlcc_constructs.core.support.errors import Problem
-from mlcc_constructs.core.wrapper import ListValueError, list_form, list_values
+from mlcc_constructs.core.wrapper import ListValueError, flag_for, list_form, list_values
 
 TRUE, FALSE = "true", "false"
 COMPANION_DEFAULTS: Mapping[str, str] = {"lora_max_rank": "16", "lora_target_modules": "all"}
@@ -49,9 +64,71 @@ class ValueChecks:
     given_version: str | None
     problems: list[Problem]
     warnings: list[str]
+    pinned_release: str | None = None
+    """The release the default image runs (``data/versions.json``): its parser applies when
+    no version is given (``None``: no parser check then)."""
 
     def _suffix(self, key: str) -> str:
         return key[len(self.manifest.env_var_prefix) :]
+
+    def _release(self) -> str | None:
+        """The engine release whose parser applies: the one named, else the pinned one."""
+        if self.given_version is None:
+            return self.pinned_release
+        if self.version is None:
+            return None  # not a version: refused where the version is read
+        return ".".join(str(part) for part in self.version)
+
+    def _facts(self, key: str, *, warn: bool) -> ParserFacts | None:
+        """The recorded parser of :meth:`_release`; a warning naming ``key`` when none is and
+        ``warn``."""
+        release = self._release()
+        if release is None:
+            return None
+        facts = parser_facts(self.manifest.engine, release)
+        if facts is None and warn:
+            recorded = ", ".join(recorded_versions(self.manifest.engine)) or "none"
+            self.warnings.append(
+                f"{key}: not checked against {self.manifest.engine} {release}'s parser (the "
+                f"flag's spelling and value shape): no parser of that release is recorded "
+                f"(recorded: {recorded})"
+            )
+        return facts
+
+    def own_env(self, key: str) -> bool:
+        """An ``engine_env`` key passes as env; a warning when the release does not read it."""
+        release = self._release()
+        facts = parser_facts(self.manifest.engine, release) if release else None
+        if facts is not None and key not in facts.env:
+            self.warnings.append(
+                f"{key} is passed as env, but {facts.label} does not read it (its env registry "
+                f"is recorded in mlcc_constructs/data/engine_parsers/)"
+            )
+        return True
+
+    def _parser_problem(
+        self, key: str, value: str, pointer: str, *, warn: bool = True
+    ) -> Problem | None:
+        """What the release's recorded parser says against ``key=value`` (module doc); with
+        ``warn``, a warning when the release has no recorded parser."""
+        facts = self._facts(key, warn=warn)
+        if facts is None:
+            return None
+        flag = flag_for(self._suffix(key), self.manifest.launch.get("flag_style", "kebab"))
+        check = FlagCheck(facts=facts, key=key, flag=flag, value=value, pointer=pointer)
+        fact = facts.flags.get(flag)
+        if fact is None:
+            return check.unknown()
+        lowered = value.lower()
+        if not fact.takes_value or flag in fact.off:
+            return check.boolean(fact, lowered)
+        if lowered in (TRUE, FALSE) and fact.nargs != "?":
+            return check.bare(fact)
+        try:
+            values = list_values(key, value, list_form(self.manifest.raw, self._suffix(key)))
+        except ListValueError:
+            return None  # reported by arguments()
+        return check.values(fact, values)
 
     def has_off_form(self, key: str) -> bool:
         """Whether ``key=false`` reaches the engine as the flag's off form; if not, a warning
@@ -66,7 +143,12 @@ class ValueChecks:
     def tier2_ok(self, key: str, value: str, pointer: str) -> bool:
         """Whether the Tier-2 ``value`` can become arguments: a ``false`` the engine cannot
         turn into an off form is forwarded with a warning (it passes nothing), or refused when
-        only the engine version stands in the way; a JSON array must be a list of values."""
+        only the engine version stands in the way; a JSON array must be a list of values; the
+        flag and its value must fit the release's recorded parser."""
+        problem = self._parser_problem(key, value, pointer)
+        if problem is not None:
+            self.problems.append(problem)
+            return False
         if value.lower() != FALSE:
             return self.arguments(key, value, pointer) is not None
         blocker = self.manifest.off_form_blocker(self._suffix(key), self.version)
@@ -135,5 +217,12 @@ class ValueChecks:
                     fix="use one of the allowed values (declared in the engine manifest)",
                 )
             )
+            return False
+        # a capability's flag is checked against the recorded parsers by the tests; here its
+        # value (unrecorded releases: no warning per capability)
+        problem = self._parser_problem(key, value, source, warn=False)
+        if problem is not None:
+            if problem not in self.problems:  # a companion is checked where it is required too
+                self.problems.append(problem)
             return False
         return True

@@ -19,6 +19,7 @@ from types import MappingProxyType
 
 from mlcc_constructs.core.engines.manifests import EngineManifest, EngineRegistry, parse_version
 from mlcc_constructs.core.engines.values import TRUE, ValueChecks
+from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.env_rules import key_problem, value_problem
 from mlcc_constructs.core.serving.resolve.resolution import is_secret_name
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -93,6 +94,7 @@ class _Reader:
             given_version=spec.engine_version,
             problems=self.problems,
             warnings=self.warnings,
+            pinned_release=pinned().engine_versions.get(self.manifest.engine),
         )
 
     def _version(self) -> tuple[int, int, int] | None:
@@ -105,8 +107,15 @@ class _Reader:
             return None
         version = parse_version(given)
         if version is None:
-            self.warnings.append(
-                f"engine version {given!r} is not a version number: version gates fail open"
+            self.problems.append(
+                Problem(
+                    message="engine_version is not a version number",
+                    pointer="/engine_version",
+                    value=given,
+                    allowed="a release number such as 0.31.0 (v0.31.0 and 0.31.0.post1 too)",
+                    fix=f"give the {manifest.engine} version the image runs, or leave it out "
+                    "for the pinned one",
+                )
             )
             return None
         minimum = parse_version(manifest.min_version)
@@ -227,7 +236,9 @@ class _Reader:
                 self.plain.append((key, value))
             elif (capability := by_suffix.get(key[len(manifest.env_var_prefix) :])) is not None:
                 self._set(capability.name, value, pointer)
-            elif key in manifest.engine_env or self.checks.tier2_ok(key, value, pointer):
+            elif (key in manifest.engine_env and self.checks.own_env(key)) or (
+                key not in manifest.engine_env and self.checks.tier2_ok(key, value, pointer)
+            ):
                 self.tier2.append((key, value))
         if spec.tensor_parallel_degree is not None:
             self._option(

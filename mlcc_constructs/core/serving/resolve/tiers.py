@@ -35,6 +35,7 @@ from mlcc_constructs.core.engines.values import (
 from mlcc_constructs.core.platform import catalog
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
+from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
 from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings
@@ -70,6 +71,7 @@ class _Resolver:
             given_version=spec.engine_version,
             problems=self.problems,
             warnings=self.warnings,
+            pinned_release=pinned().engine_versions.get(self.manifest.engine),
         )
 
     # -- Tier 1 -------------------------------------------------------------------------

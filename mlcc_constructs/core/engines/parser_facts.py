@@ -1,0 +1,231 @@
+"""The recorded argument parser of an engine release, and the checks of a Tier-2 flag
+against it (issue 25).
+
+``mlcc_constructs/data/engine_parsers/<engine>/<version>.json`` holds every flag of the
+release's server parser (spelling, aliases, argparse action and off forms, nargs, type,
+choices) and the env variables it reads, read from the release's PyPI wheel by
+``tools/engine_parser_facts.py`` (each file's ``read_from``). A Tier-2 key is checked against
+the release the deployment names (``engine_version``), else the pinned one; a release with no
+recorded facts is not checked, and the caller warns.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from types import MappingProxyType
+from typing import Any
+
+from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.support.errors import Problem
+
+FACTS_DIR = "engine_parsers"
+"""The folder of :func:`parser_facts` files under ``mlcc_constructs/data``."""
+BOOLEAN_ACTIONS = ("store_true", "store_false", "store_const", "boolean_optional", "count")
+"""Actions that take no value: the flag is given bare (``true``) or as its off form."""
+LIST_NARGS = ("+", "*")
+"""nargs that take several values (one flag, then each value)."""
+NUMBER_TYPES: Mapping[str, type] = MappingProxyType({"int": int, "float": float})
+"""The argparse types mlcc checks a value against (every other type is the engine's to parse)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagFact:
+    """One flag of a recorded parser."""
+
+    name: str
+    """Its first spelling (``--enable-lora``)."""
+    action: str
+    """``store``, ``append``, ``store_true``, ``boolean_optional`` (takes an off form), ..."""
+    off: tuple[str, ...] = ()
+    """The spellings that turn a ``boolean_optional`` flag off (``--no-enable-lora``)."""
+    nargs: str | int | None = None
+    type: str | None = None
+    """``int``, ``float``, ``str``, ``json`` or the engine's own parser function's name."""
+    choices: tuple[object, ...] | None = None
+
+    @property
+    def takes_value(self) -> bool:
+        """Whether the flag takes a value (else it is given bare or as its off form)."""
+        return self.action not in BOOLEAN_ACTIONS
+
+    @property
+    def takes_list(self) -> bool:
+        """Whether the flag takes several values (nargs ``+``/``*`` or ``append``)."""
+        return self.nargs in LIST_NARGS or self.action == "append"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ParserFacts:
+    """The recorded parser and env registry of one engine release."""
+
+    engine: str
+    version: str
+    flags: Mapping[str, FlagFact]
+    """Every spelling, aliases and off forms included, to the flag it names."""
+    env: frozenset[str]
+
+    @property
+    def label(self) -> str:
+        """``vllm 0.31.0``."""
+        return f"{self.engine} {self.version}"
+
+    def suggestions(self, flag: str) -> list[str]:
+        """The recorded spellings closest to ``flag`` (did-you-mean), with the off forms of
+        the flag they name."""
+        import difflib  # only on an error: pure commands do not import it
+
+        close = difflib.get_close_matches(flag, list(self.flags), n=3, cutoff=0.6)
+        out: list[str] = []
+        for spelling in close:
+            fact = self.flags[spelling]
+            for name in (fact.name, *fact.off):
+                if name not in out:
+                    out.append(name)
+        return out
+
+
+def _flag(name: str, record: Mapping[str, Any]) -> FlagFact:
+    choices = record.get("choices")
+    return FlagFact(
+        name=name,
+        action=str(record["action"]),
+        off=tuple(record.get("off", ())),
+        nargs=record.get("nargs"),
+        type=record.get("type"),
+        choices=None if choices is None else tuple(choices),
+    )
+
+
+@cache
+def parser_facts(engine: str, version: str) -> ParserFacts | None:
+    """The recorded facts of ``engine`` ``version`` (``"0.31.0"``), or ``None`` when none are
+    recorded."""
+    path = data_path(f"{FACTS_DIR}/{engine}/{version}.json")
+    if not path.is_file():
+        return None
+    document = json.loads(path.read_text(encoding="utf-8"))
+    flags: dict[str, FlagFact] = {}
+    for name, record in document["flags"].items():
+        fact = _flag(name, record)
+        for spelling in (name, *record.get("aliases", ()), *fact.off):
+            flags[spelling] = fact
+    return ParserFacts(
+        engine=engine,
+        version=version,
+        flags=MappingProxyType(flags),
+        env=frozenset(document["env"]),
+    )
+
+
+def recorded_versions(engine: str) -> list[str]:
+    """The versions of ``engine`` with recorded facts, oldest first."""
+    folder = data_path(f"{FACTS_DIR}/{engine}")
+    names = [p.stem for p in folder.glob("*.json")] if folder.is_dir() else []
+    return sorted(names, key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
+
+
+def _number(text: str, kind: type) -> bool:
+    try:
+        kind(text)
+    except ValueError:
+        return False
+    return True
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlagCheck:
+    """The check of one Tier-2 key ``key`` (flag ``flag``) with ``value`` at ``pointer``."""
+
+    facts: ParserFacts
+    key: str
+    flag: str
+    value: str
+    pointer: str
+
+    def _problem(self, message: str, *, allowed: str = "", fix: str = "") -> Problem:
+        return Problem(
+            message=f"{self.key} → {message}",
+            pointer=self.pointer,
+            value=self.value,
+            allowed=allowed,
+            fix=fix,
+        )
+
+    def unknown(self) -> Problem:
+        """The flag is not one of the release's (with a did-you-mean)."""
+        facts, flag = self.facts, self.flag
+        close = facts.suggestions(flag)
+        env = (
+            f"{self.key} is an environment variable {facts.label} reads, but "
+            if (self.key in facts.env)
+            else ""
+        )
+        fix = f"did you mean {' / '.join(close)}?" if close else "remove the key"
+        if env:
+            fix += f" ({env}the manifest's engine_env does not list it)"
+        return self._problem(
+            f"{flag} is not a flag of {facts.label}",
+            fix=fix + f"; the flags are recorded in mlcc_constructs/data/{FACTS_DIR}/"
+            f"{facts.engine}/{facts.version}.json",
+        )
+
+    def bare(self, fact: FlagFact) -> Problem:
+        """``true``/``false`` for a flag that takes a value: it would be passed bare."""
+        return self._problem(
+            f"{self.flag} of {self.facts.label} takes a value ({fact.type or 'str'}); "
+            f"{self.value} would pass the flag bare or not at all",
+            fix="give the flag's value"
+            + (f", one of {', '.join(str(c) for c in fact.choices)}" if fact.choices else ""),
+        )
+
+    def boolean(self, fact: FlagFact, lowered: str) -> Problem | None:
+        """A flag that takes no value: only ``true`` or ``false``."""
+        if lowered not in ("true", "false"):
+            return self._problem(
+                f"{self.flag} of {self.facts.label} takes no value ({fact.action}): it is "
+                "given bare or left out",
+                allowed="true, false",
+                fix=f"true or false (true passes {fact.name}"
+                + (f", false passes {fact.off[0]})" if fact.off else ", false passes nothing)"),
+            )
+        return None
+
+    def values(self, fact: FlagFact, values: list[str] | None) -> Problem | None:
+        """A flag that takes values: a list where it takes several, each of its type and
+        choices. ``values`` are a JSON array's elements (``None``: one value, as written)."""
+        if values is not None and not fact.takes_list:
+            return self._problem(
+                f"{self.flag} of {self.facts.label} takes one value, not a list",
+                fix="give one value",
+            )
+        items = [self.value] if values is None else values
+        if values is None and fact.takes_list and "," in self.value:
+            parts = [p.strip() for p in self.value.split(",")]
+            return self._problem(
+                f"{self.flag} of {self.facts.label} takes several values, and a comma does not "
+                "separate them (the engine would get one value)",
+                fix="write them as a JSON array, e.g. " + json.dumps(parts),
+            )
+        kind = NUMBER_TYPES.get(fact.type or "")
+        if kind is not None:
+            bad = [v for v in items if not _number(v, kind)]
+            if bad:
+                what = "an integer" if kind is int else "a number"
+                return self._problem(
+                    f"{self.flag} of {self.facts.label} takes {what}",
+                    allowed=fact.type or "",
+                    fix=f"give {what}, not {bad[0]!r}",
+                )
+        if fact.choices is not None:
+            allowed = {str(c) for c in fact.choices}
+            bad = [v for v in items if v not in allowed]
+            if bad:
+                return self._problem(
+                    f"{bad[0]!r} is not a choice of {self.flag} in {self.facts.label}",
+                    allowed=", ".join(str(c) for c in fact.choices),
+                    fix="use one of the allowed values",
+                )
+        return None
