@@ -49,11 +49,6 @@ REFUSED = [
      ["--disable-log-requests is not a flag of vllm 0.31.0",
       "--enable-log-requests / --no-enable-log-requests"]),
     ("vllm", "0.31.0", "VLLM_MAX_NUM_SEQ", "8", ["did you mean --max-num-seqs"]),
-    ("vllm", None, "VLLM_ENGINE_ITERATION_TIMEOUT_S", "60",
-     ["--engine-iteration-timeout-s is not a flag of vllm 0.31.0",
-      "an environment variable vllm 0.31.0 reads"]),
-    ("vllm", "0.33.0", "VLLM_ENGINE_ITERATION_TIMEOUT_S", "60",
-     ["--engine-iteration-timeout-s is not a flag of vllm 0.33.0"]),
     *[("vllm", None, "VLLM_ENFORCE_EAGER", v, ["takes no value", "fix: true or false"])
       for v in ("1", "0", "yes", "on")],
     ("sglang", None, "SGLANG_ENABLE_MIXED_CHUNK", "1", ["fix: true or false"]),
@@ -127,6 +122,17 @@ def test_false_for_a_flag_without_an_off_form_is_omitted_and_reported(
     resolution = _resolve(engine, {key: "false"})
     assert flag not in resolution.argv()
     assert [w for w in resolution.warnings if w.startswith(f"{key}=false passes nothing")]
+
+
+@pytest.mark.parametrize(("version", "warned"), [(None, False), ("0.33.0", True)])
+def test_an_engine_variable_stays_env(version: str | None, warned: bool) -> None:
+    """VLLM_ENGINE_ITERATION_TIMEOUT_S is read by the pinned vLLM 0.31.0 and dropped by 0.33.0:
+    env on both (never a flag), with a warning on 0.33.0."""
+    resolution = _resolve("vllm", {"VLLM_ENGINE_ITERATION_TIMEOUT_S": "120"}, version)
+    assert not [a for a in resolution.argv() if "iteration" in a]
+    assert resolution.env["VLLM_ENGINE_ITERATION_TIMEOUT_S"] == "120"
+    said = [w for w in resolution.warnings if w.startswith("VLLM_ENGINE_ITERATION_TIMEOUT_S is")]
+    assert bool(said) == warned
 
 
 def test_a_release_without_recorded_facts_is_rendered_with_a_warning_per_flag() -> None:
@@ -267,8 +273,23 @@ def test_the_manifest_off_forms_are_the_release_s(engine: str, version: str) -> 
 
 @pytest.mark.parametrize(("engine", "version"), [r for r in RECORDED if r[0] in MANIFESTS])
 def test_engine_env_lists_only_variables_the_release_reads(engine: str, version: str) -> None:
-    """Every engine_env entry is in the env registry of every recorded release (so one that a
-    later release drops, VLLM_ENGINE_ITERATION_TIMEOUT_S in vLLM 0.33.0, fails here)."""
+    """Every engine_env entry is in the env registry of the pinned release; an entry a recorded
+    release does not read is warned about there (VLLM_ENGINE_ITERATION_TIMEOUT_S: read by the
+    pinned vLLM 0.31.0, dropped by 0.33.0), and only those are."""
     facts = parser_facts(engine, version)
-    assert facts is not None
-    assert sorted(MANIFESTS[engine].engine_env - facts.env) == []
+    pinned_facts = parser_facts(engine, pinned().engine_versions[engine])
+    assert facts is not None and pinned_facts is not None
+    manifest = MANIFESTS[engine]
+    assert sorted(manifest.engine_env - pinned_facts.env) == []
+    warnings: list[str] = []
+    checks = ValueChecks(
+        manifest=manifest,
+        version=parse_version(version),
+        given_version=version,
+        problems=[],
+        warnings=warnings,
+    )
+    for key in sorted(manifest.engine_env):
+        assert checks.own_env(key)
+    unread = sorted(key for key in manifest.engine_env if key not in facts.env)
+    assert [w.split(" ", 1)[0] for w in warnings] == unread
