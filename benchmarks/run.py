@@ -51,6 +51,7 @@ from benchmarks._measure import (  # noqa: E402 (the repository first on the pat
     measure_processes,
     run_process,
 )
+from benchmarks.fleet import fleet_synth, reviewers_loop  # noqa: E402
 from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
@@ -423,7 +424,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,50"}
+QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,50", "fleet_sizes": "1,100"}
 """``--quick`` (``make bench QUICK=1``): fewer runs and sizes; the sections that need a fresh
 clone or many minutes (the test suite, libraries vs ours) are left to the full run."""
 QUICK_SKIPS = ("test suite", "libraries vs ours")
@@ -454,6 +455,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scale-sizes", default=None, help="deployments, scale curve (1,10,100,200)"
     )
     parser.add_argument(
+        "--fleet-sizes",
+        default=None,
+        help="deployments, fleet synth vs plain CDK (1,100,1000); the largest is the "
+        "reviewer's loop's app",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=f"{QUICK['runs']} runs, peer sizes {QUICK['peer_sizes']}, scale sizes "
@@ -466,15 +473,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plan-out", default=str(PLAN_OUT), help="the cold-start plans' file")
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {"runs": 5, "peer_sizes": "1,10,100,500",
-                                         "scale_sizes": "1,10,100,200"}  # fmt: skip
+                                         "scale_sizes": "1,10,100,200",
+                                         "fleet_sizes": "1,100,1000"}  # fmt: skip
     runs = args.runs or int(defaults["runs"])
     peer_sizes = [int(s) for s in (args.peer_sizes or str(defaults["peer_sizes"])).split(",")]
     scale_sizes = [int(s) for s in (args.scale_sizes or str(defaults["scale_sizes"])).split(",")]
+    fleet_sizes = [int(s) for s in (args.fleet_sizes or str(defaults["fleet_sizes"])).split(",")]
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "cli start-up": lambda: cli_startup(runs),
         "peer (helm template)": lambda: peer(runs, peer_sizes),
         "synth vs floor": lambda: synth_vs_floor(runs),
         "serving scale curve": lambda: scale_curve(runs, scale_sizes),
+        "fleet synth (plain CDK)": lambda: fleet_synth(runs, fleet_sizes),
+        "reviewer's loop": lambda: reviewers_loop(runs, max(fleet_sizes)),
         "test suite": lambda: test_suite(runs),
         "libraries vs ours": lambda: libraries_vs_ours(runs),
     }
