@@ -51,7 +51,7 @@ from benchmarks._measure import (  # noqa: E402 (the repository first on the pat
     measure_processes,
     run_process,
 )
-from benchmarks.fleet import fleet_synth, reviewers_loop  # noqa: E402
+from benchmarks.fleet import cdk_validation, fleet_synth, reviewers_loop  # noqa: E402
 from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
@@ -486,6 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "serving scale curve": lambda: scale_curve(runs, scale_sizes),
         "fleet synth (plain CDK)": lambda: fleet_synth(runs, fleet_sizes),
         "reviewer's loop": lambda: reviewers_loop(runs, max(fleet_sizes)),
+        "cdk validation": lambda: cdk_validation(runs, [1, min(100, max(fleet_sizes))]),
         "test suite": lambda: test_suite(runs),
         "libraries vs ours": lambda: libraries_vs_ours(runs),
     }
