@@ -9,6 +9,10 @@ peer measured side by side in this one run. Prints one table and writes
 - synth: the CDK app (every stack, the gates, dist/) against an app with one empty Stack, warm
   and with an empty jsii package cache;
 - the serving-side scale curve of the CDK app at 1, 10, 100, 200 deployments;
+- fleet synth: the app with 1, 100, 1,000 generated deployments against a plain-CDK peer
+  applying the same objects (``benchmarks/fleet.py``), the reviewer's loop (synth and ``mlcc
+  diff-guard`` of one changed deployment, with and without ``-c deployments=``) and what CDK's
+  built-in template validation costs;
 - ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
 - libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
   that do its job, end to end (``benchmarks/libraries.py``);
@@ -51,6 +55,7 @@ from benchmarks._measure import (  # noqa: E402 (the repository first on the pat
     measure_processes,
     run_process,
 )
+from benchmarks.cold_start import PLAN_OUT, cold_start_plans, plan_lines  # noqa: E402
 from benchmarks.fleet import cdk_validation, fleet_synth, reviewers_loop  # noqa: E402
 from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 
@@ -340,52 +345,6 @@ def test_suite(runs: int) -> dict[str, Any]:
         "target": "cold <= 240 s after the install; warm <= 90 s",
         "met": cold <= 240 and bool(warm.samples) and warm.median <= 90,
     }
-
-
-# -- the cold-start plan of the reference deployments ----------------------------------------
-
-PLAN_OUT = REPO / "benchmarks" / "cold_start.json"
-# The autoscaled reference entry's scaler needs a Prometheus workspace URL to render; the plan
-# does not depend on it, so a well-formed stand-in is given (the app gives the cluster's).
-PLAN_PROMETHEUS = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-bench"
-
-
-def cold_start_plans(out: Path) -> dict[str, Any]:
-    """``mlcc plan`` of every reference deployment (as ``make synth`` prepares them), its JSON
-    written to ``out``; returns one summary row per deployment."""
-    entries = json.loads((REPO / "cdk.json").read_text())["context"]["reference_deployments"]
-    work = Path(tempfile.mkdtemp(prefix="mlcc-bench-plan-"))
-    spec = work / "reference.json"
-    spec.write_text(json.dumps(entries))
-    argv = [str(MLCC_SCRIPT), "plan", "-f", str(spec), "--prometheus-url", PLAN_PROMETHEUS]
-    done = subprocess.run(argv, cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
-    shutil.rmtree(work, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"bench: mlcc plan failed:\n{done.stderr}")
-    report = json.loads(done.stdout)
-    report["command"] = "mlcc plan -f <cdk.json reference_deployments>"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    return {
-        f"{p['name']} ({p['target']})": {
-            "expected_seconds": p["expected_seconds"],
-            "physical_limit_seconds": p["physical_limit"]["seconds"],
-            "startup_probe_seconds": p["budget"]["startup_probe_seconds"],
-            "ready_timeout_seconds": p["budget"]["ready_timeout_seconds"],
-        }
-        for p in report["plans"]
-    }
-
-
-def plan_lines(rows: dict[str, Any]) -> str:
-    """The summary of :func:`cold_start_plans` as text."""
-    lines = ["cold start (mlcc plan estimates, not measurements):"]
-    for name, row in rows.items():
-        lines.append(
-            f"  {name}: expected {row['expected_seconds']} s, physical limit "
-            f"{row['physical_limit_seconds']} s, startup probe {row['startup_probe_seconds']} s, "
-            f"ready timeout {row['ready_timeout_seconds']} s"
-        )
-    return "\n".join(lines)
 
 
 # -- report ------------------------------------------------------------------------------
