@@ -90,7 +90,7 @@ def asset_files() -> Mapping[str, str]:
     }
 
 
-_MADE: list[str] = []  # the folder this process made or checked (one per stack asks for it)
+_MADE: dict[str, str] = {}  # temporary folder -> the asset folder this process made there
 
 
 def asset_directory() -> str:
@@ -99,10 +99,10 @@ def asset_directory() -> str:
     folder of that name holding anything else (a ``__pycache__`` someone's run left) is made
     anew. Checked once per process while it exists (every serving stack asks for it: reading
     and hashing the files each time cost about 6 ms a stack)."""
-    if _MADE and Path(_MADE[0]).is_dir():
-        return _MADE[0]
-    _MADE[:] = [_asset_directory()]
-    return _MADE[0]
+    root = tempfile.gettempdir()
+    if root not in _MADE or not Path(_MADE[root]).is_dir():
+        _MADE[root] = _asset_directory()
+    return _MADE[root]
 
 
 def _asset_directory() -> str:
