@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
+import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import aws_cdk as cdk
 
+from mlcc_constructs.core.platform.cluster_access import context_list
+from mlcc_constructs.core.platform.context_values import context_source
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
 from mlcc_constructs.core.platform.hyperpod_capacity import capacity_problems, surge_headroom
 from mlcc_constructs.core.platform.hyperpod_tolerations import toleration_problems
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import (
+    AppDeployment,
     cidr_mismatch_problems,
     served_load_balancers,
 )
+from mlcc_constructs.core.serving.stack_selection import SELECTION_KEY, select_stacks
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
 from stacks.app_context import egress_from_context, gpu_pool_from_context, quiet_stack_traces
@@ -48,11 +54,16 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     With ``hyperpod_instance_groups`` (or ``hyperpod_cluster_name``) the app also has
     ``mlcc-<profile>-hyperpod-cluster`` and ``mlcc-<profile>-inference-operator``; deploy order:
     eks-cluster, hyperpod-cluster, inference-operator, serving.
+
+    The ``deployments`` context (``cdk diff -c deployments=NAME[,NAME...]``: deployment names
+    or serving stack names) builds only those deployments' serving stacks; every other stack
+    is built as always (:mod:`mlcc_constructs.core.serving.stack_selection`).
     """
     app = app or cdk.App()
     quiet_stack_traces(app)
     environment = environment_from_context(app)
     plan = serving_plan(app)
+    selection = selected_deployments(app, plan)  # an unknown name fails before any stack
     hyperpod = hyperpod_settings_from_context(app, environment)
     demand = hyperpod_demand(app_deployments(app))
     raise_if_any(
@@ -102,7 +113,10 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         app, environment=environment, cluster=cluster_stack.cluster, plan=plan
     )
     # The plan keeps the deployments' order: one unit per deployment.
-    for unit, deployment in zip(plan.units, app_deployments(app), strict=True):
+    deployments = app_deployments(app)
+    for unit, deployment, built in zip(plan.units, deployments, selection, strict=True):
+        if not built:
+            continue
         DeploymentServingStack(
             app,
             environment=environment,
@@ -112,7 +126,28 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
             namespaces=namespaces,
             operator=operator,
         )
+    if not all(selection):
+        keep_exports(
+            app, cluster_stack, [d for d, s in zip(deployments, selection, strict=True) if not s]
+        )
     return app
+
+
+def keep_exports(
+    app: cdk.App, cluster_stack: EksClusterStack, left_out: Sequence[AppDeployment]
+) -> None:
+    """Export from the cluster stack what the serving stacks a selection leaves out would
+    import, so the shared stacks synthesise as in the whole app (``cdk diff`` shows no export
+    going away). Every serving stack imports the same cluster values, except the cluster's
+    Prometheus query URL: only a deployment whose objects hold it (an autoscaled one)."""
+    metrics = cluster_stack.serving_cluster.metrics
+    if metrics is None:
+        return
+    for deployment in left_out:
+        text = json.dumps([entry.object for entry in deployment.prepared.objects])
+        if dist_text(app, text) != text:  # the cluster's query URL, a lazy value
+            cluster_stack.export_value(metrics.workspace.attr_prometheus_endpoint)
+            return
 
 
 def add_gates(app: cdk.App) -> None:
@@ -134,6 +169,22 @@ def serving_plan(app: cdk.App) -> ServingPlan:
     )
 
 
+def selected_deployments(app: cdk.App, plan: ServingPlan) -> tuple[bool, ...]:
+    """Whether each of the app's deployments (``plan``: their serving plan) gets its serving
+    stack and its dist/ file: all, unless the ``deployments`` context names some (their names
+    or their stacks' names)."""
+    raw = app.node.try_get_context(SELECTION_KEY)
+    environment = environment_from_context(app)
+    return select_stacks(
+        context_list(raw, SELECTION_KEY),
+        [
+            (environment.stack_name(unit.suffix), str(deployment.prepared.spec.name))
+            for unit, deployment in zip(plan.units, app_deployments(app), strict=True)
+        ],
+        where=context_source(raw, SELECTION_KEY),
+    )
+
+
 def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     """Write what the serving stacks apply, for GitOps:
     ``<outdir>/<target>-<namespace>-<name>.k8s.yaml`` (its stack: ``mlcc-<profile>-serving-...``)
@@ -141,20 +192,25 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     context supplies the account, region and profile they do not set) and
     ``<outdir>/namespaces.k8s.yaml``. The objects are the prepared deployments' own (the ones
     the stacks apply), written as ``mlcc render`` writes them; earlier ``*.k8s.yaml`` files of
-    deployments no longer listed are removed."""
+    deployments no longer listed are removed. With a ``deployments`` selection only the
+    selected deployments' files (and the namespaces') are written, and no file is removed."""
     from mlcc_constructs.core.serving.kinds.registry import validate_objects
     from mlcc_constructs.core.support.yaml_output import to_yaml
 
-    namespaces = serving_plan(app).namespaces
+    plan = serving_plan(app)
+    namespaces = plan.namespaces
     validate_objects(namespaces)
     files = {f"{NAMESPACES_FILE}.k8s.yaml": to_yaml(namespaces)}
-    for deployment in app_deployments(app):
+    selection = selected_deployments(app, plan)
+    for deployment, selected in zip(app_deployments(app), selection, strict=True):
+        if not selected:
+            continue
         objects = [entry.object for entry in deployment.prepared.objects]
         validate_objects(objects)  # as mlcc render does: what dist/ holds is valid
         files[deployment.file_name] = dist_text(app, to_yaml(objects))
     folder = Path(outdir)
     folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.k8s.yaml"):
+    for stale in folder.glob("*.k8s.yaml") if all(selection) else ():
         if stale.name not in files:
             stale.unlink()
     for name, text in files.items():

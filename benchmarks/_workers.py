@@ -40,15 +40,57 @@ def floor() -> None:
 
 def app(count: int | None = None) -> None:
     """``python app.py`` as ``cdk synth`` runs it: every stack, the gates and dist/."""
+    with tempfile.TemporaryDirectory() as out:
+        fleet(count, out)
+
+
+def fleet(count: int | None, out: str, selection: str = "", changed: str = "") -> None:
+    """``python app.py`` with ``count`` generated deployments (``None``: cdk.json's), written
+    to ``<out>/cdk.out`` and ``<out>/dist``; ``selection``: the ``deployments`` context;
+    ``changed``: the deployment whose ``env`` is changed (the reviewer's loop's edit)."""
     import aws_cdk as cdk
 
     import app as cdk_app
 
-    with tempfile.TemporaryDirectory() as out:
-        built = cdk_app.build_app(cdk.App(outdir=f"{out}/cdk.out", context=_context(count)))
-        cdk_app.add_gates(built)
-        cdk_app.write_reference_manifests(built, outdir=f"{out}/dist")
-        built.synth()
+    context = _context(count)
+    for entry in context["reference_deployments"]:
+        if entry.get("name") == changed:
+            entry["env"] = {**entry.get("env", {}), "VLLM_MAX_NUM_SEQS": "128"}
+    if selection:
+        context["deployments"] = selection
+    built = cdk_app.build_app(cdk.App(outdir=f"{out}/cdk.out", context=context))
+    cdk_app.add_gates(built)
+    cdk_app.write_reference_manifests(built, outdir=f"{out}/dist")
+    built.synth()
+
+
+def peer_objects(count: int, path: str) -> None:
+    """The plain-CDK peer's input for ``count`` generated deployments: each serving stack's
+    name and objects, as the app renders them (written once, before timing)."""
+    import aws_cdk as cdk
+
+    import app as cdk_app
+    from benchmarks.plain_cdk_peer import write_objects
+    from stacks import environment_from_context
+    from stacks.deployments import app_deployments
+
+    scratch = cdk.App(context=_context(count))
+    environment = environment_from_context(scratch)
+    plan = cdk_app.serving_plan(scratch)
+    write_objects(
+        Path(path),
+        [
+            (environment.stack_name(unit.suffix), [e.object for e in d.prepared.objects])
+            for unit, d in zip(plan.units, app_deployments(scratch), strict=True)
+        ],
+    )
+
+
+def peer(path: str, out: str) -> None:
+    """The plain-CDK peer app (``benchmarks/plain_cdk_peer.py``) of ``path``'s objects."""
+    from benchmarks.plain_cdk_peer import synth_peer
+
+    synth_peer(Path(path), Path(out))
 
 
 def dist(count: int, out: str, targets: tuple[str, ...] = ()) -> None:
@@ -78,6 +120,12 @@ if __name__ == "__main__":
         floor()
     elif name == "app":
         app(int(args[0]) if args else None)
+    elif name == "fleet":  # COUNT OUT [SELECTION [CHANGED]]
+        fleet(int(args[0]), args[1], *args[2:4])
+    elif name == "peer-objects":
+        peer_objects(int(args[0]), args[1])
+    elif name == "peer":
+        peer(args[0], args[1])
     elif name == "dist":
         dist(int(args[0]), args[1], tuple(args[2].split(",")) if len(args) > 2 else ())
     else:

@@ -9,6 +9,10 @@ peer measured side by side in this one run. Prints one table and writes
 - synth: the CDK app (every stack, the gates, dist/) against an app with one empty Stack, warm
   and with an empty jsii package cache;
 - the serving-side scale curve of the CDK app at 1, 10, 100, 200 deployments;
+- fleet synth: the app with 1, 100, 1,000 generated deployments against a plain-CDK peer
+  applying the same objects (``benchmarks/fleet.py``), the reviewer's loop (synth and ``mlcc
+  diff-guard`` of one changed deployment, with and without ``-c deployments=``) and what CDK's
+  built-in template validation costs;
 - ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
 - libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
   that do its job, end to end (``benchmarks/libraries.py``);
@@ -51,6 +55,8 @@ from benchmarks._measure import (  # noqa: E402 (the repository first on the pat
     measure_processes,
     run_process,
 )
+from benchmarks.cold_start import PLAN_OUT, cold_start_plans, plan_lines  # noqa: E402
+from benchmarks.fleet import cdk_validation, fleet_synth, reviewers_loop  # noqa: E402
 from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
@@ -341,52 +347,6 @@ def test_suite(runs: int) -> dict[str, Any]:
     }
 
 
-# -- the cold-start plan of the reference deployments ----------------------------------------
-
-PLAN_OUT = REPO / "benchmarks" / "cold_start.json"
-# The autoscaled reference entry's scaler needs a Prometheus workspace URL to render; the plan
-# does not depend on it, so a well-formed stand-in is given (the app gives the cluster's).
-PLAN_PROMETHEUS = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-bench"
-
-
-def cold_start_plans(out: Path) -> dict[str, Any]:
-    """``mlcc plan`` of every reference deployment (as ``make synth`` prepares them), its JSON
-    written to ``out``; returns one summary row per deployment."""
-    entries = json.loads((REPO / "cdk.json").read_text())["context"]["reference_deployments"]
-    work = Path(tempfile.mkdtemp(prefix="mlcc-bench-plan-"))
-    spec = work / "reference.json"
-    spec.write_text(json.dumps(entries))
-    argv = [str(MLCC_SCRIPT), "plan", "-f", str(spec), "--prometheus-url", PLAN_PROMETHEUS]
-    done = subprocess.run(argv, cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
-    shutil.rmtree(work, ignore_errors=True)
-    if done.returncode != 0:
-        raise SystemExit(f"bench: mlcc plan failed:\n{done.stderr}")
-    report = json.loads(done.stdout)
-    report["command"] = "mlcc plan -f <cdk.json reference_deployments>"
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    return {
-        f"{p['name']} ({p['target']})": {
-            "expected_seconds": p["expected_seconds"],
-            "physical_limit_seconds": p["physical_limit"]["seconds"],
-            "startup_probe_seconds": p["budget"]["startup_probe_seconds"],
-            "ready_timeout_seconds": p["budget"]["ready_timeout_seconds"],
-        }
-        for p in report["plans"]
-    }
-
-
-def plan_lines(rows: dict[str, Any]) -> str:
-    """The summary of :func:`cold_start_plans` as text."""
-    lines = ["cold start (mlcc plan estimates, not measurements):"]
-    for name, row in rows.items():
-        lines.append(
-            f"  {name}: expected {row['expected_seconds']} s, physical limit "
-            f"{row['physical_limit_seconds']} s, startup probe {row['startup_probe_seconds']} s, "
-            f"ready timeout {row['ready_timeout_seconds']} s"
-        )
-    return "\n".join(lines)
-
-
 # -- report ------------------------------------------------------------------------------
 
 
@@ -423,7 +383,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,50"}
+QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,50", "fleet_sizes": "1,100"}
 """``--quick`` (``make bench QUICK=1``): fewer runs and sizes; the sections that need a fresh
 clone or many minutes (the test suite, libraries vs ours) are left to the full run."""
 QUICK_SKIPS = ("test suite", "libraries vs ours")
@@ -454,6 +414,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--scale-sizes", default=None, help="deployments, scale curve (1,10,100,200)"
     )
     parser.add_argument(
+        "--fleet-sizes",
+        default=None,
+        help="deployments, fleet synth vs plain CDK (1,100,1000); the largest is the "
+        "reviewer's loop's app",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help=f"{QUICK['runs']} runs, peer sizes {QUICK['peer_sizes']}, scale sizes "
@@ -466,15 +432,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--plan-out", default=str(PLAN_OUT), help="the cold-start plans' file")
     args = parser.parse_args(argv)
     defaults = QUICK if args.quick else {"runs": 5, "peer_sizes": "1,10,100,500",
-                                         "scale_sizes": "1,10,100,200"}  # fmt: skip
+                                         "scale_sizes": "1,10,100,200",
+                                         "fleet_sizes": "1,100,1000"}  # fmt: skip
     runs = args.runs or int(defaults["runs"])
     peer_sizes = [int(s) for s in (args.peer_sizes or str(defaults["peer_sizes"])).split(",")]
     scale_sizes = [int(s) for s in (args.scale_sizes or str(defaults["scale_sizes"])).split(",")]
+    fleet_sizes = [int(s) for s in (args.fleet_sizes or str(defaults["fleet_sizes"])).split(",")]
     steps: dict[str, Callable[[], dict[str, Any]]] = {
         "cli start-up": lambda: cli_startup(runs),
         "peer (helm template)": lambda: peer(runs, peer_sizes),
         "synth vs floor": lambda: synth_vs_floor(runs),
         "serving scale curve": lambda: scale_curve(runs, scale_sizes),
+        "fleet synth (plain CDK)": lambda: fleet_synth(runs, fleet_sizes),
+        "reviewer's loop": lambda: reviewers_loop(runs, max(fleet_sizes)),
+        "cdk validation": lambda: cdk_validation(runs, [1, min(100, max(fleet_sizes))]),
         "test suite": lambda: test_suite(runs),
         "libraries vs ours": lambda: libraries_vs_ours(runs),
     }

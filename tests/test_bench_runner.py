@@ -38,6 +38,35 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return called
 
 
+@pytest.mark.parametrize(
+    ("argv", "fleet", "loop"),
+    [
+        (["--quick"], [1, 100], 100),
+        ([], [1, 100, 1000], 1000),
+        (["--fleet-sizes", "1,300"], [1, 300], 300),
+    ],
+)
+def test_the_fleet_sections_get_their_sizes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], fleet: list[int], loop: int
+) -> None:
+    seen: dict[str, Any] = {}
+
+    def record(name: str) -> Any:
+        def step(runs: int, sizes: Any) -> dict[str, Any]:
+            seen[name] = sizes
+            return _section(1.0)
+
+        return step
+
+    for name in ("fleet_synth", "reviewers_loop", "cdk_validation"):
+        monkeypatch.setattr(run, name, record(name))
+    out = tmp_path / "results.json"
+    assert run.main([*argv, "--only", "fleet,reviewer,cdk", "--out", str(out)]) == 0
+    assert seen == {"fleet_synth": fleet, "reviewers_loop": loop, "cdk_validation": [1, 100]}
+    sections = json.loads(out.read_text())["benchmarks"]
+    assert sorted(sections) == ["cdk validation", "fleet synth (plain CDK)", "reviewer's loop"]
+
+
 def test_a_partial_run_keeps_the_sections_it_did_not_measure(
     tmp_path: Path, steps: list[str]
 ) -> None:

@@ -90,11 +90,22 @@ def asset_files() -> Mapping[str, str]:
     }
 
 
+_MADE: dict[str, str] = {}  # temporary folder -> the asset folder this process made there
+
+
 def asset_directory() -> str:
     """A folder holding exactly :func:`asset_files`, named by their hash: CDK hashes an asset by
     its files' names and contents, so the template is the same wherever it is synthesised. A
     folder of that name holding anything else (a ``__pycache__`` someone's run left) is made
-    anew."""
+    anew. Checked once per process while it exists (every serving stack asks for it: reading
+    and hashing the files each time cost about 6 ms a stack)."""
+    root = tempfile.gettempdir()
+    if root not in _MADE or not Path(_MADE[root]).is_dir():
+        _MADE[root] = _asset_directory()
+    return _MADE[root]
+
+
+def _asset_directory() -> str:
     files = asset_files()
     digest = hashlib.sha256()
     for name in sorted(files):
