@@ -59,7 +59,9 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     or serving stack names) builds only those deployments' serving stacks; every other stack
     is built as always (:mod:`mlcc_constructs.core.serving.stack_selection`).
     """
-    app = app or cdk.App()
+    # No performance report: CDK writes cdk.out/performance-counters.json only when a synth
+    # is slower than 10 s per stack, so a loaded machine's cdk.out would differ from another's.
+    app = app or cdk.App(performance_reporting=False)
     quiet_stack_traces(app)
     environment = environment_from_context(app)
     plan = serving_plan(app)
