@@ -23,6 +23,7 @@ test must stand in for:
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import socket
 import struct
@@ -41,7 +42,10 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
-pytest.importorskip("runai_model_streamer", reason="runai-model-streamer is a test dependency")
+# Whether it is installed, not imported: the streamer runs in the engine's subprocess below, and
+# importing it here would load torch into every xdist worker at collection (about 2 s CPU each).
+if importlib.util.find_spec("runai_model_streamer") is None:
+    pytest.skip("runai-model-streamer is a test dependency", allow_module_level=True)
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
