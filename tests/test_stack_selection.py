@@ -150,10 +150,10 @@ def test_dist_with_a_selection_writes_only_the_selected_and_keeps_the_rest(
 ) -> None:
     from app import write_reference_manifests
 
-    (tmp_path / "mistral-vllm-args-eks.k8s.yaml").write_text("earlier\n")
+    (tmp_path / "eks-inference-mistral-vllm-args.k8s.yaml").write_text("earlier\n")
     written = write_reference_manifests(_selected("llama-sglang"), outdir=str(tmp_path))
     assert sorted(Path(f).name for f in written) == [
-        "llama-sglang-hyperpod-eks.k8s.yaml",
+        "hyperpod-eks-inference-llama-sglang.k8s.yaml",
         "namespaces.k8s.yaml",
     ]
-    assert (tmp_path / "mistral-vllm-args-eks.k8s.yaml").read_text() == "earlier\n"
+    assert (tmp_path / "eks-inference-mistral-vllm-args.k8s.yaml").read_text() == "earlier\n"
