@@ -163,8 +163,11 @@ class StandIn:
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 for index in range(len(body)):
-                    self.wfile.write(body[index : index + 1])
-                    self.wfile.flush()
+                    try:
+                        self.wfile.write(body[index : index + 1])
+                        self.wfile.flush()
+                    except OSError:  # the client gave up at its deadline, as it should
+                        return
                     if stand_in.release.wait(stand_in.behaviour.models_drip):
                         return
 
