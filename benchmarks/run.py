@@ -383,7 +383,7 @@ def table(results: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,50", "fleet_sizes": "1,100"}
+QUICK = {"runs": 3, "peer_sizes": "1,100", "scale_sizes": "1,10,20", "fleet_sizes": "1,20"}
 """``--quick`` (``make bench QUICK=1``): fewer runs and sizes; the sections that need a fresh
 clone or many minutes (the test suite, libraries vs ours) are left to the full run."""
 QUICK_SKIPS = ("test suite", "libraries vs ours")
