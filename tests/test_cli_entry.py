@@ -216,6 +216,20 @@ def test_exit_now_keeps_what_teardown_would_do(code: str, stdout: bytes, returnc
     assert (done.returncode, done.stdout, done.stderr) == (returncode, stdout, b"")
 
 
+def test_a_profiler_still_writes_its_results(tmp_path: Path) -> None:
+    """``python -m cProfile -o FILE -m mlcc_constructs.cli``: the profile is written after the
+    module returns, so the entry leaves through teardown when a profiler watches."""
+    profile = tmp_path / "env.prof"
+    done = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(profile), "-m", "mlcc_constructs.cli", *ENV],
+        capture_output=True,
+        env=process_env(),
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert profile.stat().st_size > 0
+
+
 @pytest.mark.parametrize(
     ("stop", "code", "stderr"),
     [(None, 0, ""), (0, 0, ""), (2, 2, ""), ("bad thing", 1, "bad thing\n")],

@@ -5,8 +5,9 @@ module and object costs a pure command 10 to 25 ms, for nothing the command need
 Only the process entry (:func:`run_process`) exits this way; ``cli.main`` returns its code to
 the tests that call it in-process. Teardown is kept (a normal :func:`sys.exit`) whenever it
 has work to do: an ``atexit`` hook (``logging``, a ``TemporaryDirectory`` finalizer, the jsii
-kernel), a thread still running, or an output stream that failed to flush for a reason other
-than a reader that went away.
+kernel), a thread still running, a profiler or tracer (cProfile, coverage, pdb) waiting to
+write its results, or an output stream that failed to flush for a reason other than a reader
+that went away.
 """
 
 from __future__ import annotations
@@ -92,10 +93,12 @@ def _to_devnull(stream: object) -> None:
 
 
 def _teardown_has_work() -> bool:
-    """An ``atexit`` hook is registered or a second thread runs (teardown joins it)."""
+    """An ``atexit`` hook is registered, a second thread runs (teardown joins it), or a
+    profiler, tracer or debugger watches (``python -m cProfile -o FILE -m mlcc_constructs.cli``
+    writes FILE once the module returns; coverage and pdb are tracers)."""
     import atexit
 
-    if atexit._ncallbacks() > 0:
+    if atexit._ncallbacks() > 0 or sys.getprofile() is not None or sys.gettrace() is not None:
         return True
     threading = sys.modules.get("threading")
     return threading is not None and threading.active_count() > 1
