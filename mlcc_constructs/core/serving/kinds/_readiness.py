@@ -27,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, Literal, NamedTuple
 
 ReadinessState = Literal["ready", "progressing", "failed", "absent"]
@@ -238,8 +239,6 @@ def blocker(
 def _seconds_since(stamp: str | None, now: float) -> float:
     if not stamp:
         return 0.0
-    from datetime import datetime  # here: the render path imports this module (start-up)
-
     try:
         return now - datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
     except ValueError:
