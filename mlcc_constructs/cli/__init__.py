@@ -9,6 +9,7 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from mlcc_constructs.cli._parser import MlccParser, UsageError, failure_document
 from mlcc_constructs.core.support.errors import MlccError
@@ -87,6 +88,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"mlcc: error: {line}", file=sys.stderr)
         return 2 if isinstance(error, UsageError) else 1
     return code
+
+
+def run() -> NoReturn:
+    """The ``mlcc`` console script and ``python -m mlcc_constructs.cli``: :func:`main` as the
+    whole process, its output flushed and no interpreter teardown
+    (:func:`~mlcc_constructs.cli._exit.run_process`)."""
+    from mlcc_constructs.cli._exit import run_process
+
+    run_process(main)
 
 
 def error_lines(error: BaseException) -> list[str] | None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, NoReturn
@@ -108,6 +109,13 @@ class MlccParser(argparse.ArgumentParser):
             setattr(found, COMMAND_DEST, command_of(self.prog))
         return found, extras
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        # argparse's own asks shutil for the width (less 2), and makes one for every
+        # add_argument: importing shutil (and its bz2, lzma, zlib) costs every command's start-up.
+        formatter: Any = self.formatter_class  # typeshed's protocol names only `prog`
+        made: argparse.HelpFormatter = formatter(prog=self.prog, width=terminal_columns() - 2)
+        return made
+
     def error(self, message: str) -> NoReturn:
         self.usage_error(message, fix=f"see {self.prog} --help")
 
@@ -120,6 +128,21 @@ class MlccParser(argparse.ArgumentParser):
             print(json.dumps(failure_report(command, [problem]), indent=2))
         print(f"mlcc: error: {problem}", file=sys.stderr)
         self.exit(2)
+
+
+def terminal_columns() -> int:
+    """The width help is wrapped to, as :func:`shutil.get_terminal_size` finds it: a positive
+    ``COLUMNS``, else the terminal on stdout, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns if columns > 0 else 80
 
 
 class ReportingParser(MlccParser):

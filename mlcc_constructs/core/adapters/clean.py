@@ -27,6 +27,7 @@ from typing import Any, Literal
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.inventory import AdapterListing, LoadedAdapter
 from mlcc_constructs.core.adapters.s3_layout import S3Location
+from mlcc_constructs.core.platform.labels import STREAMED_MODEL_ANNOTATION
 from mlcc_constructs.core.platform.mountpoint import S3_CSI_DRIVER
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
@@ -187,11 +188,6 @@ def conflict_problems(conflicts: Sequence[LoadedAdapter]) -> list[Problem]:
 
 
 """The Mountpoint for Amazon S3 CSI driver's name, as a PersistentVolume names it."""
-
-
-STREAMED_MODEL_ANNOTATION = "mlcc-constructs/streamed-model"
-"""The annotation of a Deployment whose engine streams its model from S3 (``model_load:
-stream``): the model's ``s3://`` URI, which no PersistentVolume then names."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import base64
 
-import yaml
-
 SCRAPE_INTERVAL = "30s"
 API_SUFFIX = "/api/v1"
 SCRAPE_ANNOTATION = "prometheus.io/scrape"
@@ -83,6 +81,8 @@ def scrape_configuration() -> str:
             }
         ],
     }
+    import yaml  # here, not at the top: `mlcc render` never asks for it (start-up)
+
     text: str = yaml.safe_dump(config, sort_keys=False, default_flow_style=False)
     return text
 

@@ -11,7 +11,6 @@ import json
 import re
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,8 @@ def _schema_dir() -> Any:
     if package is not None and package.submodule_search_locations:
         root: Any = Path(package.submodule_search_locations[0], "kubernetes-json-schema")
     else:  # pragma: no cover - a zipped install: let importlib.resources find it
+        from importlib import resources  # here: its import pulls in tempfile (start-up)
+
         root = resources.files("kubernetes_validate").joinpath("kubernetes-json-schema")
     folder = root.joinpath(f"v{version}.0-local-strict")
     if not folder.is_dir():  # pragma: no cover - guarded by a test on the pinned version

@@ -25,7 +25,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mlcc_constructs.core.adapters.clean import STREAMED_MODEL_ANNOTATION
+from mlcc_constructs.core.platform.labels import STREAMED_MODEL_ANNOTATION
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._readiness import deployment_readiness
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
