@@ -143,15 +143,17 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     the stacks apply), written as ``mlcc render`` writes them; earlier ``*.k8s.yaml`` files of
     deployments no longer listed are removed."""
     from mlcc_constructs.core.serving.kinds.registry import validate_objects
+    from mlcc_constructs.core.serving.renderer import list_files
     from mlcc_constructs.core.support.yaml_output import to_yaml
 
     namespaces = serving_plan(app).namespaces
     validate_objects(namespaces)
     files = {f"{NAMESPACES_FILE}.k8s.yaml": to_yaml(namespaces)}
-    for deployment in app_deployments(app):
-        objects = [entry.object for entry in deployment.prepared.objects]
-        validate_objects(objects)  # as mlcc render does: what dist/ holds is valid
-        files[deployment.file_name] = dist_text(app, to_yaml(objects))
+    # The deployments' files as mlcc render -f LIST --out writes them, from the objects the
+    # one render path validated (app_deployments: core/serving/renderer.py).
+    files |= list_files(
+        [d.rendered for d in app_deployments(app)], text=lambda body: dist_text(app, body)
+    )
     folder = Path(outdir)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.k8s.yaml"):
