@@ -197,6 +197,7 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     deployments no longer listed are removed. With a ``deployments`` selection only the
     selected deployments' files (and the namespaces') are written, and no file is removed."""
     from mlcc_constructs.core.serving.kinds.registry import validate_objects
+    from mlcc_constructs.core.serving.renderer import list_files
     from mlcc_constructs.core.support.yaml_output import to_yaml
 
     plan = serving_plan(app)
@@ -204,12 +205,10 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     validate_objects(namespaces)
     files = {f"{NAMESPACES_FILE}.k8s.yaml": to_yaml(namespaces)}
     selection = selected_deployments(app, plan)
-    for deployment, selected in zip(app_deployments(app), selection, strict=True):
-        if not selected:
-            continue
-        objects = [entry.object for entry in deployment.prepared.objects]
-        validate_objects(objects)  # as mlcc render does: what dist/ holds is valid
-        files[deployment.file_name] = dist_text(app, to_yaml(objects))
+    # The selected deployments' files as mlcc render -f LIST --out writes them, from the objects
+    # the one render path validated (app_deployments: core/serving/renderer.py).
+    chosen = [d.rendered for d, keep in zip(app_deployments(app), selection, strict=True) if keep]
+    files |= list_files(chosen, text=lambda body: dist_text(app, body))
     folder = Path(outdir)
     folder.mkdir(parents=True, exist_ok=True)
     for stale in folder.glob("*.k8s.yaml") if all(selection) else ():

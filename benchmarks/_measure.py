@@ -149,3 +149,11 @@ def measure_processes(
             figures[name].peak_mib.append(run.peak_mib)
             figures[name].cpu.append(run.cpu)
     return figures
+
+
+def slope(points: Sequence[tuple[float, float]]) -> float:
+    """Least-squares slope: the marginal cost per deployment."""
+    mean_x = statistics.fmean(x for x, _ in points)
+    mean_y = statistics.fmean(y for _, y in points)
+    numerator = sum((x - mean_x) * (y - mean_y) for x, y in points)
+    return numerator / sum((x - mean_x) ** 2 for x, _ in points)

@@ -95,10 +95,10 @@ def peer(path: str, out: str) -> None:
 
 def dist(count: int, out: str, targets: tuple[str, ...] = ()) -> None:
     """``make synth``'s dist/ for ``count`` deployments, alone (the part that competes with
-    ``helm template``): prepared from the entries, written as mlcc render writes them."""
-    from mlcc_constructs.core.serving.kinds.registry import validate_objects
+    ``helm template``): prepared from the entries and written by the one render path
+    (``prepare_deployments`` and ``renderer.list_files``, as app.py does)."""
+    from mlcc_constructs.core.serving.renderer import list_files
     from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
-    from mlcc_constructs.core.support.yaml_output import to_yaml
 
     context = _context(count, targets)
     deployments = prepare_deployments(
@@ -107,11 +107,45 @@ def dist(count: int, out: str, targets: tuple[str, ...] = ()) -> None:
     )
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
-    for deployment in deployments:
-        objects = [entry.object for entry in deployment.prepared.objects]
-        validate_objects(objects)
-        text = to_yaml(objects)
-        (folder / deployment.file_name).write_text(text)
+    for name, text in list_files([d.rendered for d in deployments]).items():
+        (folder / name).write_text(text)
+
+
+def library(count: int, out: str, report: str = "", calls: int = 1) -> None:
+    """The persistent render: one :class:`Renderer` (registry loaded, schemas compiled once)
+    rendering ``count`` deployments in this process and writing their files as ``mlcc render
+    -f LIST --out`` does, ``calls`` times (the first makes the renderer and finds every cache
+    cold; the later ones keep it: a long-lived process). With ``report``, one JSON line is
+    appended there: the in-process CPU seconds of the first call and of each later one."""
+    import time
+
+    from benchmarks.specs import deployment_entries
+    from mlcc_constructs.core.serving.renderer import RenderEntry, Renderer, list_files
+    from mlcc_constructs.core.serving.spec.context import RenderContext
+    from mlcc_constructs.core.serving.spec.files import spec_from_mapping
+
+    renderer: Renderer | None = None
+
+    def call(folder: Path) -> float:
+        nonlocal renderer
+        started = time.process_time()
+        renderer = renderer or Renderer()
+        entries = []
+        for index, raw in enumerate(deployment_entries(count)):
+            loaded = spec_from_mapping(raw, where=f"list#{index}")
+            context = RenderContext(profile=loaded.context.profile)
+            entries.append(RenderEntry(where=loaded.where, spec=loaded.spec, context=context))
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, text in list_files(renderer.render_list(entries)).items():
+            (folder / name).write_text(text)
+        return time.process_time() - started
+
+    first = call(Path(out))
+    later = [call(Path(out)) for _ in range(calls - 1)]
+    if report:
+        line = {"n": count, "first_s": first, "later_s": later}
+        with Path(report).open("a") as handle:  # one line per run: the section's samples
+            handle.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":
@@ -128,5 +162,12 @@ if __name__ == "__main__":
         peer(args[0], args[1])
     elif name == "dist":
         dist(int(args[0]), args[1], tuple(args[2].split(",")) if len(args) > 2 else ())
+    elif name == "library":
+        library(
+            int(args[0]),
+            args[1],
+            args[2] if len(args) > 2 else "",
+            int(args[3:4][0]) if len(args) > 3 else 1,
+        )
     else:
         raise SystemExit(f"unknown worker {name!r}")

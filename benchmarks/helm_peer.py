@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import importlib.util
 import io
+import json
 import stat
 import tarfile
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +54,37 @@ def _escape(text: str) -> str:
     return text.replace("{{", "\x00").replace("}}", '{{ "}}" }}').replace("\x00", '{{ "{{" }}')
 
 
-def write_chart(chart: Path, objects: Sequence[dict[str, Any]], name: str) -> None:
+def _hash_expression(text: str) -> str:
+    """A Go template expression giving ``sha256:`` and the hex digest of ``text`` with
+    :data:`PLACEHOLDER` as each deployment's name (helm computes it per deployment)."""
+    pieces = [json.dumps(piece) for piece in text.split(PLACEHOLDER)]
+    joined = " $d.name ".join(pieces)
+    return '{{ printf "sha256:%s" (list ' + joined + ' | join "" | sha256sum) }}'
+
+
+def write_chart(
+    chart: Path,
+    objects: Sequence[dict[str, Any]],
+    name: str,
+    hashed: Mapping[str, str] | None = None,
+) -> None:
     """A chart whose one template renders ``objects`` (those of deployment ``name``) once per
-    entry of ``.Values.deployments``, with each entry's name."""
+    entry of ``.Values.deployments``, with each entry's name. ``hashed``: the data whose
+    ``config_hash`` the objects carry (the pod template's config-hash annotation): the chart
+    hashes it per deployment, as a chart's ``checksum/config`` annotation does."""
+    from mlcc_constructs.core.serving.prepare.container import config_hash
     from mlcc_constructs.core.support.yaml_output import to_yaml
 
-    text = _escape(to_yaml(objects)).replace(name, PLACEHOLDER)
+    text = _escape(to_yaml(objects))
+    if hashed is not None:
+        digest = config_hash(hashed)
+        assert digest in text, "the objects carry no hash of that data"
+        preimage = json.dumps(dict(hashed), sort_keys=True, separators=(",", ":"))
+        text = text.replace(digest, "\x01")  # (the name may not appear in a hex digest)
+    text = text.replace(name, PLACEHOLDER)
     body = text.replace(PLACEHOLDER, "{{ $d.name }}")
+    if hashed is not None:
+        body = body.replace("\x01", _hash_expression(preimage.replace(name, PLACEHOLDER)))
     template = "{{- range $d := .Values.deployments }}\n---\n" + body + "{{- end }}\n"
     (chart / "templates").mkdir(parents=True, exist_ok=True)
     (chart / "Chart.yaml").write_text(

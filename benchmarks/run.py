@@ -4,8 +4,10 @@ peer measured side by side in this one run. Prints one table and writes
 
 - CLI start-up of every command on every path (HF id and ``s3://``, with and without
   ``--plugin-dir``), as installed editable and from the wheel, against ``python -c pass``;
-- the peer: ``mlcc render`` of a spec list and ``make synth``'s ``dist/`` against
-  ``helm template`` of a chart holding the same objects, at N = 1, 10, 100, 500;
+- the peer (``benchmarks/peer.py``): ``mlcc render`` of a spec list, ``make synth``'s ``dist/``
+  and the library call (one ``Renderer``, many deployments in one process) against ``helm
+  template`` of a chart holding the same objects, at N = 1, 10, 100, 500, with the marginal
+  cost per deployment of each;
 - synth: the CDK app (every stack, the gates, dist/) against an app with one empty Stack, warm
   and with an empty jsii package cache;
 - the serving-side scale curve of the CDK app at 1, 10, 100, 200 deployments;
@@ -53,11 +55,12 @@ from benchmarks._measure import (  # noqa: E402 (the repository first on the pat
     Figure,
     load_average as _load,
     measure_processes,
-    run_process,
+    slope as _slope,
 )
 from benchmarks.cold_start import PLAN_OUT, cold_start_plans, plan_lines  # noqa: E402
 from benchmarks.fleet import cdk_validation, fleet_synth, reviewers_loop  # noqa: E402
 from benchmarks.libraries import libraries_vs_ours  # noqa: E402
+from benchmarks.peer import peer  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
 
@@ -158,75 +161,6 @@ def cli_startup(runs: int) -> dict[str, Any]:
     }
 
 
-def peer(runs: int, sizes: Sequence[int]) -> dict[str, Any]:
-    """``mlcc render`` of a spec list and ``make synth``'s dist/ writer against ``helm
-    template`` of a chart with the same objects (proven equal before timing)."""
-    import yaml
-
-    from benchmarks import helm_peer
-    from benchmarks.specs import NAMESPACE, deployment_entries
-    from mlcc_constructs.core.serving.render import render
-    from mlcc_constructs.core.serving.spec.context import RenderContext
-    from mlcc_constructs.core.serving.spec.files import spec_from_mapping
-
-    work = Path(tempfile.mkdtemp(prefix="mlcc-peer-"))
-    helm = helm_peer.extract_helm(work)
-    (template,) = deployment_entries(1, name=helm_peer.PLACEHOLDER)
-    template["name"] = helm_peer.PLACEHOLDER
-    loaded = spec_from_mapping(template, where="bench")
-    objects = render(loaded.spec, context=RenderContext(profile="dev")).objects
-    assert all(o["metadata"].get("namespace", NAMESPACE) == NAMESPACE for o in objects)
-    helm_peer.write_chart(work / "chart", objects, helm_peer.PLACEHOLDER)
-    commands: dict[str, Sequence[str]] = {}
-    outputs: dict[int, tuple[Path, Path]] = {}
-    for size in sizes:
-        entries = deployment_entries(size)
-        (work / f"list-{size}.yaml").write_text(yaml.safe_dump(entries))
-        helm_peer.write_values(work / f"values-{size}.yaml", [e["name"] for e in entries])
-        helm_out, mlcc_out = work / f"helm-{size}", work / f"mlcc-{size}"
-        outputs[size] = (helm_out, mlcc_out)
-        # each command replaces its own output folder, so every run does the same work
-        commands[f"helm template, {size}"] = [
-            "sh", "-c", f'rm -rf "{helm_out}" && exec "$@"', "sh",
-            *helm_peer.helm_command(helm, work / "chart", work / f"values-{size}.yaml", helm_out),
-        ]  # fmt: skip
-        commands[f"mlcc render, {size}"] = [
-            str(MLCC_SCRIPT), "render", "-f", str(work / f"list-{size}.yaml"),
-            "--out", str(mlcc_out),
-        ]  # fmt: skip
-        commands[f"make synth dist/, {size}"] = [
-            "sh", "-c", f'rm -rf "{work}/dist-{size}" && exec "$@"', "sh",
-            PYTHON, WORKERS, "dist", str(size), str(work / f"dist-{size}"),
-        ]  # fmt: skip
-    for size in sizes:  # prove the objects are the same before timing anything
-        helm_out, mlcc_out = outputs[size]
-        for command in (commands[f"helm template, {size}"], commands[f"mlcc render, {size}"]):
-            run_process(command)
-        helm_peer.check_same_objects(helm_out, mlcc_out)
-        run_process(commands[f"make synth dist/, {size}"])
-        helm_peer.check_same_objects(helm_out, work / f"dist-{size}")
-    load = _load()
-    figures = measure_processes(commands, runs)
-    shutil.rmtree(work, ignore_errors=True)
-    ratios = {
-        f"{tool}, {size}": round(
-            figures[f"{tool}, {size}"].median / figures[f"helm template, {size}"].median, 3
-        )
-        for tool in ("mlcc render", "make synth dist/")
-        for size in sizes
-    }
-    met = all(
-        ratio <= 1 / 3 for name, ratio in ratios.items() if int(name.rsplit(" ", 1)[1]) >= 100
-    )
-    return {
-        "figures": {f.name: f.summary() for f in figures.values()},
-        "ratio_to_helm": ratios,
-        "load_average": load,
-        "target": "<= 1/3 of helm template's time at N >= 100, validated",
-        "met": met,
-    }
-
-
 def synth_vs_floor(runs: int) -> dict[str, Any]:
     """The app (every stack, the gates, dist/) against an app with one empty Stack, in the same
     process model; warm, and with an empty jsii package cache (a first run)."""
@@ -283,14 +217,6 @@ def scale_curve(runs: int, sizes: Sequence[int]) -> dict[str, Any]:
         "target": "linear (reported)",
         "met": True,
     }
-
-
-def _slope(points: Sequence[tuple[float, float]]) -> float:
-    """Least-squares slope: the marginal cost per deployment."""
-    mean_x = statistics.fmean(x for x, _ in points)
-    mean_y = statistics.fmean(y for _, y in points)
-    numerator = sum((x - mean_x) * (y - mean_y) for x, y in points)
-    return numerator / sum((x - mean_x) ** 2 for x, _ in points)
 
 
 def _size_mib(folder: Path) -> float:

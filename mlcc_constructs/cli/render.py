@@ -302,38 +302,42 @@ def spec_contexts(args: argparse.Namespace, problems: list[Any]) -> Iterator[tup
 
 
 def run_render(args: argparse.Namespace) -> int:
-    from mlcc_constructs.core.serving.identity import declared, duplicate_problems
-    from mlcc_constructs.core.serving.render import Rendered, render
-    from mlcc_constructs.core.support.yaml_output import file_name, to_yaml
+    from mlcc_constructs.core.serving import renderer as rendering
 
-    registry = registry_from(args)
-    rendered: list[tuple[str, Rendered]] = []
-    problems: list[Any] = []
-    for loaded, context in spec_contexts(args, problems):
-        try:
-            rendered.append((loaded.where, render(loaded.spec, context=context, registry=registry)))
-        except MlccError as error:
-            problems.extend(loaded.locate(error).problems)
-    # One rule for stdout, --out, dist/ and the stacks: a list never repeats a deployment.
-    problems += duplicate_problems([declared(where, r.prepared) for where, r in rendered])
-    if problems:  # every problem of every deployment, nothing written
-        raise MlccError(problems)
-    for _, deployment in rendered:
-        for note in deployment.warnings:
+    renderer = rendering.Renderer(rendering.RenderOptions(registry=registry_from(args)))
+
+    def listed() -> Iterator[Any]:
+        """Each entry of -f, or the error that refused loading it, in list order."""
+        refused: list[Any] = []
+        for loaded, context in spec_contexts(args, refused):
+            if refused:  # the entries before this one that did not load
+                yield MlccError(list(refused))
+                refused.clear()
+            yield rendering.RenderEntry(
+                where=loaded.where, spec=loaded.spec, context=context, locate=loaded.locate
+            )
+        if refused:
+            yield MlccError(list(refused))
+
+    # The one path of a list (stdout, --out, dist/): every entry's objects and problems, and
+    # the duplicate rule; every problem of every deployment, nothing written.
+    result = renderer.render_each(listed())
+    if result.problems:
+        raise MlccError(result.problems)
+    rendered = result.rendered
+    for entry in rendered:
+        for note in entry.rendered.warnings:
             print(f"mlcc: {note}", file=sys.stderr)
     if args.out:
         from mlcc_constructs.ops.render_output import write_folder
 
         files = (
-            {file_name(obj): to_yaml([obj]) for obj in rendered[0][1].objects}
+            rendering.object_files(rendered[0])
             if len(rendered) == 1
-            else {
-                declared(where, r.prepared).key.file_name(): to_yaml(r.objects)
-                for where, r in rendered
-            }
+            else rendering.list_files(rendered)
         )
-        for path in write_folder(Path(args.out), files):
+        for path in write_folder(Path(args.out), dict(files)):
             print(path)
         return 0
-    sys.stdout.write(to_yaml([obj for _, deployment in rendered for obj in deployment.objects]))
+    sys.stdout.write(rendering.stream_text(rendered))
     return 0

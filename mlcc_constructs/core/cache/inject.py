@@ -9,7 +9,6 @@ see :func:`~mlcc_constructs.core.cache.admit`) or its :class:`Admission`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
 
@@ -18,6 +17,7 @@ from mlcc_constructs.core.cache.admission import Admission, as_admission, leadin
 from mlcc_constructs.core.cache.pod import check_free, pod_template, shm, sidecar
 from mlcc_constructs.core.cache.spec import CacheBackendSpec
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer, raise_if_any
+from mlcc_constructs.core.support.json_types import json_copy
 from mlcc_constructs.core.support.quantity import parse_quantity
 from mlcc_constructs.core.wrapper import flag_groups, upsert_group
 
@@ -58,7 +58,7 @@ def _env_entry(
 ) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": name}
     if value_from is not None:
-        entry["valueFrom"] = copy.deepcopy(dict(value_from))
+        entry["valueFrom"] = json_copy(dict(value_from))
     else:
         entry["value"] = value if value is not None else ""
     return entry
@@ -141,7 +141,7 @@ def inject_cache_backend(
     default :func:`cache_config_map_name` of the object's ``metadata.name``. Raises
     :class:`MlccError` with every problem.
     """
-    result: dict[str, Any] = copy.deepcopy(dict(obj))
+    result: dict[str, Any] = json_copy(dict(obj))
     template = pod_template(result)
     annotations = (template.get("metadata") or {}).get("annotations") or {}
     if annotations.get(SKIP_INJECT_ANNOTATION) == "true":

@@ -179,17 +179,26 @@ def bucket_name(key: str, *, account: str, region: str, profile: str) -> str:
 def bucket_environment(bucket: str) -> tuple[str, dict[str, str]] | None:
     """``(key, {"account": ..., "region": ..., "profile": ...})`` of a bucket named by a
     ``stacks/buckets.json`` pattern, or ``None`` for any other bucket (a team's own)."""
+    for key, regex in _bucket_regexes():
+        match = regex.fullmatch(bucket)
+        if match:
+            return key, {k: v for k, v in match.groupdict().items() if v}
+    return None
+
+
+@cache
+def _bucket_regexes() -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """Each bucket pattern as the regex of the names it gives, compiled once per process."""
     parts = {
         "account": r"(?P<account>[0-9]{12})",
         "region": r"(?P<region>[a-z]{2}(?:-gov|-iso[a-z]*)?-[a-z]+-[0-9])",
         "profile": r"(?P<profile>[a-z][a-z0-9-]{0,19})",
     }
+    found = []
     for key, pattern in bucket_patterns().items():
         pieces = re.split(r"\$\{([a-z]+)\}", pattern)
         regex = "".join(
             parts[piece] if index % 2 else re.escape(piece) for index, piece in enumerate(pieces)
         )
-        match = re.fullmatch(regex, bucket)
-        if match:
-            return key, {k: v for k, v in match.groupdict().items() if v}
-    return None
+        found.append((key, re.compile(regex)))
+    return tuple(found)

@@ -72,8 +72,9 @@ def _json_items(node: dict[str, Any] | list[Any]) -> bool:
     if type(node) is dict:
         # jsonschema-rs reads a non-string key as its text in some places (a {1: "x"} object
         # then passes a string-keyed rule jsonschema refuses): such data is jsonschema's.
-        if any(type(key) is not str for key in node):
-            return False
+        for key in node:  # a plain loop: ~3x sooner than any() over a generator here
+            if type(key) is not str:
+                return False
         values = node.values()
     for value in values:
         kind = type(value)

@@ -31,6 +31,8 @@ from typing import Any
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
 
 _HINTS: dict[tuple[type, str], Any] = {}
+_FIELDS: dict[type, tuple[dataclasses.Field[Any], ...]] = {}
+"""A dataclass's fields, asked once per class (``dataclasses.fields`` filters them per call)."""
 
 
 def _hint(cls: type, name: str) -> Any:
@@ -50,12 +52,19 @@ def _hint(cls: type, name: str) -> Any:
     return _HINTS[key]
 
 
+_FACTORY_DEFAULTS: dict[dataclasses.Field[Any], Any] = {}
+
+
 def _is_default(item: dataclasses.Field[Any], value: Any) -> bool:
-    """``value`` is the field's own default (trusted: the class declared it)."""
+    """``value`` is the field's own default (trusted: the class declared it). A
+    ``default_factory``'s value is made once per field and kept for the comparison only (a
+    factory such as ``Endpoint`` builds, and type-checks, a whole dataclass)."""
     if item.default is not dataclasses.MISSING:
         default = item.default
     elif item.default_factory is not dataclasses.MISSING:
-        default = item.default_factory()
+        if item not in _FACTORY_DEFAULTS:  # a Field hashes by identity: one entry per field
+            _FACTORY_DEFAULTS[item] = item.default_factory()
+        default = _FACTORY_DEFAULTS[item]
     else:
         return False
     return type(value) is type(default) and bool(value == default)
@@ -123,11 +132,15 @@ def _matches(value: Any, hint: Any) -> bool:
 def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
     """Every field of dataclass ``instance`` whose value does not match its annotation."""
     problems = []
-    for item in dataclasses.fields(instance):
+    cls = type(instance)
+    items = _FIELDS.get(cls)
+    if items is None:
+        items = _FIELDS[cls] = dataclasses.fields(instance)
+    for item in items:
         value = getattr(instance, item.name)
         if _is_default(item, value):
             continue
-        hint = _hint(type(instance), item.name)
+        hint = _hint(cls, item.name)
         if not _matches(value, hint):
             problems.append(
                 Problem(

@@ -21,7 +21,6 @@ included).
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -39,6 +38,7 @@ from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.disruption import rollout_strategy
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import pod_selector
+from mlcc_constructs.core.support.json_types import json_copy
 
 
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
@@ -56,7 +56,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
             "progressDeadlineSeconds": facts.ready_timeout.seconds,
             "selector": {"matchLabels": pod_selector(facts.names)},
             "strategy": rollout_strategy(facts.spec.rollout),
-            "template": copy.deepcopy(dict(facts.pod_template)),
+            "template": json_copy(dict(facts.pod_template)),
         },
     }
     if facts.spec.autoscaling is not None:

@@ -146,10 +146,7 @@ def describe_container(
             (KEYS_ENV, ",".join(resolution.flag_keys)),
         )
     wrapper_files = wrapper_files_for(manifest.pod_json_text) if mounted else None
-    # The engine config (whatever the delivery) and the mounted wrapper files.
-    hashed = dict(resolution.tier1 + resolution.tier2)
-    if wrapper_files is not None:
-        hashed[WRAPPER_MOUNT] = _wrapper_files_hash(manifest.pod_json_text)
+    hashed = hashed_config(resolution, mounted=wrapper_files is not None)
     # The caches go on a volume only where pods take one; a variable the deployment sets
     # itself is left alone (engine_cache module doc).
     taken = {*resolution.env, *secrets.env}
@@ -193,6 +190,15 @@ def fitting_resources(instances: Sequence[InstanceType], gpus: int) -> dict[str,
     cpu = min(int(r["cpu"]) for r in each)
     memory = min(int(r["memory"].removesuffix("Gi")) for r in each)
     return {"cpu": str(cpu), "memory": f"{memory}Gi", GPU_RESOURCE: str(gpus)}
+
+
+def hashed_config(resolution: Resolution, *, mounted: bool) -> dict[str, str]:
+    """What a container's :attr:`Container.config_hash` hashes: the engine config (Tier 1 and
+    2, whatever the delivery) and, when the wrapper files are ``mounted``, their own hash."""
+    hashed = dict(resolution.tier1 + resolution.tier2)
+    if mounted:
+        hashed[WRAPPER_MOUNT] = _wrapper_files_hash(resolution.manifest.pod_json_text)
+    return hashed
 
 
 def config_hash(data: Mapping[str, str]) -> str:

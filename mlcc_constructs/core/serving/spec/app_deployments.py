@@ -5,13 +5,16 @@ the GPU NodePool sizes for. Plain data in, prepared deployments out (no CDK app 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, load_balancer_cidrs
-from mlcc_constructs.core.serving.identity import declared, duplicate_problems
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.identity import declared
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.render import Rendered
+from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
@@ -38,6 +41,12 @@ class AppDeployment:
         (:meth:`~mlcc_constructs.core.serving.identity.DeploymentKey.file_name`)."""
         return declared(self.where, self.prepared).key.file_name()
 
+    @property
+    def rendered(self) -> RenderedEntry:
+        """The deployment as the render path returned it (its files: ``renderer.list_files``)."""
+        rendered = Rendered(entries=self.prepared.objects, prepared=self.prepared)
+        return RenderedEntry(where=self.where, context=self.context, rendered=rendered)
+
 
 def prepare_deployments(
     entries: list[Any],
@@ -47,6 +56,7 @@ def prepare_deployments(
     prometheus_query_url: str | None = None,
     image_registry: str | None = None,
     where: str = f"cdk.json:/context/{CONTEXT_KEY}",
+    renderer: Renderer | None = None,
 ) -> tuple[AppDeployment, ...]:
     """Each ``reference_deployments`` entry prepared (no CDK app needed): the entry's account,
     region and profile, else ``defaults``; every entry with ``load_balancer_cidrs`` (the
@@ -59,9 +69,10 @@ def prepare_deployments(
     ``cdk.json:/context/reference_deployments``; ``-c reference_deployments`` for the CLI's
     text); two entries of one deployment (target, namespace and name), file, stack or object
     are refused (:func:`~mlcc_constructs.core.serving.identity.duplicate_problems`); all
-    problems at once."""
-    problems: list[Problem] = []
-    found: list[AppDeployment] = []
+    problems at once. The objects are rendered and validated by ``renderer`` (default ``None``:
+    a :class:`~mlcc_constructs.core.serving.renderer.Renderer` of the built-in engines), the
+    one path of ``mlcc render -f`` and ``dist/``."""
+    listed: list[RenderEntry | MlccError] = []  # each entry, or why it did not load
     for index, entry in enumerate(entries):
         entry_where = f"{where}/{index}"
         try:
@@ -75,21 +86,34 @@ def prepare_deployments(
                 prometheus_query_url=prometheus_query_url,
                 image_registry=image_registry,
             )
-            try:
-                prepared = prepare(loaded.spec, context=context)
-            except MlccError as error:
-                raise loaded.locate(error) from None
         except MlccError as error:
-            problems.extend(
-                p if p.where else dataclasses.replace(p, where=entry_where) for p in error.problems
-            )
+            listed.append(_named(error, entry_where))
             continue
-        found.append(AppDeployment(where=entry_where, context=context, prepared=prepared))
-    # The one rule for a list that repeats a deployment (dist/, the stacks, mlcc render).
-    problems += duplicate_problems([declared(d.where, d.prepared) for d in found])
+        locate = functools.partial(_located, loaded.locate, entry_where)
+        listed.append(
+            RenderEntry(where=entry_where, spec=loaded.spec, context=context, locate=locate)
+        )
+    # The one render path (mlcc render -f, dist/): validated objects, and the one rule for a
+    # list that repeats a deployment (identity.duplicate_problems), all problems at once.
+    outcome = (renderer or Renderer()).render_each(listed)
+    problems = list(outcome.problems)
+    found = [
+        AppDeployment(where=r.where, context=r.context, prepared=r.rendered.prepared)
+        for r in outcome.rendered
+    ]
     problems += shared_host_problems(found)
     raise_if_any(problems)
     return tuple(found)
+
+
+def _named(error: MlccError, where: str) -> MlccError:
+    """``error`` with its problems that name no place named ``where`` (their entry)."""
+    return MlccError(p if p.where else dataclasses.replace(p, where=where) for p in error.problems)
+
+
+def _located(locate: Callable[[MlccError], MlccError], where: str, error: MlccError) -> MlccError:
+    """A spec's problem at the file or flag of its field (``locate``), else at its entry."""
+    return _named(locate(error), where)
 
 
 def shared_host_problems(deployments: list[AppDeployment]) -> list[Problem]:
