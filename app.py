@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import weakref
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -163,12 +164,18 @@ def add_gates(app: cdk.App) -> None:
     cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), MlccChecks(app))
 
 
+_PLANS: weakref.WeakKeyDictionary[cdk.App, ServingPlan] = weakref.WeakKeyDictionary()
+
+
 def serving_plan(app: cdk.App) -> ServingPlan:
-    """The serving plan of the app's deployments (the stacks, and dist/)."""
-    return plan_serving(
-        [(d.where, d.prepared) for d in app_deployments(app)],
-        where="cdk.json:/context/reference_deployments",
-    )
+    """The serving plan of the app's deployments (the stacks, and dist/), made once per app
+    (as :func:`app_deployments` prepares them once)."""
+    if app not in _PLANS:
+        _PLANS[app] = plan_serving(
+            [(d.where, d.prepared) for d in app_deployments(app)],
+            where="cdk.json:/context/reference_deployments",
+        )
+    return _PLANS[app]
 
 
 def selected_deployments(app: cdk.App, plan: ServingPlan) -> tuple[bool, ...]:

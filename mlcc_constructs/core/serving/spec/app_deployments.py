@@ -11,7 +11,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, load_balancer_cidrs
-from mlcc_constructs.core.serving.identity import declared
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.render import Rendered
 from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
@@ -38,8 +37,8 @@ class AppDeployment:
     @property
     def file_name(self) -> str:
         """Its dist/ file: ``<target>-<namespace>-<name>.k8s.yaml``
-        (:meth:`~mlcc_constructs.core.serving.identity.DeploymentKey.file_name`)."""
-        return declared(self.where, self.prepared).key.file_name()
+        (:attr:`RenderedEntry.file_name`)."""
+        return self.rendered.file_name
 
     @property
     def rendered(self) -> RenderedEntry:
