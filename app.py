@@ -128,6 +128,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
             deployment=deployment.prepared,
             namespaces=namespaces,
             operator=operator,
+            readiness=cluster_stack.serving_cluster.readiness,
         )
     if not all(selection):
         keep_exports(

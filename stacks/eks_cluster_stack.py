@@ -85,6 +85,15 @@ class EksClusterStack(cdk.Stack):
                 pull_through_secrets=egress.pull_through_secrets if egress else None,
             ),
         )
+        if (waiter := self.serving_cluster.readiness) is not None:
+            # What every serving stack's deploy wait imports, exported whatever the selection
+            # (`-c deployments=...`) builds: the stack is the same with one serving stack or all.
+            for value in (waiter.service_token, waiter.endpoint, waiter.certificate_authority):
+                self.export_value(value)
+        # The VPC id: serving stacks deployed before the waiter moved here import it (their own
+        # waiter's security group), and CloudFormation refuses to remove an export in use, so
+        # it stays exported (a later release may drop it once every serving stack is updated).
+        self.export_value(self.vpc.vpc_id)
 
     @property
     def vpc(self) -> ec2.IVpc:

@@ -10,6 +10,7 @@ from aws_cdk import aws_eks_v2 as eks
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
+from mlcc_constructs.aws.readiness import ReadinessProvider
 from mlcc_constructs.aws.served_model import ServedModel, ServedModelProps
 from mlcc_constructs.core.serving.plan import SERVING, ServingPlan, ServingUnit
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
@@ -60,9 +61,11 @@ class DeploymentServingStack(cdk.Stack):
         deployment: PreparedDeployment,
         namespaces: ServingNamespacesStack,
         operator: IDependable | None = None,
+        readiness: ReadinessProvider | None = None,
     ) -> None:
         """``unit``: the deployment's place in the serving plan (stack name);
-        ``deployment``: the prepared deployment it applies."""
+        ``deployment``: the prepared deployment it applies; ``readiness``: the cluster's deploy
+        waiter (``None``: the stack makes its own)."""
         super().__init__(
             scope,
             environment.stack_name(unit.suffix),
@@ -79,6 +82,7 @@ class DeploymentServingStack(cdk.Stack):
                 cluster=cluster,
                 operator=operator,
                 create_namespace=False,  # the namespaces stack applies it
+                readiness=readiness,
             ),
         )
         self.objects = self.model.objects

@@ -12,7 +12,11 @@ from typing import Any
 import pytest
 from _cdk_app import REPO
 
-from mlcc_constructs.core.platform.replacement_rules import forced_replacements, manifest_objects
+from mlcc_constructs.core.platform.replacement_rules import (
+    SERVICE_TOKEN,
+    forced_replacements,
+    manifest_objects,
+)
 from mlcc_constructs.ops.diff_guard import diff_guard
 
 RESOURCE = "InferenceEndpointConfigInferenceLlama0A1B2C3D"
@@ -171,3 +175,42 @@ def test_an_undeclared_routing_change_names_the_rule_too(tmp_path: Path) -> None
     lines = diff_guard(_template(_iec(None)), _template(_iec(ROUTING)), _expectation(tmp_path, {}))
     assert lines[2] == "    ! not declared in the expectation"
     assert lines[3].startswith(f"    ! {RULE} gains spec.intelligentRoutingSpec")
+
+
+WAIT = "ModelReadinessWait06F58403"
+
+
+def _wait(token: Any, kind: str = "Custom::MlccWorkloadReadiness") -> dict[str, Any]:
+    return {"Resources": {WAIT: {"Type": kind, "Properties": {"ServiceToken": token}}}}
+
+
+OWN_TOKEN = {"Fn::GetAtt": ["MlccReadinessProviderframeworkonEvent", "Arn"]}
+CLUSTER_TOKEN = {"Fn::ImportValue": "mlcc-dev-eks-cluster:ExportsOutputFnGetAtt"}
+
+# (case, before, after, forced): CloudFormation cannot update a custom resource's ServiceToken.
+TOKEN_CASES = [
+    ("another provider", _wait(OWN_TOKEN), _wait(CLUSTER_TOKEN), True),
+    ("the same provider", _wait(OWN_TOKEN), _wait(OWN_TOKEN), False),
+    (
+        "the generic custom resource type",
+        _wait("arn:aws:lambda:us-east-1:1:function:a", "AWS::CloudFormation::CustomResource"),
+        _wait("arn:aws:lambda:us-east-1:1:function:b", "AWS::CloudFormation::CustomResource"),
+        True,
+    ),
+    (
+        "not a custom resource",
+        _wait("a", "AWS::SQS::Queue"),
+        _wait("b", "AWS::SQS::Queue"),
+        False,
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "forced"), [c[1:] for c in TOKEN_CASES], ids=[c[0] for c in TOKEN_CASES]
+)
+def test_a_custom_resource_service_token_change_is_forced(
+    before: Any, after: Any, forced: bool
+) -> None:
+    found = forced_replacements(before, after)
+    assert found == ({WAIT: (SERVICE_TOKEN,)} if forced else {})

@@ -1,6 +1,7 @@
 """The deploy that waits, as CloudFormation gets it: the readiness custom resource, its
 ServiceTimeout and the provider's total timeout, least-privilege IAM, the access entry and the
-Role it maps to, the network path; one waiter per stack; what a team's cluster must give."""
+Role it maps to, the network path; one waiter per cluster (in the cluster's stack) for the
+app, one per stack for a team's ServedModels without it; what a team's cluster must give."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from mlcc_constructs.core.serving.prepare.ready_timeout import (
 )
 from mlcc_constructs.core.support.errors import MlccError
 
+CLUSTER_STACK = "mlcc-dev-eks-cluster"
 EKS_STACK = "mlcc-dev-serving-eks-inference-llama-vllm"
 IEC_STACK = "mlcc-dev-serving-hyperpod-eks-inference-llama-vllm"
 READINESS = "Custom::MlccWorkloadReadiness"
@@ -50,8 +52,13 @@ def _manifest(stack: str, kind: str) -> tuple[str, dict[str, Any]]:
 )
 def test_the_wait_follows_the_workload_with_its_timeouts(stack: str, kind: str, path: str) -> None:
     ((logical_id, wait),) = _of_type(stack, READINESS).items()
-    assert logical_id.startswith("ModelReadinessWait")  # Model/Readiness/Wait: a contract
+    # Model/Readiness/ClusterWait: a contract; the cluster stack's waiter serves it.
+    assert logical_id.startswith("ModelReadinessClusterWait")
     props = wait["Properties"]
+    assert props["ServiceToken"] == {
+        "Fn::ImportValue": "mlcc-dev-eks-cluster:ExportsOutputFnGetAttMlccReadinessProvider"
+        "frameworkonEventDBB2F0AFArnD20537F4"
+    }
     workload_id, workload = _manifest(stack, kind)
     deadline_field = "progressDeadlineSeconds" if kind == "Deployment" else "maxDeployTimeInSeconds"
     timeout = workload["spec"][deadline_field]
@@ -75,7 +82,7 @@ def test_the_wait_follows_the_workload_with_its_timeouts(stack: str, kind: str, 
 
 
 def test_the_provider_waits_past_every_deadline_within_the_hour() -> None:
-    ((_, machine),) = _of_type(EKS_STACK, "AWS::StepFunctions::StateMachine").items()
+    ((_, machine),) = _of_type(CLUSTER_STACK, "AWS::StepFunctions::StateMachine").items()
     definition = json.dumps(machine["Properties"]["DefinitionString"])
     # The waiter retries isComplete every QUERY_INTERVAL_S, total_timeout / interval times.
     assert f'\\"IntervalSeconds\\":{QUERY_INTERVAL_S}' in definition
@@ -99,7 +106,7 @@ def _policies(stack: str) -> list[dict[str, Any]]:
 
 def test_iam_is_least_privilege() -> None:
     handler_role = "MlccReadinessRoleDefaultPolicy727AB45D"
-    statements = _of_type(EKS_STACK, "AWS::IAM::Policy")[handler_role]["Properties"][
+    statements = _of_type(CLUSTER_STACK, "AWS::IAM::Policy")[handler_role]["Properties"][
         "PolicyDocument"
     ]["Statement"]
     assert [(s["Sid"], s["Action"]) for s in statements] == [
@@ -119,29 +126,38 @@ def test_iam_is_least_privilege() -> None:
     assert statements[0]["Resource"] == {
         "Fn::Join": ["", [{"Fn::GetAtt": ["MlccReadinessLogs60F5107D", "Arn"]}, ":*"]]
     }
-    # No statement of the stack (framework's included) has a wildcard action, and nothing
+    # No statement of the waiter (framework's included) has a wildcard action, and nothing
     # reads EKS or STS: the token is signed locally.
-    for statement in _policies(EKS_STACK):
+    waiter = [
+        statement
+        for logical_id, policy in _of_type(CLUSTER_STACK, "AWS::IAM::Policy").items()
+        if logical_id.startswith("MlccReadiness")
+        for statement in policy["Properties"]["PolicyDocument"]["Statement"]
+    ]
+    assert len(waiter) > 2  # the handlers' two and the framework's
+    for statement in waiter:
         actions = statement["Action"] if isinstance(statement["Action"], list) else [
             statement["Action"]
         ]  # fmt: skip
         assert not any("*" in a for a in actions), statement
         assert not any(a.startswith(("eks:", "sts:")) for a in actions), statement
     # The handlers' role carries no AWS-managed policy.
-    role = template(EKS_STACK)["Resources"]["MlccReadinessRoleAD17EBCB"]["Properties"]
+    role = template(CLUSTER_STACK)["Resources"]["MlccReadinessRoleAD17EBCB"]["Properties"]
     assert "ManagedPolicyArns" not in role
+    # A serving stack holds no waiter of its own: only the deployment's pod role's policy.
+    assert [s["Sid"] for s in _policies(EKS_STACK)] == ["ReadModelObjects", "ListModelPrefix"]
 
 
-def test_the_access_entry_maps_only_the_deployments_group_and_the_role_reads_only_it() -> None:
-    assertions_template(EKS_STACK).has_resource_properties(
+def test_the_access_entry_maps_only_the_waiters_group_and_the_role_reads_only_it() -> None:
+    assertions_template(CLUSTER_STACK).has_resource_properties(
         "AWS::EKS::AccessEntry",
         {
-            "KubernetesGroups": ["mlcc-readiness:inference:llama-vllm"],
+            "KubernetesGroups": ["mlcc-readiness"],
             "PrincipalArn": {"Fn::GetAtt": ["MlccReadinessRoleAD17EBCB", "Arn"]},
             "Type": "STANDARD",
         },
     )
-    ((_, entry),) = _of_type(EKS_STACK, "AWS::EKS::AccessEntry").items()
+    entry = template(CLUSTER_STACK)["Resources"]["MlccReadinessAccessDE45EAB8"]
     assert "AccessPolicies" not in entry["Properties"]  # no cluster- or namespace-wide policy
     _, role = _manifest(EKS_STACK, "Role")
     assert role["metadata"]["namespace"] == "inference"
@@ -166,31 +182,33 @@ def test_the_access_entry_maps_only_the_deployments_group_and_the_role_reads_onl
         {
             "apiGroup": "rbac.authorization.k8s.io",
             "kind": "Group",
-            "name": "mlcc-readiness:inference:llama-vllm",
+            "name": "mlcc-readiness",
         }
     ]
     assert binding["roleRef"]["name"] == role["metadata"]["name"]
+    # Waits after its Role and RoleBinding; the access entry is the cluster stack's, which
+    # deploys first.
     ((_, wait),) = _of_type(EKS_STACK, READINESS).items()
-    assert {"MlccReadinessAccessDE45EAB8"} <= set(wait["DependsOn"])
+    access = {_manifest(EKS_STACK, kind)[0] for kind in ("Role", "RoleBinding")}
+    assert access <= set(wait["DependsOn"])
+    assert not _of_type(EKS_STACK, "AWS::EKS::AccessEntry")
 
 
 def test_the_network_path_is_https_to_the_cluster_security_group_only() -> None:
-    ((_, group),) = _of_type(EKS_STACK, "AWS::EC2::SecurityGroup").items()
-    cluster_sg = {
-        "Fn::ImportValue": "mlcc-dev-eks-cluster:ExportsOutputFnGetAttClusterEB0386A7"
-        "ClusterSecurityGroupIdC1CF079A"
-    }
+    resources = template(CLUSTER_STACK)["Resources"]
+    group = resources["MlccReadinessSecurityGroupE2734247"]
+    cluster_sg = {"Fn::GetAtt": ["ClusterEB0386A7", "ClusterSecurityGroupId"]}
     assert [
         (e["IpProtocol"], e["FromPort"], e["ToPort"], e["DestinationSecurityGroupId"])
         for e in group["Properties"]["SecurityGroupEgress"]
     ] == [("tcp", 443, 443, cluster_sg)]
-    ((_, ingress),) = _of_type(EKS_STACK, "AWS::EC2::SecurityGroupIngress").items()
+    ingress = resources["MlccReadinessApiIngressA28601EE"]
     assert (ingress["Properties"]["GroupId"], ingress["Properties"]["FromPort"]) == (
         cluster_sg,
         443,
     )
     for function in ("MlccReadinessOnEventBD4A0302", "MlccReadinessIsCompleteC1A84947"):
-        props = template(EKS_STACK)["Resources"][function]["Properties"]
+        props = resources[function]["Properties"]
         assert props["VpcConfig"]["SecurityGroupIds"] == [
             {"Fn::GetAtt": ["MlccReadinessSecurityGroupE2734247", "GroupId"]}
         ]
@@ -278,10 +296,7 @@ def test_one_waiter_per_stack_for_every_served_model() -> None:
     assert types.count("AWS::EKS::AccessEntry") == 1
     assert types.count(READINESS) == 2
     (entry,) = [r for r in resources.values() if r["Type"] == "AWS::EKS::AccessEntry"]
-    assert entry["Properties"]["KubernetesGroups"] == [
-        "mlcc-readiness:team-a:chat",
-        "mlcc-readiness:team-a:code",
-    ]
+    assert entry["Properties"]["KubernetesGroups"] == ["mlcc-readiness"]
     assert first.readiness is not None and second.readiness is not None
     wait = first.readiness.resource.node.default_child
     props = stack.resolve(wait._cfn_properties)  # the spec's own timeout
@@ -339,3 +354,51 @@ def test_the_lambda_asset_is_the_same_wherever_it_is_staged(
         keys.append(function["Properties"]["Code"]["S3Key"])
         assert list((tmp_path / folder).glob("mlcc-readiness-*"))  # staged there
     assert keys[0] == keys[1]
+
+
+def test_a_clusters_waiter_serves_models_in_other_stacks() -> None:
+    import aws_cdk as cdk
+
+    from mlcc_constructs.aws.readiness import ReadinessProvider
+
+    cluster_stack = _team_stack()
+    cluster = _cluster(cluster_stack)
+    waiter = ReadinessProvider(
+        cluster_stack, "MlccReadiness", cluster=cluster, subnets=_private_subnets()
+    )
+    app = cluster_stack.node.root
+    env = cdk.Environment(account=ACCOUNT, region=REGION)
+    models = [cdk.Stack(app, f"Model{i}", env=env) for i in (1, 2)]
+    for index, stack in enumerate(models):
+        _served(stack, "Chat", cluster, f"chat-{index}", readiness=waiter)
+    assembly = app.synth()
+    for stack in models:
+        resources = assembly.get_stack_by_name(stack.stack_name).template["Resources"]
+        types = sorted({r["Type"] for r in resources.values()})
+        # Its objects, its pod role and its wait: no Lambda, state machine or access entry.
+        assert "AWS::Lambda::Function" not in types and "AWS::EKS::AccessEntry" not in types
+        ((logical_id, wait),) = [(k, r) for k, r in resources.items() if r["Type"] == READINESS]
+        assert logical_id.startswith("ChatReadinessClusterWait")
+        assert "Fn::ImportValue" in wait["Properties"]["ServiceToken"]
+    shared = assembly.get_stack_by_name("Team").template["Resources"]
+    assert [r["Type"] for r in shared.values()].count("AWS::StepFunctions::StateMachine") == 1
+
+
+def test_another_clusters_waiter_is_refused_naming_the_fix() -> None:
+    from mlcc_constructs.aws.readiness import ReadinessProvider
+
+    stack = _team_stack()
+    other = ReadinessProvider(
+        stack, "OtherWaiter", cluster=_cluster(stack, "Other"), subnets=_private_subnets()
+    )
+    with pytest.raises(MlccError) as caught:
+        _served(stack, "Chat", _cluster(stack), "chat", readiness=other)
+    (problem,) = caught.value.problems
+    assert (problem.where, problem.value) == ("Team/Chat/Readiness", "Team/OtherWaiter")
+    assert problem.fix is not None and "ServingCluster.readiness" in problem.fix
+
+
+def _private_subnets() -> Any:
+    from aws_cdk import aws_ec2 as ec2
+
+    return ec2.SubnetSelection(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)

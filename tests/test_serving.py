@@ -272,7 +272,7 @@ def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     # The deploy waits again, and longer: two replicas roll one at a time. Two replicas also
     # get a PodDisruptionBudget, applied before the Deployment; the readiness waiter and its
     # RBAC objects wait for it too (only their DependsOn changes).
-    wait = "ModelReadinessWait06F58403"
+    wait = "ModelReadinessClusterWaitF1FEB97D"
     waited = {"DeadlineSeconds", "Digest", "ReadyTimeoutSeconds", "ServiceTimeout"}
     budget = next(c.logical_id for c in diff.resources if c.change == "added")
     assert budget.startswith("PodDisruptionBudgetInferenceLlamaVllm")
@@ -347,10 +347,12 @@ def test_a_200_deployment_app_synthesises() -> None:
     for name in serving:
         resources = templates[name]["Resources"]
         assert 3 <= len(resources) < 500
-        # The deployment's manifests, and one readiness waiter per stack (one provider).
+        # The deployment's manifests and its wait: the waiter is the cluster stack's.
         waiter = [r["Type"] for r in resources.values() if r["Type"] != MANIFEST]
         assert waiter.count(READINESS) == 1
-        assert waiter.count("AWS::StepFunctions::StateMachine") == 1
+        assert waiter.count("AWS::StepFunctions::StateMachine") == 0
+    cluster = [r["Type"] for r in templates[EKS_CLUSTER]["Resources"].values()]
+    assert cluster.count("AWS::StepFunctions::StateMachine") == 1
     assert len(_applied(templates["mlcc-dev-serving"])) == 5  # team-0 .. team-4
 
 

@@ -71,8 +71,14 @@ def test_control_plane_and_flow_log_groups_expire() -> None:
     (retention,) = [v for v in resources.values() if v["Type"] == "Custom::LogRetention"]
     assert retention["Properties"]["LogGroupName"] == control_plane_log_group("mlcc-dev-eks")
     assert retention["Properties"]["RetentionInDays"] == CONTROL_PLANE_LOG_DAYS == 90
-    (flow,) = [v for v in resources.values() if v["Type"] == "AWS::Logs::LogGroup"]
+    (flow,) = [
+        v
+        for k, v in resources.items()
+        if v["Type"] == "AWS::Logs::LogGroup" and not k.startswith("MlccReadiness")
+    ]
     assert flow["Properties"]["RetentionInDays"] == FLOW_LOG_DAYS == 30
+    # The deploy waiter's handlers log to their own group, kept three months.
+    assert resources["MlccReadinessLogs60F5107D"]["Properties"]["RetentionInDays"] == 90
 
 
 def test_a_retention_cloudwatch_refuses_is_named() -> None:

@@ -3,9 +3,15 @@ deployment's workload is ready (the Deployment's replicas available, or the Hype
 ``DeploymentComplete``), and fails the stack with the pod's reason, so CloudFormation rolls back.
 
 **Mechanism.** A CDK ``custom_resources.Provider`` with ``on_event`` and ``is_complete``
-handlers (its Step Functions waiter calls ``is_complete`` every ``QUERY_INTERVAL_S``), one per
-stack and cluster: :class:`ReadinessProvider`, construct id ``MlccReadiness`` at the stack's
-root. Its Lambda (:mod:`mlcc_constructs.aws._readiness_lambda`) reads the workload through the
+handlers (its Step Functions waiter calls ``is_complete`` every ``QUERY_INTERVAL_S``):
+:class:`ReadinessProvider`, construct id ``MlccReadiness``. One per cluster:
+:class:`~mlcc_constructs.aws.serving_cluster.ServingCluster` makes it in the cluster's stack
+(``ServingCluster.readiness``) and each ``ServedModel`` given it (``ServedModelProps.readiness``)
+adds only its custom resource and the ``Role`` that lets the waiter read its workload, so a
+serving stack holds its own objects and not a copy of the waiter's 22 resources. A
+``ServedModel`` without one makes it at its stack's root, shared by that stack's models.
+
+Its Lambda (:mod:`mlcc_constructs.aws._readiness_lambda`) reads the workload through the
 Kubernetes API with its own identity, not the cluster's kubectl provider: that provider's role is
 cluster admin (AmazonEKSClusterAdminPolicy) and its handler only applies and reads JSONPath
 values (``KubernetesObjectValue`` waits for a value to exist, at most the kubectl Lambda's
@@ -17,8 +23,8 @@ calls the API server over HTTPS, trusting only the cluster's CA, from the cluste
 
 * IAM: the role may write its own log group's streams and manage the Lambda's network
   interfaces (what Lambda in a VPC needs); nothing else. No AWS-managed policy.
-* Kubernetes: an EKS access entry for the role with no access policy, only one Kubernetes group
-  per deployment; a ``Role`` per deployment lets that group ``get`` the workload by name and
+* Kubernetes: an EKS access entry for the role with no access policy, only the Kubernetes group
+  ``mlcc-readiness``; a ``Role`` per deployment lets that group ``get`` the workload by name and
   ``list`` pods and events in its namespace (:mod:`mlcc_constructs.core.serving.readiness` says
   why not AmazonEKSViewPolicy).
 * Network: its own security group, egress only TCP 443 to the cluster security group, which
@@ -32,9 +38,18 @@ the provider's ``total_timeout`` past every deadline, all under CloudFormation's
 change updates it, and it waits again, judging only the new generation. Delete returns at once.
 
 Children of a :class:`WorkloadReadiness` (ids are a contract): ``Access`` (the ``Role`` and
-``RoleBinding``, applied by the kubectl provider) and ``Wait`` (the custom resource).
+``RoleBinding``, applied by the kubectl provider) and the custom resource: ``Wait`` with the
+stack's own waiter, ``ClusterWait`` with the cluster's.
 Children of :class:`ReadinessProvider`: ``SecurityGroup``, ``ApiIngress``, ``Logs``, ``Role``,
 ``OnEvent``, ``IsComplete``, ``Provider``, ``Access`` (the access entry).
+
+Moving from a stack's own waiter to the cluster's (``ServedModelProps.readiness``) removes
+the stack's ``MlccReadiness`` resources and gives its resources another ``ServiceToken``, which
+CloudFormation cannot update ("Updates aren't supported": AWS::CloudFormation::CustomResource,
+CloudFormation template reference). Hence the two ids: the move replaces ``Wait`` with
+``ClusterWait`` (a new logical id), which is harmless (deleting one returns at once; creating
+one returns as soon as the workload is ready), and the diff guard refuses a service-token
+update in place (:func:`~mlcc_constructs.core.platform.replacement_rules.forced_replacements`).
 """
 
 from __future__ import annotations
@@ -68,7 +83,7 @@ from mlcc_constructs.core.serving.prepare.ready_timeout import (
     PROVIDER_TOTAL_TIMEOUT_S,
     QUERY_INTERVAL_S,
 )
-from mlcc_constructs.core.serving.readiness import ReadinessTarget, waiter_statements
+from mlcc_constructs.core.serving.readiness import WAITER_GROUP, ReadinessTarget, waiter_statements
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.typecheck import check_fields
 
@@ -138,8 +153,9 @@ def _holds_exactly(folder: Path, files: Mapping[str, str]) -> bool:
 
 
 class ReadinessProvider(Construct):
-    """The stack's readiness waiter for one cluster (module doc): ``service_token`` for the
-    resources, :meth:`admit` for each deployment's Kubernetes group."""
+    """The readiness waiter of one cluster (module doc): ``service_token`` for the resources,
+    ``access_entry`` (what a resource must wait for), ``endpoint`` and
+    ``certificate_authority`` of the cluster's API."""
 
     def __init__(
         self,
@@ -225,42 +241,40 @@ class ReadinessProvider(Construct):
             total_timeout=cdk.Duration.seconds(PROVIDER_TOTAL_TIMEOUT_S),
         )
         _acknowledge_framework(functions, self.provider)
-        self._groups: list[str] = []
         self.access_entry = eks_l1.CfnAccessEntry(
             self,
             "Access",
             cluster_name=cluster.cluster_name,
             principal_arn=role.role_arn,
             type="STANDARD",
-            kubernetes_groups=[],
+            kubernetes_groups=[WAITER_GROUP],
         )
 
     @property
     def service_token(self) -> str:
         return self.provider.service_token
 
-    def admit(self, group: str) -> None:
-        """Map the role to ``group`` too (one group per deployment waited for)."""
-        if group not in self._groups:
-            self._groups.append(group)
-            self.access_entry.kubernetes_groups = sorted(self._groups)
-
     @staticmethod
     def of(
-        scope: Construct, cluster: eks.ICluster | eks.Cluster, subnets: ec2.SubnetSelection
+        scope: Construct,
+        cluster: eks.ICluster | eks.Cluster,
+        subnets: ec2.SubnetSelection,
+        given: ReadinessProvider | None = None,
     ) -> ReadinessProvider:
-        """The stack's provider (created on first use). One cluster per stack: a second is
-        refused, naming the fix."""
+        """``given`` (the cluster's waiter), else the stack's own (created on first use). A
+        waiter serves one cluster: one of another cluster is refused, naming the fix."""
         stack = cdk.Stack.of(scope)
-        found = stack.node.try_find_child(PROVIDER_ID)
+        found = given or stack.node.try_find_child(PROVIDER_ID)
         if found is None:
             return ReadinessProvider(stack, PROVIDER_ID, cluster=cluster, subnets=subnets)
         assert isinstance(found, ReadinessProvider)
         if found.cluster is not cluster:
             raise fail(
-                "a stack's readiness waiter serves one cluster, and this ServedModel is on another",
+                "a readiness waiter serves one cluster, and this ServedModel is on another",
                 where=scope.node.path,
-                fix="put the ServedModels of each cluster in their own stack, or set "
+                value=found.node.path,
+                fix="pass the ServedModel's own cluster's waiter (ServingCluster.readiness), "
+                "put the ServedModels of each cluster in their own stack, or set "
                 "wait_for_ready=False",
             )
         return found
@@ -324,13 +338,16 @@ class WorkloadReadinessProps:
 
     ``target``: what to wait for (:func:`~mlcc_constructs.core.serving.readiness.readiness_target`).
     ``cluster``: the cluster (its kubectl provider applies the ``Role``; its API is read).
-    ``subnets``: where the waiter's Lambda runs; default ``None``: the VPC's private subnets
-    with egress (it needs no egress: only the API endpoint, inside the VPC).
+    ``subnets``: where the waiter's Lambda runs when this makes it; default ``None``: the VPC's
+    private subnets with egress (it needs no egress: only the API endpoint, inside the VPC).
+    ``provider``: the cluster's waiter (``ServingCluster.readiness``); default ``None``: the
+    stack's own, made on first use.
     """
 
     target: ReadinessTarget
     cluster: eks.ICluster | eks.Cluster
     subnets: ec2.SubnetSelection | None = None
+    provider: ReadinessProvider | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -345,8 +362,7 @@ class WorkloadReadiness(Construct):
         subnets = props.subnets or ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
         )
-        provider = ReadinessProvider.of(self, props.cluster, subnets)
-        provider.admit(target.group)
+        provider = ReadinessProvider.of(self, props.cluster, subnets, props.provider)
         self.access = KubernetesObjects(
             self,
             "Access",
@@ -356,7 +372,7 @@ class WorkloadReadiness(Construct):
         )
         self.resource = cdk.CustomResource(
             self,
-            "Wait",
+            "Wait" if props.provider is None else "ClusterWait",
             service_token=provider.service_token,
             resource_type=RESOURCE_TYPE,
             service_timeout=cdk.Duration.seconds(target.timing.service_timeout_s),

@@ -54,8 +54,9 @@ Auto Mode clusters" (EKS User Guide ``automode/automode.adoc``, awsdocs/amazon-e
   :class:`~mlcc_constructs.aws.readiness.WorkloadReadiness` after the objects: the deploy
   completes only when the workload is ready (the Deployment's replicas available, the IEC's
   ``DeploymentComplete``) within the deployment's ready timeout, and fails with the pod's
-  reason otherwise, so CloudFormation rolls back. Its waiter (``MlccReadiness``) is one per
-  stack.
+  reason otherwise, so CloudFormation rolls back. Its waiter is the cluster's
+  (``ServedModelProps.readiness``: ``ServingCluster.readiness``), else one made at the stack's
+  root (``MlccReadiness``) and shared by the stack's models.
 """
 
 from __future__ import annotations
@@ -71,7 +72,11 @@ from constructs import Construct, IDependable
 from mlcc_constructs.aws._iam import grant
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
-from mlcc_constructs.aws.readiness import WorkloadReadiness, WorkloadReadinessProps
+from mlcc_constructs.aws.readiness import (
+    ReadinessProvider,
+    WorkloadReadiness,
+    WorkloadReadinessProps,
+)
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
@@ -111,8 +116,10 @@ class ServedModelProps:
     the objects are applied. Waiting reads the cluster's API from its VPC: an imported cluster
     needs ``vpc``, ``cluster_security_group_id``, ``cluster_endpoint`` and
     ``cluster_certificate_authority_data``.
-    ``readiness_subnets``: where the waiter's Lambda runs; default ``None``: the VPC's private
-    subnets with egress.
+    ``readiness``: the cluster's deploy waiter (``ServingCluster.readiness``); default
+    ``None``: the stack's own (``MlccReadiness``, made on first use: 22 resources per stack).
+    ``readiness_subnets``: where the stack's own waiter's Lambda runs; default ``None``: the
+    VPC's private subnets with egress.
     """
 
     deployment: PreparedDeployment
@@ -120,6 +127,7 @@ class ServedModelProps:
     operator: HyperPodInferenceOperator | IDependable | None = None
     create_namespace: bool = True
     wait_for_ready: bool = True
+    readiness: ReadinessProvider | None = None
     readiness_subnets: ec2.SubnetSelection | None = None
 
     def __post_init__(self) -> None:
@@ -260,7 +268,10 @@ class ServedModel(Construct):
                 self,
                 "Readiness",
                 props=WorkloadReadinessProps(
-                    target=target, cluster=props.cluster, subnets=props.readiness_subnets
+                    target=target,
+                    cluster=props.cluster,
+                    subnets=props.readiness_subnets,
+                    provider=props.readiness,
                 ),
             )
             # After every object (the workload and what it mounts), deleted before them.

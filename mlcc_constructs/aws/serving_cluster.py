@@ -42,6 +42,8 @@ The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluste
   chart), ``KedaAuthentication`` (the ``ClusterTriggerAuthentication`` ``mlcc-aws``): the
   metrics the deployments scale on (:mod:`mlcc_constructs.aws.cluster_metrics`), with
   ``scaling_metrics``.
+* ``MlccReadiness`` (with ``readiness_waiter``, the default): the deploy waiter of every
+  ``ServedModel`` given ``ServingCluster.readiness`` (:mod:`mlcc_constructs.aws.readiness`).
 * ``ServingDashboard``: a CloudWatch dashboard of the load balancers' latency, 5xx, requests
   and healthy targets (:mod:`mlcc_constructs.aws.cluster_dashboard`).
 * ``ControlPlaneLogRetention``: the control-plane log group's retention
@@ -107,6 +109,7 @@ from mlcc_constructs.aws.imported_cluster import (
     ImportedServingClusterProps,
     IServingCluster,
 )
+from mlcc_constructs.aws.readiness import PROVIDER_ID, ReadinessProvider
 from mlcc_constructs.aws.s3_csi import (
     S3CsiDriver,
     S3CsiDriverProps,
@@ -143,7 +146,9 @@ class ServingCluster(Construct):
     ``endpoint_components`` (the IngressClasses, the network policy ConfigMap, the add-on);
     for scaling ``metrics`` (:class:`~mlcc_constructs.aws.cluster_metrics.ClusterMetrics`: the
     Prometheus workspace and scraper, KEDA) and ``prometheus_query_url`` (the workspace's query
-    base URL, ``RenderContext.prometheus_query_url``; ``None`` without ``scaling_metrics``).
+    base URL, ``RenderContext.prometheus_query_url``; ``None`` without ``scaling_metrics``);
+    for the deploys ``readiness`` (the waiter to pass as ``ServedModelProps.readiness``;
+    ``None`` without ``readiness_waiter``).
     """
 
     def __init__(
@@ -279,6 +284,11 @@ class ServingCluster(Construct):
         )
         self.prometheus_query_url: str | None = (
             self.metrics.prometheus_query_url if self.metrics is not None else None
+        )
+        self.readiness: ReadinessProvider | None = (
+            ReadinessProvider(owner, PROVIDER_ID, cluster=self.cluster, subnets=subnets)
+            if props.readiness_waiter
+            else None
         )
         self.dashboard = add_serving_dashboard(owner, props.cluster_name)
         self.endpoint_components: EndpointComponents = add_endpoint_components(

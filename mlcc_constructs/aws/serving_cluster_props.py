@@ -109,6 +109,11 @@ class ServingClusterProps:
     of each upstream that needs credentials (``{"docker-hub": "ecr-pullthroughcache/docker-hub"}``);
     default ``None``: no pull through cache (deployments then render without
     ``RenderContext.image_registry``).
+    ``readiness_waiter``: default ``True``: the cluster's deploy waiter (child ``MlccReadiness``,
+    :class:`~mlcc_constructs.aws.readiness.ReadinessProvider`: two Lambdas, a Step Functions
+    waiter, their roles and log groups, a security group and an access entry), which each
+    ``ServedModel`` given ``ServingCluster.readiness`` uses; ``False``: none (each stack that
+    waits makes its own).
     ``load_balancer_subnets``: with ``vpc`` only (required then for every scheme of
     ``load_balancer_groups``): each scheme's subnets, two or more in distinct zones, with CIDRs
     known at synth (``ec2.Subnet.from_subnet_attributes(..., ipv4_cidr_block=...)``), holding
@@ -141,6 +146,7 @@ class ServingClusterProps:
     load_balancer_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None
     nat_gateways: int | None = None
     pull_through_secrets: Mapping[str, str] | None = None
+    readiness_waiter: bool = True
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -11,6 +11,10 @@ replacement.
 Facts: the v1 ``InferenceEndpointConfig`` CRD (aws/sagemaker-hyperpod-cli, chart 2.2.2):
 ``intelligentRoutingSpec`` is not supported on an existing deployment (adding it is rejected),
 and its ``enabled`` field cannot change once set.
+
+One CloudFormation rule sits beside them: a custom resource's ``ServiceToken`` cannot be
+updated ("Updates aren't supported", AWS::CloudFormation::CustomResource in the CloudFormation
+template reference), so a changed token fails the update the same way (:data:`SERVICE_TOKEN`).
 """
 
 from __future__ import annotations
@@ -50,6 +54,21 @@ RULES = (
         "existing deployment, and its enabled field cannot change once set",
     ),
 )
+
+SERVICE_TOKEN = (
+    "rule custom-resource-service-token: its ServiceToken changes, and CloudFormation does not "
+    "update a custom resource's ServiceToken (AWS::CloudFormation::CustomResource: updates "
+    "aren't supported)"
+)
+
+
+def _is_custom_resource(resource: Mapping[str, Any]) -> bool:
+    kind = str(resource.get("Type", ""))
+    return kind.startswith("Custom::") or kind == "AWS::CloudFormation::CustomResource"
+
+
+def _service_token(resource: Mapping[str, Any]) -> str:
+    return json.dumps((resource.get("Properties") or {}).get("ServiceToken"), sort_keys=True)
 
 
 def manifest_objects(resource: Mapping[str, Any]) -> dict[tuple[str, str, str], dict[str, Any]]:
@@ -97,8 +116,15 @@ def forced_replacements(
     for logical_id, resource in sorted((after.get("Resources") or {}).items()):
         if logical_id not in old_resources:
             continue
-        old_objects = manifest_objects(old_resources[logical_id])
+        old_resource = old_resources[logical_id]
+        old_objects = manifest_objects(old_resource)
         reasons = []
+        if (
+            _is_custom_resource(resource)
+            and _is_custom_resource(old_resource)
+            and _service_token(resource) != _service_token(old_resource)
+        ):
+            reasons.append(SERVICE_TOKEN)
         for key, obj in sorted(manifest_objects(resource).items()):
             old = old_objects.get(key)
             if old is None:

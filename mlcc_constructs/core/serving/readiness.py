@@ -7,12 +7,14 @@ custom resource that completes when the workload is ready; the judgement itself 
 :mod:`mlcc_constructs.core.serving.kinds._readiness`.
 
 **Access.** The Lambda's IAM role has an EKS access entry with no access policy, only the
-Kubernetes group :func:`readiness_group` of each deployment it waits for; a ``Role`` in the
-deployment's namespace grants that group ``get`` on the one workload object (by name) and
-``list`` on pods and events (to say why it is stuck). Not ``AmazonEKSViewPolicy``: it reads
-every Deployment, ConfigMap and Service of the namespace, yet no custom resource (its rules list
-only core and built-in API groups: EKS user guide, access-policy-permissions), so an IEC would
-be unreadable with it.
+Kubernetes group :data:`WAITER_GROUP`; a ``Role`` in each waited-for deployment's namespace
+grants that group ``get`` on the one workload object (by name) and ``list`` on pods and events
+(to say why it is stuck). One group for every deployment, not one each: the waiter is one per
+cluster (its access entry lives in the cluster's stack), and a group per deployment would make
+every new deployment change the cluster's stack. The group can read nothing no ``Role`` grants.
+Not ``AmazonEKSViewPolicy``: it reads every Deployment, ConfigMap and Service of the namespace,
+yet no custom resource (its rules list only core and built-in API groups: EKS user guide,
+access-policy-permissions), so an IEC would be unreadable with it.
 """
 
 from __future__ import annotations
@@ -31,7 +33,9 @@ from mlcc_constructs.core.serving.prepare.ready_timeout import WaiterTiming, wai
 from mlcc_constructs.core.support.tokens import UNRESOLVED_TOKEN
 
 RBAC_API = "rbac.authorization.k8s.io"
-GROUP_PREFIX = "mlcc-readiness"
+WAITER_GROUP = "mlcc-readiness"
+"""The Kubernetes group of the readiness waiter's access entry (EKS reserves only the
+``system:``, ``eks:``, ``aws:``, ``amazon:`` and ``iam:`` prefixes)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,7 +46,7 @@ class ReadinessTarget:
 
     ``kind``, ``namespace``, ``name``: the workload object (the target's ``workload`` kind).
     ``path``: its Kubernetes API path (``/apis/apps/v1/namespaces/<ns>/deployments/<name>``).
-    ``group``: the Kubernetes group the waiter's access entry maps to (:func:`readiness_group`).
+    ``group``: the Kubernetes group the ``Role`` is bound to: the waiter's (:data:`WAITER_GROUP`).
     ``access``: the ``Role`` and ``RoleBinding`` that let that group read it (module doc).
     ``timeout_s``: the ready timeout (the deployment's ``ready_timeout``).
     ``timing``: the waiter's deadline and the resource's ServiceTimeout for it.
@@ -61,12 +65,6 @@ class ReadinessTarget:
     digest: str
 
 
-def readiness_group(namespace: str, name: str) -> str:
-    """``mlcc-readiness:<namespace>:<name>``: one Kubernetes group per deployment (EKS reserves
-    only the ``system:``, ``eks:``, ``aws:``, ``amazon:`` and ``iam:`` prefixes)."""
-    return f"{GROUP_PREFIX}:{namespace}:{name}"
-
-
 def api_path(api_version: str, plural: str, namespace: str, name: str) -> str:
     """The API path of a namespaced object (``/api/v1/...`` for the core group)."""
     root = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
@@ -79,7 +77,7 @@ def access_objects(
     """The ``Role`` (get the workload by name; list pods and events) and its ``RoleBinding``."""
     kind = kind_named(kind_name)
     api_group = kind.api_version.rpartition("/")[0]
-    role_name = f"{GROUP_PREFIX}-{name}"
+    role_name = f"{WAITER_GROUP}-{name}"
     metadata: dict[str, Any] = {"name": role_name, "namespace": namespace, "labels": MANAGED_BY}
     role = {
         "apiVersion": f"{RBAC_API}/v1",
@@ -123,7 +121,7 @@ def readiness_target(prepared: PreparedDeployment) -> ReadinessTarget | None:
     kind = kind_named(kind_name)
     namespace = str(workload["metadata"]["namespace"])
     name = str(workload["metadata"]["name"])
-    group = readiness_group(namespace, name)
+    group = WAITER_GROUP
     seconds = prepared.ready_timeout.seconds
     return ReadinessTarget(
         kind=kind_name,
