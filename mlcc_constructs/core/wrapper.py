@@ -269,7 +269,47 @@ def build_argv(
         argv.extend([launch["host_flag"], BIND_ALL])
     if "port_flag" in launch:
         argv.extend([launch["port_flag"], str(launch["port"])])
+    argv.extend(multi_node_args(manifest, env))
     return argv
+
+
+# The variables the LeaderWorkerSet controller adds to every container of a group (kubernetes-
+# sigs/lws v0.10.0 api/leaderworkerset/v1/leaderworkerset_types.go LwsLeaderAddress,
+# LwsGroupSize, LwsWorkerIndex; the leader is worker index 0 and its address is
+# <lws>-<group>.<lws>.<namespace>, pkg/utils/pod/pod_utils_test.go): the placeholders of an
+# engine manifest's multi_node arguments.
+LWS_ENV = {
+    "leader_address": "LWS_LEADER_ADDRESS",
+    "group_size": "LWS_GROUP_SIZE",
+    "worker_index": "LWS_WORKER_INDEX",
+}
+
+
+def multi_node_role(env: Mapping[str, str]) -> str | None:
+    """``leader`` or ``worker`` in a LeaderWorkerSet pod (from ``LWS_WORKER_INDEX``), else
+    ``None`` (one node: no multi-node arguments)."""
+    index = env.get(LWS_ENV["worker_index"])
+    if index is None or not env.get(LWS_ENV["leader_address"]):
+        return None
+    return "leader" if index == "0" else "worker"
+
+
+def multi_node_args(manifest: Mapping[str, Any], env: Mapping[str, str]) -> list[str]:
+    """The manifest's ``multi_node`` leader or worker arguments with the LWS values of ``env``
+    filled in; none outside a LeaderWorkerSet group or for an engine without the block."""
+    block = manifest.get("multi_node")
+    role = multi_node_role(env)
+    if not block or role is None:
+        return []
+    values = {name: env.get(var, "") for name, var in LWS_ENV.items()}
+    values["master_port"] = str(block["master_port"])
+    for name in ("group_size", "worker_index"):
+        if not values[name].isdigit():
+            raise WrapperError(
+                f"{manifest['engine']}: {LWS_ENV[name]}={values[name]!r} is not a number "
+                "(the LeaderWorkerSet controller sets it)"
+            )
+    return [arg.format(**values) for arg in block[f"{role}_args"]]
 
 
 def exec_env(

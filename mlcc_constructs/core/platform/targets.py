@@ -71,11 +71,19 @@ class TargetDescriptor:
     """The kind whose objects define the serving pods (``Deployment``, ``InferenceEndpointConfig``):
     what ``mlcc argv -f`` and ``mlcc env -f`` read the engine process from, what ``mlcc adapter
     --discover`` reads live. Default: none (the target renders no Kubernetes objects)."""
+    multi_node_workload: str | None = None
+    """The kind that serves one model copy over several nodes (``nodes`` above 1) in place of
+    :attr:`workload` (eks: ``LeaderWorkerSet``). Default: none (``nodes`` above 1 is refused,
+    ``notes["nodes"]`` says why)."""
     huggingface_model: HuggingFaceModel = "by-id"
     """``by-id``: the engine downloads a Hugging Face model; ``mounted``: the platform stages it
     at ``model_mount_path`` (the HyperPod operator's init container, which alone has the token)."""
     notes: Mapping[str, str] = field(default_factory=dict)
     """Why a spec field does not apply here, keyed by field name."""
+
+    def workload_for(self, nodes: int) -> str | None:
+        """The kind that makes the serving pods of a deployment over ``nodes`` nodes."""
+        return self.multi_node_workload if nodes > 1 else self.workload
 
     def require_kubernetes(self) -> None:
         """Refuse a target that renders no Kubernetes objects (its ``kinds`` are empty)."""
@@ -134,6 +142,7 @@ def load_target(name: str) -> TargetDescriptor:
         name=document["target"],
         description=document.get("description", ""),
         workload=document.get("workload"),
+        multi_node_workload=document.get("multi_node_workload"),
         kinds=tuple(document["kinds"]),
         model_mount_path=document["model_mount_path"],
         pod_volumes=document["pod_volumes"],

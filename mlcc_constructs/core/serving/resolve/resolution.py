@@ -52,9 +52,17 @@ class Resolution:
     """How the engine reads the weights (``mount`` or ``stream``: resolve/model_load.py)."""
     stream: StreamLoad | None = None
     """The engine's streaming load format, with ``model_load`` ``stream``."""
+    nodes: int = 1
+    """Nodes one model copy spans (a LeaderWorkerSet group's size on eks)."""
+    pipeline_parallel_degree: int = 1
     mounts_model: bool = False
     """The pods mount the ``s3://`` model prefix: its weights (``mount``), or with ``stream``
     only for the LoRA adapters delivered under it."""
+
+    @property
+    def gpus_per_pod(self) -> int:
+        """The GPUs each serving pod asks for: TP x PP spread over the nodes."""
+        return self.tensor_parallel_degree * self.pipeline_parallel_degree // self.nodes
 
     @property
     def env(self) -> dict[str, str]:

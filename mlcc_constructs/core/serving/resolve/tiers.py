@@ -38,13 +38,77 @@ from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
 from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
-from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings
+from mlcc_constructs.core.serving.resolve.settings import EngineSettings, UserValue, read_settings
 from mlcc_constructs.core.serving.spec.deployment import (
     DeploymentSpec,
     ModelSource,
     parse_model_source,
 )
 from mlcc_constructs.core.support.errors import MlccError, Problem
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
+
+
+def auto_nodes(spec: DeploymentSpec, instance: InstanceType) -> int | None:
+    """The node count ``nodes: auto`` resolves to, from the model's size and the instance's GPU
+    memory, or ``None`` when it cannot be derived here. b-sizing's sizing function provides it
+    at merge; until then ``auto`` is refused with the reason."""
+    return None
+
+
+def multi_node_problems(
+    spec: DeploymentSpec,
+    manifest_raw: Mapping[str, object],
+    engine: str,
+    target: TargetDescriptor | None,
+    instance: InstanceType,
+    engines_with_launch: tuple[str, ...],
+) -> list[Problem]:
+    """Why ``spec``'s ``nodes`` cannot be served: ``auto`` without a model size, an engine with
+    no ``multi_node`` launch in its manifest, a target with no multi-node workload."""
+    problems: list[Problem] = []
+    if spec.nodes == "auto" and auto_nodes(spec, instance) is None:
+        problems.append(
+            Problem(
+                message="nodes: auto needs the model's size to derive the node count"
+                + ("" if spec.model_bytes is None else " (sizing is not wired in this build)"),
+                pointer="/nodes",
+                value="auto",
+                allowed="1, 2, 3, ... (or auto with model_bytes)",
+                fix="set model_bytes (the model's weights in bytes) or give nodes as a number",
+            )
+        )
+    if not isinstance(spec.nodes, int) or spec.nodes <= 1:
+        return problems
+    if "multi_node" not in manifest_raw:
+        problems.append(
+            Problem(
+                message=f"{engine} declares no multi-node launch (its manifest has no multi_node "
+                "block): it serves on one node only",
+                pointer="/nodes",
+                value=spec.nodes,
+                allowed="1" + (f" (multi-node engines: {', '.join(engines_with_launch)})"),
+                fix=f"set nodes: 1 with an instance that holds the model, or use "
+                f"{' or '.join(engines_with_launch)}",
+            )
+        )
+    if target is not None and target.multi_node_workload is None:
+        problems.append(
+            Problem(
+                message=f"the {target.name} target serves one node per model copy: "
+                + target.notes.get("nodes", "it declares no multi-node workload"),
+                pointer="/nodes",
+                value=spec.nodes,
+                allowed="1",
+                fix="set nodes: 1, or use the eks target (a LeaderWorkerSet per model copy)",
+            )
+        )
+    return problems
 
 
 class _Resolver:
@@ -105,6 +169,8 @@ class _Resolver:
         tp = self._tensor_parallel(instance)
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
+        if self.spec.pipeline_parallel_degree > 1:
+            requested["pipeline_parallel_degree"] = str(self.spec.pipeline_parallel_degree)
         for name, value in self.computed.items():
             if manifest.capability(name) is not None:
                 requested.setdefault(name, value)
@@ -146,6 +212,8 @@ class _Resolver:
 
     def _tensor_parallel(self, instance: InstanceType) -> int:
         user = self.user.get("tensor_parallel_degree")
+        if self.nodes > 1 or self.spec.pipeline_parallel_degree > 1:
+            return self._group_parallel(instance, user)
         if user is None:
             return instance.gpus
         try:
@@ -168,6 +236,44 @@ class _Resolver:
             )
             return instance.gpus
         return tp
+
+    def _group_parallel(self, instance: InstanceType, user: UserValue | None) -> int:
+        """TP with pipeline stages or several nodes: TP x PP must be every GPU of the group
+        (GPUs per node x nodes), as each node's pod takes its whole node."""
+        pp, nodes = self.spec.pipeline_parallel_degree, self.nodes
+        tp = instance.gpus if user is None else _int(user.value)
+        if tp * pp != instance.gpus * nodes:
+            want = instance.gpus * nodes
+            self.problems.append(
+                Problem(
+                    message=f"tensor_parallel_degree x pipeline_parallel_degree ({tp} x {pp} = "
+                    f"{tp * pp}) must equal the GPUs per node x nodes ({instance.gpus} GPU(s) of "
+                    f"{instance.name} x {nodes} = {want})",
+                    pointer=user.pointer if user is not None else "/pipeline_parallel_degree",
+                    value=f"{tp} x {pp}",
+                    allowed=f"a product of {want}",
+                    fix=f"set tensor_parallel_degree: {instance.gpus} and "
+                    f"pipeline_parallel_degree: {want // instance.gpus} (the GPUs per node and "
+                    "the nodes), or change nodes",
+                )
+            )
+        elif self.manifest.capability("pipeline_parallel_degree") is None and pp > 1:
+            self.problems.append(
+                Problem(
+                    message=f"{self.manifest.engine} declares no pipeline_parallel_degree "
+                    "capability (its manifest's capability_map)",
+                    pointer="/pipeline_parallel_degree",
+                    value=pp,
+                    allowed="1",
+                    fix="leave pipeline_parallel_degree out, or use an engine that declares it",
+                )
+            )
+        return tp
+
+    @property
+    def nodes(self) -> int:
+        """The spec's ``nodes`` (``auto`` resolved: :func:`auto_nodes`)."""
+        return self.spec.nodes if isinstance(self.spec.nodes, int) else 1
 
     def _gate(self, capability: Capability) -> str | None:
         """Why ``capability`` cannot be used with this engine version, if it cannot."""
@@ -307,6 +413,16 @@ def resolve_for_target(
     found.extend(problems or ())
     if found or instance is None or source is None:
         raise MlccError(found)
+    found.extend(
+        multi_node_problems(
+            spec,
+            resolver.manifest.raw,
+            resolver.manifest.engine,
+            target,
+            instance,
+            multi_node_engines(),
+        )
+    )
     tier1, values, tp = resolver.tier1(instance, source)
     if found:
         raise MlccError(found)
@@ -315,6 +431,8 @@ def resolve_for_target(
         instance=instance,
         source=source,
         tensor_parallel_degree=tp,
+        nodes=resolver.nodes,
+        pipeline_parallel_degree=spec.pipeline_parallel_degree,
         tier1=tuple(tier1),
         tier2=settings.tier2,
         plain=settings.plain,
@@ -326,3 +444,10 @@ def resolve_for_target(
         # The mount carries the weights (mount), or only the LoRA adapters under the model prefix.
         mounts_model=source.kind == "s3" and (resolver.load.mode == "mount" or spec.lora),
     )
+
+
+def multi_node_engines() -> tuple[str, ...]:
+    """The built-in engines whose manifest declares a ``multi_node`` launch."""
+    from mlcc_constructs.core.engines.manifests import builtin_engines
+
+    return tuple(sorted(m.engine for m in builtin_engines() if "multi_node" in m.raw))

@@ -51,6 +51,7 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 allowed=f"1..{INT32_MAX}",
             )
         )
+    problems += _node_problems(spec)
     if spec.image is not None and (len(spec.image) > 255 or not IMAGE.match(spec.image)):
         problems.append(
             Problem(
@@ -161,6 +162,36 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 allowed=f"1..{MAX_REQUEST_SECONDS_LIMIT}",
                 fix="give the longest request's seconds (default 600, the load balancer's "
                 "idle timeout)",
+            )
+        )
+    return problems
+
+
+def _node_problems(spec: DeploymentSpec) -> list[Problem]:
+    """``nodes`` (an int of at least 1, or ``auto``) and ``pipeline_parallel_degree`` (at least
+    1); the TP x PP rule needs the instance and is the resolver's."""
+    problems: list[Problem] = []
+    nodes = spec.nodes
+    if nodes != "auto" and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
+        problems.append(
+            Problem(
+                message="nodes must be a whole number of at least 1, or auto",
+                pointer="/nodes",
+                value=nodes,
+                allowed="1, 2, 3, ... or auto",
+                fix="set nodes to how many instances one model copy spans (1: one node), or "
+                "auto to derive it from model_bytes",
+            )
+        )
+    pp = spec.pipeline_parallel_degree
+    if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
+        problems.append(
+            Problem(
+                message="pipeline_parallel_degree must be a whole number of at least 1",
+                pointer="/pipeline_parallel_degree",
+                value=pp,
+                allowed="1, 2, 3, ...",
+                fix="set it to the pipeline stages (usually nodes), or leave it out for 1",
             )
         )
     return problems

@@ -120,7 +120,15 @@ class DeploymentSpec:
     ``target``: ``eks`` or ``hyperpod-eks``. Default: ``eks``.
     ``image``: Container image. Default: the engine's pinned image from versions.json.
     ``replicas``: Pod replicas. Default: 1.
-    ``tensor_parallel_degree``: Default: the instance's GPU count; a value above it is refused.
+    ``tensor_parallel_degree``: Default: the instance's GPU count (per node); a value above it
+        is refused on one node.
+    ``nodes``: Nodes one model copy spans (an int of at least 1, or ``"auto"``: from
+        ``model_bytes`` and the instance's GPU memory). Above 1 the eks target renders a
+        LeaderWorkerSet of that size and the engine starts with its manifest's ``multi_node``
+        launch; ``tensor_parallel_degree`` x ``pipeline_parallel_degree`` must equal the GPUs
+        per node x ``nodes``. Default: 1.
+    ``pipeline_parallel_degree``: Pipeline stages (the engine's ``pipeline_parallel_degree``
+        capability, emitted only above 1). Default: 1.
     ``quantization``: Quantization method passed to the engine. Default: none (the flag is
         omitted).
     ``lora``: Serve LoRA adapters (the engine's LoRA companion contract). Default: off.
@@ -209,6 +217,8 @@ class DeploymentSpec:
     image: str | None = None
     replicas: int = 1
     tensor_parallel_degree: int | None = None
+    nodes: int | Literal["auto"] = 1
+    pipeline_parallel_degree: int = 1
     quantization: str | None = None
     lora: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
