@@ -103,6 +103,31 @@ def deployment_readiness(obj: Mapping[str, Any]) -> Readiness:
     return Readiness("progressing", detail)
 
 
+def lws_readiness(obj: Mapping[str, Any]) -> Readiness:
+    """A LeaderWorkerSet: ready when the controller observed the current generation and every
+    group is ready and updated (``status.readyReplicas``, ``updatedReplicas``: groups whose
+    leader and workers are all ready; kubernetes-sigs/lws v0.10.0 leaderworkerset_types.go
+    LeaderWorkerSetStatus), or its ``Available`` condition is ``True`` with no update left."""
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    pending = _generation_pending(obj, status)
+    if pending is not None:
+        return Readiness("progressing", f"generation {pending} not observed yet")
+    wanted = int(spec.get("replicas", 1))
+    ready = int(status.get("readyReplicas", 0))
+    updated = int(status.get("updatedReplicas", 0))
+    detail = f"{ready}/{wanted} groups ready, {updated} updated"
+    if ready >= wanted and updated >= wanted:
+        return Readiness("ready", detail)
+    return Readiness("progressing", detail)
+
+
+def lws_pod_selector(obj: Mapping[str, Any]) -> str | None:
+    """A LeaderWorkerSet's pods: the LWS name label every pod of its groups carries
+    (``leaderworkerset.sigs.k8s.io/name``, lws v0.10.0 SetNameLabelKey)."""
+    name = (obj.get("metadata") or {}).get("name")
+    return f"leaderworkerset.sigs.k8s.io/name={name}" if name else None
+
+
 def iec_readiness(obj: Mapping[str, Any]) -> Readiness:
     """Ready when the operator reports ``DeploymentComplete`` for the current generation."""
     status = obj.get("status") or {}
@@ -265,5 +290,6 @@ class WorkloadRules(NamedTuple):
 RULES: Mapping[str, WorkloadRules] = {
     "Deployment": WorkloadRules(deployment_readiness, deployment_pod_selector, None),
     "InferenceEndpointConfig": WorkloadRules(iec_readiness, iec_pod_selector, iec_failure_detail),
+    "LeaderWorkerSet": WorkloadRules(lws_readiness, lws_pod_selector, None),
 }
 """The workload kinds a target names (``targets/<t>/manifest.json`` ``workload``), by kind."""

@@ -42,7 +42,9 @@ from mlcc_constructs.core.support.json_types import json_copy
 
 
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
-    """The engine Deployment (module doc)."""
+    """The engine Deployment (module doc); nothing over several nodes (the LeaderWorkerSet)."""
+    if facts.resolution.nodes > 1:
+        return []
     assert facts.pod_template is not None  # a target that lists Deployment has pod volumes
     meta = metadata(facts, facts.names.base)
     if facts.resolution.model_load == "stream":  # no PersistentVolume names the model

@@ -93,6 +93,16 @@ def prometheus_query(facts: DeploymentFacts, *, namespace_label: bool) -> str:
     return f"sum({metric.name}{{{','.join(selectors)}}})"
 
 
+def scale_target(facts: DeploymentFacts) -> dict[str, str]:
+    """The workload KEDA's HPA scales: the Deployment, or over several nodes the
+    LeaderWorkerSet (its scale subresource counts whole groups)."""
+    from mlcc_constructs.core.serving.kinds.registry import kind_named
+
+    name = facts.target.workload_for(facts.resolution.nodes) or "Deployment"
+    kind = kind_named(name)
+    return {"apiVersion": kind.api_version, "kind": kind.kind, "name": facts.names.base}
+
+
 def number(value: float) -> str:
     """A KEDA metadata number: ``5`` for 5.0, else the shortest float text."""
     return str(int(value)) if float(value).is_integer() else repr(float(value))
@@ -170,7 +180,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         }
     ]
     spec: dict[str, Any] = {
-        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": facts.names.base},
+        "scaleTargetRef": scale_target(facts),
         "pollingInterval": autoscaling.polling_seconds,
         "cooldownPeriod": autoscaling.cooldown_seconds,
     }

@@ -15,6 +15,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
 )
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import pod_selector
+from mlcc_constructs.core.serving.kinds.leader_worker_set import leader_selector
 
 
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
@@ -25,7 +26,9 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         "metadata": metadata(facts, facts.names.base),
         "spec": {
             "type": "ClusterIP",
-            "selector": pod_selector(facts.names),
+            "selector": pod_selector(facts.names)
+            # Over several nodes only each group's leader serves the API.
+            | (leader_selector() if facts.resolution.nodes > 1 else {}),
             "ports": [
                 {
                     "name": "http",

@@ -166,7 +166,7 @@ def describe_container(
         metrics_path=launch.get("metrics_path"),
         requests=MappingProxyType(
             fitting_resources(
-                instances or (resolution.instance,), resolution.tensor_parallel_degree
+                instances or (resolution.instance,), resolution.gpus_per_pod
             )
         ),
         config_hash=config_hash(hashed),

@@ -219,7 +219,7 @@ def prepare(
     instances, instance_problems = fallback_instances(
         resolution.instance,
         spec.instance_types,
-        tensor_parallel_degree=resolution.tensor_parallel_degree,
+        tensor_parallel_degree=resolution.gpus_per_pod,
     )
     problems += instance_problems
     secrets = None

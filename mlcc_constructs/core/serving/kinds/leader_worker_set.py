@@ -1,0 +1,179 @@
+"""``LeaderWorkerSet`` (``leaderworkerset.x-k8s.io/v1``): one model copy over several nodes on
+eks, rendered in place of the Deployment when a deployment's ``nodes`` is above 1 (the target's
+``multi_node_workload``; the Deployment renders nothing then).
+
+Facts from kubernetes-sigs/lws v0.10.0 (``api/leaderworkerset/v1/leaderworkerset_types.go``,
+``config/crd/bases/leaderworkerset.x-k8s.io_leaderworkersets.yaml``; rules:
+``data/crd_rules/leaderworkersets.leaderworkerset.x-k8s.io.v1.json``):
+
+* ``spec.replicas`` is the number of groups (model copies); ``leaderWorkerTemplate.size`` the
+  pods per group, one per node: ``nodes``. Each pod takes its whole node's GPUs
+  (``Resolution.gpus_per_pod``).
+* Leader and worker use the same hardened pod template as the Deployment (wrapper-launched).
+  The wrapper reads ``LWS_WORKER_INDEX`` / ``LWS_LEADER_ADDRESS`` / ``LWS_GROUP_SIZE``, which the
+  controller adds to every container, and appends the engine manifest's ``multi_node``
+  leader or worker arguments. Workers of an engine whose ``worker_serves_http`` is false serve
+  no HTTP, so their engine container has no HTTP probes (they would never pass).
+* ``startupPolicy: LeaderCreated`` (not ``LeaderReady``): ``LeaderReady`` creates the workers
+  only once the leader pod is Ready, and a multi-node engine's leader answers ``/health`` only
+  after every rank has joined, so the group would never start.
+* ``restartPolicy: RecreateGroupOnPodRestart``: one failed pod restarts its whole group (a rank
+  cannot rejoin a running NCCL group).
+* Exclusive placement per group: the annotation
+  ``leaderworkerset.sigs.k8s.io/exclusive-topology`` (ExclusiveKeyAnnotationKey) with
+  ``topology.kubernetes.io/zone``: a group's pods share one Availability Zone (EFA does not
+  cross zones) and no two groups share one. Each pod asks for its node's GPUs, so two pods of
+  a group never share a node either.
+* ``rolloutStrategy``: ``RollingUpdate`` one group at a time, from the spec's ``rollout``
+  (``surge``: ``maxSurge 1, maxUnavailable 0``; ``replace``: ``maxSurge 0, maxUnavailable 1``).
+* Autoscaling scales groups through the CRD's scale subresource (KEDA's ScaledObject targets
+  the LeaderWorkerSet; ``kinds/scaled_object.py``), so ``replicas`` is left out under it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.platform.labels import STREAMED_MODEL_ANNOTATION
+from mlcc_constructs.core.serving.kinds._common import metadata
+from mlcc_constructs.core.serving.kinds._crd_rules import CrdRules
+from mlcc_constructs.core.serving.kinds._readiness import lws_readiness
+from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
+from mlcc_constructs.core.serving.kinds.registry import (
+    EngineView,
+    Kind,
+    RenderedObject,
+    env_of,
+)
+from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
+from mlcc_constructs.core.serving.prepare.disruption import rollout_strategy
+from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
+from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.json_types import json_copy
+
+API_VERSION = "leaderworkerset.x-k8s.io/v1"
+RULES = CrdRules(file="leaderworkersets.leaderworkerset.x-k8s.io.v1.json")
+EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
+"""lws v0.10.0 ExclusiveKeyAnnotationKey: every pod of a group on one value of this node key."""
+GROUP_TOPOLOGY_KEY = "topology.kubernetes.io/zone"
+WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
+"""lws v0.10.0 WorkerIndexLabelKey: ``"0"`` on each group's leader, which serves the API."""
+LEADER_INDEX = "0"
+_HTTP_PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
+
+
+def multi_node_network(instance: InstanceType) -> tuple[dict[str, str], dict[str, str]]:
+    """Extra container resource limits (EFA devices) and env (NCCL / libfabric) a pod of a
+    multi-node group needs on ``instance``. b-nodenet's ``core/platform/efa.py`` provides it at
+    merge; this build adds none (NCCL then runs over TCP sockets)."""
+    return {}, {}
+
+
+def leader_selector() -> dict[str, str]:
+    """The extra label that selects only each group's leader (the Service's endpoints)."""
+    return {WORKER_INDEX_LABEL: LEADER_INDEX}
+
+
+def _pod(facts: DeploymentFacts, *, leader: bool) -> dict[str, Any]:
+    assert facts.pod_template is not None  # eks: the pods are the library's own
+    template: dict[str, Any] = json_copy(dict(facts.pod_template))
+    limits, env = multi_node_network(facts.resolution.instance)
+    block = facts.resolution.manifest.raw.get("multi_node") or {}
+    for container in template["spec"]["containers"]:
+        if container["name"] != ENGINE_CONTAINER:
+            continue
+        resources = container.setdefault("resources", {})
+        resources.setdefault("limits", {}).update(limits)
+        if limits:
+            resources.setdefault("requests", {}).update(limits)
+        container["env"] = list(container.get("env", [])) + [
+            {"name": k, "value": v} for k, v in sorted(env.items())
+        ]
+        if not leader and not block.get("worker_serves_http", True):
+            for probe in _HTTP_PROBES:
+                container.pop(probe, None)
+    return template
+
+
+def render(facts: DeploymentFacts) -> list[RenderedObject]:
+    """The engine LeaderWorkerSet (module doc); nothing for a deployment on one node."""
+    if facts.resolution.nodes <= 1:
+        return []
+    meta = metadata(facts, facts.names.base)
+    meta["annotations"] = {EXCLUSIVE_TOPOLOGY: GROUP_TOPOLOGY_KEY}
+    if facts.resolution.model_load == "stream":
+        meta["annotations"][STREAMED_MODEL_ANNOTATION] = facts.source.uri
+    strategy = rollout_strategy(facts.spec.rollout)["rollingUpdate"]
+    spec: dict[str, Any] = {
+        "replicas": facts.spec.replicas,
+        "startupPolicy": "LeaderCreated",
+        "rolloutStrategy": {
+            "type": "RollingUpdate",
+            "rollingUpdateConfiguration": {
+                "maxSurge": strategy["maxSurge"],
+                "maxUnavailable": strategy["maxUnavailable"],
+            },
+        },
+        "leaderWorkerTemplate": {
+            "size": facts.resolution.nodes,
+            "restartPolicy": "RecreateGroupOnPodRestart",
+            "leaderTemplate": _pod(facts, leader=True),
+            "workerTemplate": _pod(facts, leader=False),
+        },
+    }
+    if facts.spec.autoscaling is not None:  # KEDA's HPA owns the group count
+        del spec["replicas"]
+    obj = {"apiVersion": API_VERSION, "kind": "LeaderWorkerSet", "metadata": meta, "spec": spec}
+    return [RenderedObject("LeaderWorkerSet", obj)]
+
+
+def _problems(obj: Mapping[str, Any]) -> list[Problem]:
+    """The CRD rules, and each pod template against the Kubernetes schema (a v1 PodTemplate)."""
+    problems = RULES.problems(obj)
+    templates = ((obj.get("spec") or {}).get("leaderWorkerTemplate") or {}).items()
+    for role, template in templates:
+        if not role.endswith("Template") or not isinstance(template, Mapping):
+            continue
+        wrapped = {
+            "apiVersion": "v1",
+            "kind": "PodTemplate",
+            "metadata": {"name": str((obj.get("metadata") or {}).get("name", "x"))},
+            "template": template,
+        }
+        for problem in core_object_problems(wrapped):
+            problems.append(
+                Problem(
+                    message=problem.message,
+                    where=f"LeaderWorkerSet/{wrapped['metadata']['name']}",
+                    pointer=f"/spec/leaderWorkerTemplate/{role}"
+                    + (problem.pointer or "").removeprefix("/template"),
+                    fix=problem.fix,
+                )
+            )
+    return problems
+
+
+def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:
+    """The leader's engine container (``envFrom`` ConfigMaps among ``objects``)."""
+    pod = obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    container = next(c for c in pod["containers"] if c["name"] == ENGINE_CONTAINER)
+    return EngineView(
+        command=tuple(container["command"]) if "command" in container else None,
+        args=tuple(container.get("args", ())),
+        env=env_of(container, objects, namespace=obj["metadata"].get("namespace")),
+    )
+
+
+KIND = Kind(
+    kind="LeaderWorkerSet",
+    api_version=API_VERSION,
+    plural="leaderworkersets",
+    namespaced=True,
+    apply_phase=50,  # where the Deployment goes: after its ConfigMap and volumes
+    validate=_problems,
+    readiness=lws_readiness,
+    render=render,
+    engine=engine,
+)
