@@ -24,6 +24,8 @@ SPEC_FLAGS: dict[str, str] = {
     "image": "image",
     "replicas": "replicas",
     "tensor_parallel_degree": "tp",
+    "nodes": "nodes",
+    "pipeline_parallel_degree": "pp",
     "quantization": "quantization",
     "lora": "lora",
     "engine_version": "engine_version",
@@ -84,6 +86,15 @@ def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = 
     )
     parser.add_argument(
         "--tp", type=int, default=None, help="tensor-parallel degree (default: the GPU count)"
+    )
+    parser.add_argument(
+        "--nodes",
+        type=_nodes,
+        default=None,
+        help="nodes one model copy spans: a number, or auto from --model-bytes (default: 1)",
+    )
+    parser.add_argument(
+        "--pp", type=int, default=None, help="pipeline-parallel degree (default: 1)"
     )
     parser.add_argument("--quantization", default=None, help="quantization method, e.g. awq")
     parser.add_argument(
@@ -282,3 +293,8 @@ def _note_plain_set_keys(args: argparse.Namespace, specs: list[SpecFile]) -> Non
         return  # an unknown engine or a bad plugin: the command reports it
     for note in notes:
         print(f"mlcc: {note}", file=sys.stderr)
+
+
+def _nodes(text: str) -> int | str:
+    """``--nodes``: a number or ``auto`` (the spec's checks refuse one below 1)."""
+    return text if text == "auto" else int(text)

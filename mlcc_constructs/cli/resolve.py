@@ -34,6 +34,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     env.set_defaults(func=run_env)
     argv = subparsers.add_parser("argv", help="print the engine's argv as a JSON list")
     _add_options(argv)
+    argv.add_argument(
+        "--role",
+        choices=("leader", "worker"),
+        default=None,
+        help="nodes above 1: the argv of a group's leader or of its first worker, as the wrapper "
+        "builds it from the LeaderWorkerSet's LWS_* env at pod start",
+    )
     argv.set_defaults(func=run_argv)
 
 
@@ -182,11 +189,27 @@ def run_argv(args: argparse.Namespace) -> int:
         from mlcc_constructs.core.serving.process import engine_argv
 
         prepared = _prepared(args)
-        argv = list(engine_argv(prepared))
+        names = prepared.names
+        pod_env = _role_env(args, names.base, names.namespace, prepared.resolution.nodes)
+        argv = list(engine_argv(prepared, pod_env=pod_env))
         _warn(prepared.warnings)
     else:
         resolution, fit_warnings = _resolve(args)
         _warn(_notes(resolution, fit_warnings))
-        argv = resolution.argv()
+        spec = spec_from_args(args).spec
+        name = spec.name or spec.engine  # the name mlcc render would give it
+        pod_env = _role_env(args, name, spec.namespace, resolution.nodes)
+        argv = resolution.argv(pod_env)
     print(json.dumps(argv))
     return 0
+
+
+def _role_env(
+    args: argparse.Namespace, name: str, namespace: str, nodes: int
+) -> dict[str, str] | None:
+    """The LWS env of ``--role`` for the LeaderWorkerSet ``name`` (``None`` without it)."""
+    if getattr(args, "role", None) is None:
+        return None
+    from mlcc_constructs.core.serving.kinds.leader_worker_set import group_env
+
+    return group_env(name, namespace, nodes, args.role)

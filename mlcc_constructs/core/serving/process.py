@@ -36,7 +36,7 @@ class EngineProcess:
 
 def engine_view(prepared: PreparedDeployment) -> EngineView:
     """The engine container of the deployment's workload object, as rendered."""
-    workload = prepared.target.workload
+    workload = prepared.target.workload_for(prepared.resolution.nodes)
     assert workload is not None  # prepare() refuses a target that renders no objects
     kind = kind_named(workload)
     objects = [entry.object for entry in prepared.objects]
@@ -45,13 +45,16 @@ def engine_view(prepared: PreparedDeployment) -> EngineView:
     return kind.engine(found, objects)
 
 
-def engine_process(prepared: PreparedDeployment) -> EngineProcess:
-    """The argv and env of the deployment's engine container (module doc)."""
+def engine_process(
+    prepared: PreparedDeployment, *, pod_env: Mapping[str, str] | None = None
+) -> EngineProcess:
+    """The argv and env of the deployment's engine container (module doc); ``pod_env``: what
+    the platform adds at pod start (a LeaderWorkerSet's ``LWS_*``: a leader's or worker's)."""
     view = engine_view(prepared)
     manifest = prepared.resolution.manifest
     argv: tuple[str, ...] | None
     if prepared.container.delivers_env and manifest.entrypoint == "wrapper":
-        env = dict(view.env)
+        env = dict(view.env) | dict(pod_env or {})
         delivered = env.get(KEYS_ENV)  # the wrapper translates exactly these keys
         keys = frozenset(filter(None, delivered.split(","))) if delivered is not None else None
         argv = tuple(merge_args(build_argv(manifest.raw, env, keys=keys), view.args))
@@ -62,9 +65,12 @@ def engine_process(prepared: PreparedDeployment) -> EngineProcess:
     return EngineProcess(argv=argv, env=view.env)
 
 
-def engine_argv(prepared: PreparedDeployment) -> tuple[str, ...]:
-    """The engine's argv; an image engine, which owns its command line, is refused."""
-    process = engine_process(prepared)
+def engine_argv(
+    prepared: PreparedDeployment, *, pod_env: Mapping[str, str] | None = None
+) -> tuple[str, ...]:
+    """The engine's argv (``pod_env``: :func:`engine_process`); an image engine, which owns its
+    command line, is refused."""
+    process = engine_process(prepared, pod_env=pod_env)
     if process.argv is None:
         manifest = prepared.resolution.manifest
         raise fail(

@@ -113,7 +113,7 @@ def digest(objects: Sequence[RenderedObject]) -> str:
 
 def readiness_target(prepared: PreparedDeployment) -> ReadinessTarget | None:
     """What the deploy waits for (``None``: the target names no workload kind)."""
-    kind_name = prepared.target.workload
+    kind_name = prepared.target.workload_for(prepared.resolution.nodes)
     if kind_name is None:
         return None
     objects = [entry.object for entry in prepared.objects]

@@ -50,8 +50,9 @@ from mlcc_constructs.core.serving.kinds.registry import (
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.disruption import rollout_strategy
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
-from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.errors import Problem, fail
 from mlcc_constructs.core.support.json_types import json_copy
+from mlcc_constructs.core.wrapper import LWS_ENV
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 RULES = CrdRules(file="leaderworkersets.leaderworkerset.x-k8s.io.v1.json")
@@ -61,6 +62,7 @@ GROUP_TOPOLOGY_KEY = "topology.kubernetes.io/zone"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 """lws v0.10.0 WorkerIndexLabelKey: ``"0"`` on each group's leader, which serves the API."""
 LEADER_INDEX = "0"
+ROLES = ("leader", "worker")
 _HTTP_PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
 
 
@@ -69,6 +71,31 @@ def multi_node_network(instance: InstanceType) -> tuple[dict[str, str], dict[str
     multi-node group needs on ``instance``. b-nodenet's ``core/platform/efa.py`` provides it at
     merge; this build adds none (NCCL then runs over TCP sockets)."""
     return {}, {}
+
+
+def group_env(name: str, namespace: str, nodes: int, role: str) -> dict[str, str]:
+    """The LWS variables the controller gives a pod of group 0 of LeaderWorkerSet ``name``: the
+    leader (``role`` ``leader``, worker index 0) or its first worker (``worker``, index 1).
+    The leader's address is ``<name>-0.<name>.<namespace>`` (lws v0.10.0
+    pkg/utils/pod/pod_utils.go, as its pod_utils_test.go expects it). ``mlcc argv --role``
+    shows the argv the wrapper builds from them."""
+    if nodes <= 1:
+        raise fail(
+            "--role applies to a deployment over several nodes",
+            pointer="/nodes",
+            value=nodes,
+            allowed="2, 3, ...",
+            fix="set nodes above 1 (--nodes), or leave --role out",
+        )
+    if role not in ROLES:
+        raise fail(
+            "unknown multi-node role", where="--role", value=role, allowed=", ".join(ROLES)
+        )
+    return {
+        LWS_ENV["leader_address"]: f"{name}-0.{name}.{namespace}",
+        LWS_ENV["group_size"]: str(nodes),
+        LWS_ENV["worker_index"]: LEADER_INDEX if role == "leader" else "1",
+    }
 
 
 def leader_selector() -> dict[str, str]:

@@ -8,7 +8,8 @@ interfaces live in the internal load balancer subnets, which hold no pod: the re
 ``metrics_scraper_cidrs``); nothing else (no other pod, not the rest of the VPC). Egress: DNS;
 HTTPS for a Hugging Face model (the Hub and its CDN have no fixed addresses) and for a streamed
 ``s3://`` model (``model_load: stream``: the engine reads S3 itself); the CacheBackend's external
-Redis port. A mounted ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI
+Redis port; over several nodes (a LeaderWorkerSet), every port among the deployment's own pods.
+A mounted ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI
 driver's pods, not in the engine pod.
 
 Enforced on EKS Auto Mode once the cluster side turns the VPC CNI's network policy controller
@@ -63,6 +64,13 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         egress.append({"ports": [{"protocol": "TCP", "port": 443}]})
     if facts.cache is not None and facts.cache.remote_port is not None:
         egress.append({"ports": [{"protocol": "TCP", "port": facts.cache.remote_port}]})
+    if facts.resolution.nodes > 1:
+        # One model copy over several pods: its ranks reach each other on the engine's
+        # rendezvous port and on the ports NCCL picks at run time (any port), only among the
+        # deployment's own pods. EFA traffic bypasses the kernel's IP stack the policy filters.
+        own = [{"podSelector": {"matchLabels": pod_selector(facts.names)}}]
+        ingress.append({"from": own})
+        egress.append({"to": own})
     policy: dict[str, Any] = {
         "podSelector": {"matchLabels": pod_selector(facts.names)},
         "policyTypes": ["Ingress", "Egress"],

@@ -81,10 +81,11 @@ class Resolution:
         own = self.manifest.engine_env
         return tuple(k for k, _ in self.tier1 + self.tier2 if k not in own)
 
-    def argv(self) -> list[str]:
-        """The engine's command line as the wrapper builds it from :attr:`env`."""
+    def argv(self, pod_env: Mapping[str, str] | None = None) -> list[str]:
+        """The engine's command line as the wrapper builds it from :attr:`env` (and
+        ``pod_env``: what the platform adds at pod start, a LeaderWorkerSet's ``LWS_*``)."""
         try:
-            return build_argv(self.manifest.raw, self.env)
+            return build_argv(self.manifest.raw, self.env | dict(pod_env or {}))
         except WrapperError as error:
             raise fail(str(error), pointer="/engine", value=self.manifest.engine) from error
 

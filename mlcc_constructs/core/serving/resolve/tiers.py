@@ -169,7 +169,10 @@ class _Resolver:
         tp = self._tensor_parallel(instance)
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
-        if self.spec.pipeline_parallel_degree > 1:
+        if (
+            self.spec.pipeline_parallel_degree > 1
+            and manifest.capability("pipeline_parallel_degree") is not None
+        ):
             requested["pipeline_parallel_degree"] = str(self.spec.pipeline_parallel_degree)
         for name, value in self.computed.items():
             if manifest.capability(name) is not None:
