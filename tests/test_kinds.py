@@ -47,6 +47,7 @@ def test_every_kind_module_registers_one_kind() -> None:
         "InferenceEndpointConfig",
         "InferenceGatewayConfig",
         "Ingress",
+        "LeaderWorkerSet",
         "Namespace",
         "NetworkPolicy",
         "NodePool",
@@ -89,7 +90,7 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
         "ConfigMap, Deployment, InferenceEndpointConfig, InferenceGatewayConfig, Ingress, "
-        "Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, "
+        "LeaderWorkerSet, Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, "
         "PodDisruptionBudget, Role, RoleBinding, ScaledObject, SecretProviderClass, Service, "
         "ServiceAccount, ServiceMonitor; fix: did you mean Deployment?)"
     )

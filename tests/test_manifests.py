@@ -45,6 +45,7 @@ def test_vllm_capabilities() -> None:
     assert _suffixes("vllm") == {
         "model": "MODEL",
         "tensor_parallel_degree": "TENSOR_PARALLEL_SIZE",
+        "pipeline_parallel_degree": "PIPELINE_PARALLEL_SIZE",
         "quantization": "QUANTIZATION",
         "served_model_name": "SERVED_MODEL_NAME",
         "lora_enable": "ENABLE_LORA",
@@ -62,6 +63,7 @@ def test_vllm_capabilities() -> None:
 def test_sglang_declares_the_dynamic_lora_group_only() -> None:
     assert _suffixes("sglang")["model"] == "MODEL_PATH"
     assert _suffixes("sglang")["tensor_parallel_degree"] == "TP_SIZE"
+    assert _suffixes("sglang")["pipeline_parallel_degree"] == "PP_SIZE"
     assert _suffixes("sglang")["served_model_name"] == "SERVED_MODEL_NAME"
     lora_enable = BUILTINS["sglang"].capability("lora_enable")
     assert lora_enable is not None

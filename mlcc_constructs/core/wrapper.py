@@ -64,6 +64,7 @@ MANIFEST_KEYS = (
     "env_var_prefix",
     "launch",
     "list_values",
+    "multi_node",
     "negation",
 )
 """The engine manifest's keys this script reads, with the ``model`` entry of its

@@ -98,6 +98,14 @@ def group_env(name: str, namespace: str, nodes: int, role: str) -> dict[str, str
     }
 
 
+def kubelet_args(block: Mapping[str, Any], role: str) -> list[str]:
+    """A ``multi_node`` block's ``role`` arguments with each LWS placeholder as the kubelet's
+    ``$(VAR)`` reference (Kubernetes expands those in ``args`` from the container's env)."""
+    values = {name: f"$({var})" for name, var in LWS_ENV.items()}
+    values["master_port"] = str(block["master_port"])
+    return [str(arg).format(**values) for arg in block[f"{role}_args"]]
+
+
 def leader_selector() -> dict[str, str]:
     """The extra label that selects only each group's leader (the Service's endpoints)."""
     return {WORKER_INDEX_LABEL: LEADER_INDEX}
@@ -118,6 +126,13 @@ def _pod(facts: DeploymentFacts, *, leader: bool) -> dict[str, Any]:
         container["env"] = list(container.get("env", [])) + [
             {"name": k, "value": v} for k, v in sorted(env.items())
         ]
+        if not facts.container.delivers_env and block:
+            # args delivery: no wrapper at pod start, so the role's arguments are in the pod
+            # spec with the kubelet's $(VAR) expansion of the LWS variables the controller adds
+            # to the container's env.
+            container["args"] = list(container.get("args", [])) + kubelet_args(
+                block, "leader" if leader else "worker"
+            )
         if not leader and not block.get("worker_serves_http", True):
             for probe in _HTTP_PROBES:
                 container.pop(probe, None)

@@ -1,0 +1,232 @@
+"""One model copy over several nodes: ``nodes`` and ``pipeline_parallel_degree``, the engines'
+``multi_node`` launch, the LeaderWorkerSet on eks, and the bad input around them."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from engine_process import engine_process
+from test_engine_parsers import FACTS, MANIFESTS, parse
+
+from mlcc_constructs import cli
+from mlcc_constructs.core.serving.kinds._readiness import lws_readiness
+from mlcc_constructs.core.serving.kinds.registry import object_problems
+from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.support.errors import MlccError
+
+MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-405B-Instruct-FP8/"
+AMP = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-12345678-1234-1234-1234-123456789012"
+CONTEXT = RenderContext(
+    account="123456789012", region="us-east-1", profile="dev", prometheus_query_url=AMP
+)
+PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
+
+
+def _spec(**fields: Any) -> DeploymentSpec:
+    values: dict[str, Any] = {
+        "engine": "vllm",
+        "model": MODEL,
+        "instance_type": "p5.48xlarge",
+        "name": "llama-405b",
+        "nodes": 2,
+        "tensor_parallel_degree": 8,
+        "pipeline_parallel_degree": 2,
+    }
+    return DeploymentSpec(**(values | fields))
+
+
+def _objects(**fields: Any) -> list[dict[str, Any]]:
+    return list(render(_spec(**fields), context=CONTEXT).objects)
+
+
+def _one(objects: list[dict[str, Any]], kind: str) -> dict[str, Any]:
+    (found,) = [o for o in objects if o["kind"] == kind]
+    return found
+
+
+def test_two_p5_nodes_render_a_leader_worker_set_of_size_two() -> None:
+    objects = _objects()
+    assert not [o for o in objects if o["kind"] == "Deployment"]
+    lws = _one(objects, "LeaderWorkerSet")
+    assert lws["apiVersion"] == "leaderworkerset.x-k8s.io/v1"
+    assert object_problems(lws) == []
+    group = lws["spec"]["leaderWorkerTemplate"]
+    assert group["size"] == 2
+    assert group["restartPolicy"] == "RecreateGroupOnPodRestart"
+    assert lws["spec"]["rolloutStrategy"]["type"] == "RollingUpdate"
+    annotations = lws["metadata"]["annotations"]
+    assert annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] == (
+        "topology.kubernetes.io/zone"
+    )
+    for role in ("leaderTemplate", "workerTemplate"):
+        (engine,) = [c for c in group[role]["spec"]["containers"] if c["name"] == "engine"]
+        assert engine["resources"]["limits"]["nvidia.com/gpu"] == "8"  # the whole node
+    leader, worker = (
+        next(c for c in group[r]["spec"]["containers"] if c["name"] == "engine")
+        for r in ("leaderTemplate", "workerTemplate")
+    )
+    assert "readinessProbe" in leader and "startupProbe" in leader
+    assert not [k for k in worker if k.endswith("Probe")]  # a headless worker serves no HTTP
+    service = _one(objects, "Service")
+    assert service["spec"]["selector"]["leaderworkerset.sigs.k8s.io/worker-index"] == "0"
+    policy = _one(objects, "NetworkPolicy")["spec"]
+    own = {"podSelector": policy["podSelector"]}
+    assert {"from": [own]} in policy["ingress"] and {"to": [own]} in policy["egress"]
+
+
+@pytest.mark.parametrize("delivery", ["env", "args"])
+@pytest.mark.parametrize("engine", ["vllm", "sglang"])
+def test_leader_and_worker_argv_parse_with_the_recorded_parser(
+    tmp_path: Path, engine: str, delivery: str
+) -> None:
+    objects = _objects(engine=engine, config_delivery=delivery)
+    ranks = {}
+    for role in ("leader", "worker"):
+        folder = tmp_path / role
+        folder.mkdir()
+        argv, _ = engine_process(objects, folder, role=role)
+        namespace = parse(engine, argv)
+        assert namespace.nnodes == 2
+        ranks[role] = namespace.node_rank
+        if engine == "vllm":
+            assert namespace.tensor_parallel_size == 8
+            assert namespace.pipeline_parallel_size == 2
+            assert namespace.master_addr == "llama-405b-0.llama-405b.default"
+            assert namespace.master_port == 29500
+            assert bool(namespace.headless) is (role == "worker")
+        else:
+            assert (namespace.tp_size, namespace.pp_size) == (8, 2)
+            assert namespace.dist_init_addr == "llama-405b-0.llama-405b.default:20000"
+    assert ranks == {"leader": 0, "worker": 1}
+
+
+@pytest.mark.parametrize("engine", sorted(e for e, m in MANIFESTS.items() if "multi_node" in m.raw))
+def test_every_multi_node_flag_is_in_the_pinned_release_recorded_parser(engine: str) -> None:
+    block = MANIFESTS[engine].raw["multi_node"]
+    flags = FACTS[engine]["flags"]
+    known = set(flags) | {a for f in flags.values() for a in f.get("aliases", [])}
+    for role in ("leader", "worker"):
+        emitted = [a for a in block[f"{role}_args"] if a.startswith("--")]
+        assert emitted and set(emitted) <= known, (role, set(emitted) - known)
+        assert {m for a in block[f"{role}_args"] for m in PLACEHOLDER.findall(a)} <= {
+            "group_size",
+            "worker_index",
+            "leader_address",
+            "master_port",
+        }
+    assert MANIFESTS[engine].capability("pipeline_parallel_degree") is not None
+
+
+@pytest.mark.parametrize(("role", "rank"), [("leader", "0"), ("worker", "1")])
+def test_mlcc_argv_role_prints_the_group_argv(
+    capsys: pytest.CaptureFixture[str], role: str, rank: str
+) -> None:
+    args = ["argv", "--engine", "vllm", "--model", MODEL, "--instance-type", "p5.48xlarge",
+            "--region", "us-east-1", "--name", "big", "--nodes", "2", "--pp", "2",
+            "--role", role]  # fmt: skip
+    assert cli.main(args) == 0
+    argv: list[str] = json.loads(capsys.readouterr().out)
+    namespace = parse("vllm", argv)
+    assert namespace.node_rank == int(rank) and namespace.master_addr == "big-0.big.default"
+
+
+def test_a_single_node_deployment_keeps_its_deployment_and_no_multi_node_flags(
+    tmp_path: Path,
+) -> None:
+    objects = _objects(nodes=1, pipeline_parallel_degree=1, tensor_parallel_degree=None)
+    assert not [o for o in objects if o["kind"] == "LeaderWorkerSet"]
+    argv, _ = engine_process(objects, tmp_path)
+    assert "--nnodes" not in argv and "--pipeline-parallel-size" not in argv
+
+
+def test_autoscaling_scales_whole_groups() -> None:
+    from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
+
+    objects = _objects(autoscaling=Autoscaling(min_replicas=1, max_replicas=3))
+    target = _one(objects, "ScaledObject")["spec"]["scaleTargetRef"]
+    assert target == {
+        "apiVersion": "leaderworkerset.x-k8s.io/v1",
+        "kind": "LeaderWorkerSet",
+        "name": "llama-405b",
+    }
+    assert "replicas" not in _one(objects, "LeaderWorkerSet")["spec"]
+
+
+@pytest.mark.parametrize(
+    ("status", "state"),
+    [
+        ({"observedGeneration": 1, "readyReplicas": 2, "updatedReplicas": 2}, "ready"),
+        ({"observedGeneration": 1, "readyReplicas": 1, "updatedReplicas": 2}, "progressing"),
+        ({"observedGeneration": 0, "readyReplicas": 2, "updatedReplicas": 2}, "progressing"),
+    ],
+)
+def test_leader_worker_set_readiness(status: dict[str, int], state: str) -> None:
+    obj = {"metadata": {"generation": 1}, "spec": {"replicas": 2}, "status": status}
+    assert lws_readiness(obj).state == state
+
+
+def test_the_crd_rules_refuse_a_misspelt_field() -> None:
+    lws = _one(_objects(), "LeaderWorkerSet")
+    lws["spec"]["startupPolicy"] = "LeaderWhenever"
+    lws["spec"]["leaderWorkerTemplate"]["sise"] = 2
+    pointers = {p.pointer for p in object_problems(lws)}
+    assert pointers == {"/spec/startupPolicy", "/spec/leaderWorkerTemplate"}
+
+
+BAD = {
+    "nodes below 1": (
+        {"nodes": 0},
+        "/nodes: nodes must be a whole number of at least 1, or auto (got 0; allowed: 1, 2, 3, "
+        "... or auto; fix: set nodes to how many instances one model copy spans (1: one node), "
+        "or auto to derive it from model_bytes)",
+    ),
+    "nodes not a number": (
+        {"nodes": "two"},
+        "/nodes: wrong type for DeploymentSpec.nodes (got 'two'; allowed: int or 'auto'; fix: "
+        "pass int or 'auto')",
+    ),
+    "pipeline degree below 1": (
+        {"pipeline_parallel_degree": 0},
+        "/pipeline_parallel_degree: pipeline_parallel_degree must be a whole number of at least "
+        "1 (got 0; allowed: 1, 2, 3, ...; fix: set it to the pipeline stages (usually nodes), or "
+        "leave it out for 1)",
+    ),
+    "TP x PP does not match the GPUs": (
+        {"pipeline_parallel_degree": 1},
+        "/tensor_parallel_degree: tensor_parallel_degree x pipeline_parallel_degree (8 x 1 = 8) "
+        "must equal the GPUs per node x nodes (8 GPU(s) of ml.p5.48xlarge x 2 = 16) (got '8 x 1'"
+        "; allowed: a product of 16; fix: set tensor_parallel_degree: 8 and "
+        "pipeline_parallel_degree: 2 (the GPUs per node and the nodes), or change nodes)",
+    ),
+    "an engine without a multi-node launch": (
+        {"engine": "tensorrt-llm", "pipeline_parallel_degree": 1, "tensor_parallel_degree": 16},
+        "/nodes: tensorrt-llm declares no multi-node launch (its manifest has no multi_node "
+        "block): it serves on one node only (got 2; allowed: 1 (multi-node engines: sglang, "
+        "vllm); fix: set nodes: 1 with an instance that holds the model, or use sglang or vllm)",
+    ),
+    "hyperpod-eks over several nodes": (
+        {"target": "hyperpod-eks"},
+        "/nodes: the hyperpod-eks target serves one node per model copy: the "
+        "InferenceEndpointConfig v1 has no multi-node field",
+    ),
+    "nodes auto without a model size": (
+        {"nodes": "auto"},
+        "/nodes: nodes: auto needs the model's size to derive the node count (got 'auto'; "
+        "allowed: 1, 2, 3, ... (or auto with model_bytes); fix: set model_bytes (the model's "
+        "weights in bytes) or give nodes as a number)",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_multi_node_input_is_refused_with_the_reason(case: str) -> None:
+    fields, message = BAD[case]
+    with pytest.raises(MlccError) as caught:
+        render(_spec(**fields), context=CONTEXT)
+    assert message in str(caught.value).splitlines()[0] or message in str(caught.value)
