@@ -17,7 +17,11 @@ EXAMPLES = shipped_path("examples")
 
 
 def test_the_examples_ship() -> None:
-    assert sorted(p.name for p in EXAMPLES.iterdir()) == ["cachebackend.yaml", "deployment.yaml"]
+    assert sorted(p.name for p in EXAMPLES.iterdir()) == [
+        "cachebackend.yaml",
+        "deployment.yaml",
+        "multi-node-vllm.yaml",
+    ]
 
 
 @pytest.mark.parametrize("target", ["eks", "hyperpod-eks"])
@@ -54,3 +58,16 @@ def test_the_cache_backend_example_is_admitted_and_injects(
     kinds = [d["kind"] for d in yaml.safe_load_all(capsys.readouterr().out)]
     assert kinds.count("ConfigMap") == 3  # engine env, wrapper, LMCache client config
     assert backend.spec.runtime == "SGLang"
+
+
+def test_the_multi_node_example_renders_one_group_of_two_p5_nodes(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = EXAMPLES / "multi-node-vllm.yaml"
+    assert cli.main(["render", "-f", str(path)]) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    (lws,) = [d for d in documents if d["kind"] == "LeaderWorkerSet"]
+    assert lws["spec"]["leaderWorkerTemplate"]["size"] == 2
+    assert not [d for d in documents if d["kind"] == "Deployment"]
+    loaded = load_spec_file(path)
+    assert documents == list(render(loaded.spec, context=loaded.context).objects)
