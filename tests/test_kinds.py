@@ -90,9 +90,10 @@ def test_an_unknown_kind_name_is_refused_with_the_closest() -> None:
     assert str(caught.value) == (
         "no registered Kubernetes kind 'Deploymnet' (got 'Deploymnet'; allowed: CacheBackend, "
         "ConfigMap, Deployment, InferenceEndpointConfig, InferenceGatewayConfig, Ingress, "
-        "LeaderWorkerSet, Namespace, NetworkPolicy, NodePool, PersistentVolume, PersistentVolumeClaim, "
-        "PodDisruptionBudget, Role, RoleBinding, ScaledObject, SecretProviderClass, Service, "
-        "ServiceAccount, ServiceMonitor; fix: did you mean Deployment?)"
+        "LeaderWorkerSet, Namespace, NetworkPolicy, NodePool, PersistentVolume, "
+        "PersistentVolumeClaim, PodDisruptionBudget, Role, RoleBinding, ScaledObject, "
+        "SecretProviderClass, Service, ServiceAccount, ServiceMonitor; "
+        "fix: did you mean Deployment?)"
     )
 
 

@@ -230,3 +230,15 @@ def test_bad_multi_node_input_is_refused_with_the_reason(case: str) -> None:
     with pytest.raises(MlccError) as caught:
         render(_spec(**fields), context=CONTEXT)
     assert message in str(caught.value).splitlines()[0] or message in str(caught.value)
+
+
+def test_a_bad_pod_template_field_is_named_under_its_template() -> None:
+    lws = _one(_objects(), "LeaderWorkerSet")
+    lws["spec"]["leaderWorkerTemplate"]["workerTemplate"]["spec"]["containers"][0][
+        "imagePulPolicy"
+    ] = "Always"
+    pointers = [p.pointer for p in object_problems(lws)]
+    assert pointers and all(
+        p.startswith("/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0")
+        for p in pointers
+    ), pointers

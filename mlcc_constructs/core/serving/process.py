@@ -10,6 +10,7 @@ is what the wrapper builds from that env and the container's own args.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mlcc_constructs.core.serving.kinds.registry import EngineView, kind_named, of_kind

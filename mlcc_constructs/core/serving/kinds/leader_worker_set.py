@@ -88,9 +88,7 @@ def group_env(name: str, namespace: str, nodes: int, role: str) -> dict[str, str
             fix="set nodes above 1 (--nodes), or leave --role out",
         )
     if role not in ROLES:
-        raise fail(
-            "unknown multi-node role", where="--role", value=role, allowed=", ".join(ROLES)
-        )
+        raise fail("unknown multi-node role", where="--role", value=role, allowed=", ".join(ROLES))
     return {
         LWS_ENV["leader_address"]: f"{name}-0.{name}.{namespace}",
         LWS_ENV["group_size"]: str(nodes),
@@ -178,17 +176,18 @@ def _problems(obj: Mapping[str, Any]) -> list[Problem]:
     for role, template in templates:
         if not role.endswith("Template") or not isinstance(template, Mapping):
             continue
+        name = str((obj.get("metadata") or {}).get("name", "x"))
         wrapped = {
             "apiVersion": "v1",
             "kind": "PodTemplate",
-            "metadata": {"name": str((obj.get("metadata") or {}).get("name", "x"))},
+            "metadata": {"name": name},
             "template": template,
         }
         for problem in core_object_problems(wrapped):
             problems.append(
                 Problem(
                     message=problem.message,
-                    where=f"LeaderWorkerSet/{wrapped['metadata']['name']}",
+                    where=f"LeaderWorkerSet/{name}",
                     pointer=f"/spec/leaderWorkerTemplate/{role}"
                     + (problem.pointer or "").removeprefix("/template"),
                     fix=problem.fix,

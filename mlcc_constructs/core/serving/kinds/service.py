@@ -7,6 +7,7 @@ from typing import Any
 
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
+from mlcc_constructs.core.serving.kinds.leader_worker_set import leader_selector
 from mlcc_constructs.core.serving.kinds.registry import (
     Kind,
     Readiness,
@@ -15,7 +16,6 @@ from mlcc_constructs.core.serving.kinds.registry import (
 )
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import pod_selector
-from mlcc_constructs.core.serving.kinds.leader_worker_set import leader_selector
 
 
 def render(facts: DeploymentFacts) -> list[RenderedObject]:

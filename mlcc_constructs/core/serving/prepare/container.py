@@ -165,9 +165,7 @@ def describe_container(
         health_path=str(launch["health_path"]),
         metrics_path=launch.get("metrics_path"),
         requests=MappingProxyType(
-            fitting_resources(
-                instances or (resolution.instance,), resolution.gpus_per_pod
-            )
+            fitting_resources(instances or (resolution.instance,), resolution.gpus_per_pod)
         ),
         config_hash=config_hash(hashed),
     )
