@@ -142,10 +142,11 @@ def gpu_instance_types(deployments: tuple[AppDeployment, ...]) -> tuple[str, ...
 
 
 def gpu_demand(deployments: tuple[AppDeployment, ...]) -> tuple[tuple[int, int], ...]:
-    """``(max replicas, GPUs per pod)`` of each deployment whose pods run on the cluster's own
-    GPU nodes (what the GPU NodePool's limit covers)."""
+    """``(max replicas, GPUs per replica)`` of each deployment whose pods run on the cluster's
+    own GPU nodes (what the GPU NodePool's limit covers): a replica over several nodes is a
+    LeaderWorkerSet group of one pod per node."""
     return tuple(
-        (d.prepared.max_replicas, _gpus_per_pod(d))
+        (d.prepared.max_replicas, _gpus_per_pod(d) * d.prepared.resolution.nodes)
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
     )
