@@ -35,13 +35,15 @@ class EksClusterStack(cdk.Stack):
         load_balancer_groups: Mapping[str, Sequence[str]] | None = None,
         gpu_pool: GpuPoolSettings | None = None,
         egress: EgressSettings | None = None,
+        leader_worker_set: bool = False,
     ) -> None:
         """``gpu_families``: the instance families the GPU NodePool offers (none: no pool);
         ``load_balancer_groups``: the schemes and groups the IngressClasses serve (default
         ``None``: internal only, no groups); ``gpu_pool``: the pool's limit and maintenance
         window (default ``None``: no limit, no window); ``egress``: the NAT gateway count and the
         pull through cache's secrets (default ``None``: the profile's NAT gateways, no pull
-        through cache)."""
+        through cache); ``leader_worker_set``: install LeaderWorkerSet, which multi-node
+        deployments need (default ``False``: the app sets it when a deployment has nodes > 1)."""
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
@@ -83,6 +85,7 @@ class EksClusterStack(cdk.Stack):
                 in_parent_scope=True,
                 nat_gateways=egress.nat_gateways if egress else None,
                 pull_through_secrets=egress.pull_through_secrets if egress else None,
+                leader_worker_set=leader_worker_set,
             ),
         )
         if (waiter := self.serving_cluster.readiness) is not None:

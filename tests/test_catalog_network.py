@@ -43,6 +43,7 @@ SOURCES = DOCUMENT["sources"]
         ("p5.48xlarge", 3200, None),
         ("p5e.48xlarge", 3200, None),
         ("p5en.48xlarge", 3200, None),
+        ("p6-b200.48xlarge", 3200, None),
     ],
 )
 def test_the_network_columns(name: str, baseline: float, burst: float | None) -> None:
@@ -57,7 +58,7 @@ def test_the_network_columns(name: str, baseline: float, burst: float | None) ->
 
 def test_every_type_has_a_baseline_and_only_smaller_bursts() -> None:
     sagemaker = [n for n in instance_names() if n.startswith("ml.")]
-    assert len(sagemaker) == 23
+    assert len(sagemaker) == 24
     for name in sagemaker:
         entry = lookup(name)
         assert entry.network_gbps > 0

@@ -139,8 +139,8 @@ BAD_SERVING_CLUSTER = [
         lambda: {"gpu_instance_families": ["G5"], "gpu_instance_types": ["ml.g5.13xlarge"]},
         [
             "ServingClusterProps:/gpu_instance_families/0: not an instance family of the "
-            "instance catalog (got 'G5'; allowed: g5, g6, g6e, p4d, p4de, p5, p5e, p5en; fix: "
-            "name the family of a catalog instance type (ml.g5.12xlarge: g5))",
+            "instance catalog (got 'G5'; allowed: g5, g6, g6e, p4d, p4de, p5, p5e, p5en, p6-b200; "
+            "fix: name the family of a catalog instance type (ml.g5.12xlarge: g5))",
             "ServingClusterProps:/gpu_instance_types/0: unknown instance type (got "
             "'ml.g5.13xlarge'; allowed: the types in mlcc_constructs/data/instance_catalog.json; "
             "fix: did you mean ml.g5.16xlarge or ml.g5.12xlarge or ml.g5.xlarge?)",
@@ -264,8 +264,8 @@ BAD_GPU_NODE_POOL = [
         {"instance_families": ["g5", "x"], "instance_types": ["g5.13xlarge"]},
         [
             "GpuNodePoolProps:/instance_families/1: not an instance family of the instance "
-            "catalog (got 'x'; allowed: g5, g6, g6e, p4d, p4de, p5, p5e, p5en; fix: name the "
-            "family of a catalog instance type (ml.g5.12xlarge: g5))",
+            "catalog (got 'x'; allowed: g5, g6, g6e, p4d, p4de, p5, p5e, p5en, p6-b200; fix: name "
+            "the family of a catalog instance type (ml.g5.12xlarge: g5))",
             "GpuNodePoolProps:/instance_types/0: unknown instance type (got 'g5.13xlarge'; "
             "allowed: the types in mlcc_constructs/data/instance_catalog.json; fix: did you mean "
             "g5.16xlarge or g5.12xlarge or g5.xlarge?)",

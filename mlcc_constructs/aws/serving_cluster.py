@@ -44,6 +44,8 @@ The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluste
   ``scaling_metrics``.
 * ``MlccReadiness`` (with ``readiness_waiter``, the default): the deploy waiter of every
   ``ServedModel`` given ``ServingCluster.readiness`` (:mod:`mlcc_constructs.aws.readiness`).
+* ``LeaderWorkerSet`` (with ``leader_worker_set``): the pinned lws Helm chart, the controller
+  and CRD of multi-node deployments (:mod:`mlcc_constructs.aws.cluster_leader_worker_set`).
 * ``ServingDashboard``: a CloudWatch dashboard of the load balancers' latency, 5xx, requests
   and healthy targets (:mod:`mlcc_constructs.aws.cluster_dashboard`).
 * ``ControlPlaneLogRetention``: the control-plane log group's retention
@@ -99,6 +101,7 @@ from mlcc_constructs.aws.cluster_endpoint import (
     known_cidr,
     use_team_subnets,
 )
+from mlcc_constructs.aws.cluster_leader_worker_set import add_leader_worker_set
 from mlcc_constructs.aws.cluster_logs import retain_control_plane_logs, retain_flow_logs
 from mlcc_constructs.aws.cluster_metrics import ClusterMetrics, add_cluster_metrics
 from mlcc_constructs.aws.cluster_network import add_interface_endpoints
@@ -147,6 +150,8 @@ class ServingCluster(Construct):
     for scaling ``metrics`` (:class:`~mlcc_constructs.aws.cluster_metrics.ClusterMetrics`: the
     Prometheus workspace and scraper, KEDA) and ``prometheus_query_url`` (the workspace's query
     base URL, ``RenderContext.prometheus_query_url``; ``None`` without ``scaling_metrics``);
+    ``leader_worker_set`` (the lws ``HelmChart``; ``None`` without ``leader_worker_set``: a
+    multi-node deployment's objects depend on it);
     for the deploys ``readiness`` (the waiter to pass as ``ServedModelProps.readiness``;
     ``None`` without ``readiness_waiter``).
     """
@@ -289,6 +294,11 @@ class ServingCluster(Construct):
             ReadinessProvider(owner, PROVIDER_ID, cluster=self.cluster, subnets=subnets)
             if props.readiness_waiter
             else None
+        )
+        # Multi-node serving's controller (a separate step so the cluster's other children
+        # keep their order and ids).
+        self.leader_worker_set: eks.HelmChart | None = (
+            add_leader_worker_set(owner, self.cluster) if props.leader_worker_set else None
         )
         self.dashboard = add_serving_dashboard(owner, props.cluster_name)
         self.endpoint_components: EndpointComponents = add_endpoint_components(

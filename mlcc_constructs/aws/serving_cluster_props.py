@@ -114,6 +114,11 @@ class ServingClusterProps:
     waiter, their roles and log groups, a security group and an access entry), which each
     ``ServedModel`` given ``ServingCluster.readiness`` uses; ``False``: none (each stack that
     waits makes its own).
+    ``leader_worker_set``: default ``False``: install LeaderWorkerSet (child
+    ``LeaderWorkerSet``, the pinned lws Helm chart in ``lws-system``,
+    :mod:`mlcc_constructs.aws.cluster_leader_worker_set`), which a deployment over more than
+    one node (``nodes`` > 1 on eks) needs; set it when any deployment is multi-node. Off by
+    default so a cluster of single-node deployments keeps its template and runs no controller.
     ``load_balancer_subnets``: with ``vpc`` only (required then for every scheme of
     ``load_balancer_groups``): each scheme's subnets, two or more in distinct zones, with CIDRs
     known at synth (``ec2.Subnet.from_subnet_attributes(..., ipv4_cidr_block=...)``), holding
@@ -147,6 +152,7 @@ class ServingClusterProps:
     nat_gateways: int | None = None
     pull_through_secrets: Mapping[str, str] | None = None
     readiness_waiter: bool = True
+    leader_worker_set: bool = False
 
     def __post_init__(self) -> None:
         check_fields(self)

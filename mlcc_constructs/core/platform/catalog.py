@@ -1,4 +1,4 @@
-"""Instance catalog: GPUs, memory and network bandwidth per instance type (data in
+"""Instance catalog: GPUs, memory, network bandwidth and EFA per instance type (data in
 ``data/instance_catalog.json``, with the sources of its network columns).
 
 SageMaker names (``ml.g5.12xlarge``) and EKS node names (``g5.12xlarge``) are both accepted;
@@ -35,6 +35,14 @@ class InstanceType:
     network_burst_gbps: float | None = None
     """The "up to N Gbps" AWS states for the smaller sizes, reached only while network I/O
     credits last; ``None`` where AWS states one fixed bandwidth. Recorded, never planned on."""
+    efa_supported: bool = False
+    """Whether the type supports an Elastic Fabric Adapter (the EC2 guide's EFA column)."""
+    efa_max_interfaces: int = 0
+    """How many EFA interfaces the type takes (EC2's ``MaximumEfaInterfaces``; 0 without EFA):
+    what a pod that has the whole node asks for as ``vpc.amazonaws.com/efa``."""
+    efa_device_rdma: bool = False
+    """Whether the catalog records RDMA read support for the type's EFA (the EC2 guide's EFA
+    RDMA table): the libfabric ``FI_EFA_USE_DEVICE_RDMA`` setting follows it."""
 
     @property
     def network_bytes_per_second(self) -> int:

@@ -36,6 +36,10 @@ class PinnedVersions:
     keda: str
     """Version of the KEDA Helm chart (and KEDA release) the cluster installs; the serving
     side's ScaledObject rule data follows KEDA's documented fields."""
+    leader_worker_set: str
+    """Version of the LeaderWorkerSet Helm chart (``oci://registry.k8s.io/lws/charts/lws``,
+    and of the LWS release: chart 0.10.0 is LWS v0.10.0) the cluster installs for multi-node
+    deployments."""
     eks_addons: Mapping[str, str]
     """EKS add-on name → version (``v1.15.0-eksbuild.1``)."""
     hyperpod_dependencies: Mapping[str, str]
@@ -83,6 +87,7 @@ def pinned() -> PinnedVersions:
             str(v) for v in document["hyperpod_kubernetes_documented"]
         ),
         keda=str(document["keda"]),
+        leader_worker_set=str(document["leader_worker_set"]),
         eks_addons=MappingProxyType(dict(document["eks_addons"])),
         hyperpod_dependencies=MappingProxyType(dict(document["hyperpod_dependencies"])),
         engine_images=MappingProxyType(dict(document["engine_images"])),
