@@ -84,6 +84,8 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         load_balancer_groups=served_load_balancers(app_deployments(app)),
         gpu_pool=gpu_pool_from_context(app, gpu_demand(app_deployments(app))),
         egress=egress_from_context(app, environment),
+        # The LWS controller only where a deployment runs over several nodes.
+        leader_worker_set=any(d.prepared.resolution.nodes > 1 for d in app_deployments(app)),
     )
     set_cluster_query_url(app, cluster_stack.serving_cluster.prometheus_query_url)
     # The deployments were prepared before the cluster existed: their NetworkPolicies must

@@ -47,6 +47,7 @@ def test_app_stacks_have_no_unacknowledged_findings() -> None:
         "mlcc-dev-hyperpod-cluster",
         "mlcc-dev-inference-operator",
         "mlcc-dev-serving",
+        "mlcc-dev-serving-eks-inference-llama-405b-vllm",
         "mlcc-dev-serving-eks-inference-llama-vllm",
         "mlcc-dev-serving-eks-inference-mistral-vllm-args",
         "mlcc-dev-serving-hyperpod-eks-inference-llama-sglang",

@@ -91,11 +91,11 @@ def test_stack_applies_the_node_pool_for_the_eks_deployments_families() -> None:
         if k.startswith("NodePool")
     ]
     pool = manifest_object(manifest)
-    # cdk.json: eks deployments on ml.g5.12xlarge and ml.g5.2xlarge; the hyperpod-eks ones
-    # run on HyperPod instance groups, not on this pool. Its NodeClass is the pool's own.
-    # Its limit: llama-vllm 1 x 4 GPUs (ml.g5.12xlarge, TP 4) + mistral-vllm-args at its
-    # autoscaling max_replicas, 3 x 1.
-    assert pool == gpu_node_pool(["g5"], node_class="mlcc-gpu", gpu_limit=7)
+    # cdk.json: eks deployments on ml.g5.12xlarge, ml.g5.2xlarge and ml.p5.48xlarge; the
+    # hyperpod-eks ones run on HyperPod instance groups, not on this pool. Its NodeClass is the
+    # pool's own. Its limit: llama-vllm 1 x 4 GPUs (ml.g5.12xlarge, TP 4) + mistral-vllm-args at
+    # its autoscaling max_replicas, 3 x 1 + llama-405b-vllm, one group of 2 nodes x 8.
+    assert pool == gpu_node_pool(["g5", "p5"], node_class="mlcc-gpu", gpu_limit=23)
     assert manifest["Properties"]["Overwrite"] is True
 
 

@@ -379,7 +379,7 @@ def test_the_app_refuses_deployments_that_admit_other_cidrs_than_the_clusters() 
         "and the cluster's internal load balancer subnets are 10.0.16.0/24 (got 'internal'; "
         "allowed: 10.0.16.0/24; fix: prepare the deployments with the cluster's "
         "load_balancer_cidrs (RenderContext.load_balancer_cidrs))"
-        for i in (0, 3)  # the eks deployments; HyperPod's operator makes its own ALBs
+        for i in (0, 3, 4)  # the eks deployments; HyperPod's operator makes its own ALBs
     ]
 
 

@@ -266,7 +266,7 @@ def test_the_reference_deployments_and_the_example_name_no_account() -> None:
     ]
     example = yaml.safe_load((REPO / "examples/deployment.yaml").read_text(encoding="utf-8"))
     models = _s3_models([*entries, example])
-    assert len(models) == 4
+    assert len(models) == 5  # three llama-8b, the 405B (two nodes), the example
     assert all(m.startswith("s3://${model_bucket}/") for m in models)
 
 

@@ -182,13 +182,14 @@ def test_the_stack_pool_has_the_default_limit_and_no_drift() -> None:
     resources = template(EKS_STACK)["Resources"]
     (manifest,) = [r for k, r in resources.items() if k.startswith("NodePool")]
     pool = manifest_object(manifest)
-    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "7"}  # 1 x 4 + 3 x 1 (cdk.json)
+    # 1 x 4 + 3 x 1 + one 2-node group of 8 GPUs each (cdk.json)
+    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "23"}
     assert pool["spec"]["disruption"]["budgets"] == disruption_budgets(None)
 
 
 def test_context_sets_the_limit_and_the_window() -> None:
-    pool = _pool(build(gpu_limit="12", gpu_maintenance_window="daily 03:00 2h"))
-    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "12"}
+    pool = _pool(build(gpu_limit="24", gpu_maintenance_window="daily 03:00 2h"))
+    assert pool["spec"]["limits"] == {"nvidia.com/gpu": "24"}
     assert pool["spec"]["disruption"]["budgets"][1]["schedule"] == "0 3 * * *"
 
 
@@ -196,10 +197,10 @@ def test_context_sets_the_limit_and_the_window() -> None:
     ("context", "message"),
     [
         (
-            {"gpu_limit": "3"},
-            f"{WHERE}:/gpu_limit: the GPU NodePool's limit is below one replica's GPUs (4): that "
-            "deployment could never start (got 3; allowed: 4 or more; fix: raise gpu_limit to at "
-            "least 4)",
+            {"gpu_limit": "3"},  # below the 2-node group's 16 GPUs (llama-405b-vllm)
+            f"{WHERE}:/gpu_limit: the GPU NodePool's limit is below one replica's GPUs (16): "
+            "that deployment could never start (got 3; allowed: 16 or more; fix: raise gpu_limit "
+            "to at least 16)",
         ),
         (
             {"gpu_limit": "many"},

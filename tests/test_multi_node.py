@@ -60,13 +60,34 @@ def test_two_p5_nodes_render_a_leader_worker_set_of_size_two() -> None:
     assert group["size"] == 2
     assert group["restartPolicy"] == "RecreateGroupOnPodRestart"
     assert lws["spec"]["rolloutStrategy"]["type"] == "RollingUpdate"
-    annotations = lws["metadata"]["annotations"]
-    assert annotations["leaderworkerset.sigs.k8s.io/exclusive-topology"] == (
-        "topology.kubernetes.io/zone"
+    # One zone per group, not one group per zone (no exclusive-topology annotation).
+    assert "leaderworkerset.sigs.k8s.io/exclusive-topology" not in lws["metadata"].get(
+        "annotations", {}
     )
     for role in ("leaderTemplate", "workerTemplate"):
-        (engine,) = [c for c in group[role]["spec"]["containers"] if c["name"] == "engine"]
-        assert engine["resources"]["limits"]["nvidia.com/gpu"] == "8"  # the whole node
+        pod = group[role]["spec"]
+        assert pod["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"] == [
+            {
+                "labelSelector": {
+                    "matchExpressions": [
+                        {"key": "leaderworkerset.sigs.k8s.io/group-key", "operator": "Exists"}
+                    ]
+                },
+                "matchLabelKeys": ["leaderworkerset.sigs.k8s.io/group-key"],
+                "topologyKey": "topology.kubernetes.io/zone",
+            }
+        ]
+        (engine,) = [c for c in pod["containers"] if c["name"] == "engine"]
+        limits = engine["resources"]["limits"]
+        assert limits["nvidia.com/gpu"] == "8"  # the whole node
+        # Every EFA interface of a p5.48xlarge, and libfabric on EFA with device RDMA.
+        assert (
+            limits["vpc.amazonaws.com/efa"]
+            == engine["resources"]["requests"]["vpc.amazonaws.com/efa"]
+            == "32"
+        )
+        env = {e["name"]: e.get("value") for e in engine["env"]}
+        assert (env["FI_PROVIDER"], env["FI_EFA_USE_DEVICE_RDMA"]) == ("efa", "1")
     leader, worker = (
         next(c for c in group[r]["spec"]["containers"] if c["name"] == "engine")
         for r in ("leaderTemplate", "workerTemplate")
@@ -242,3 +263,16 @@ def test_a_bad_pod_template_field_is_named_under_its_template() -> None:
         p.startswith("/spec/leaderWorkerTemplate/workerTemplate/spec/containers/0")
         for p in pointers
     ), pointers
+
+
+def test_a_group_without_efa_serves_with_a_warning() -> None:
+    # g6e.2xlarge: one L40S and no EFA; two nodes of it (TP 1, PP 2) collectives go over TCP.
+    result = render(
+        _spec(instance_type="ml.g6e.2xlarge", tensor_parallel_degree=1), context=CONTEXT
+    )
+    lws = _one(list(result.objects), "LeaderWorkerSet")
+    template = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
+    (engine,) = [c for c in template["containers"] if c["name"] == "engine"]
+    assert "vpc.amazonaws.com/efa" not in engine["resources"]["limits"]
+    assert "FI_PROVIDER" not in {e["name"] for e in engine["env"]}
+    assert [w for w in result.warnings if "no Elastic Fabric Adapter" in w]

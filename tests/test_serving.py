@@ -263,7 +263,8 @@ def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     (cluster_before, limit_before), (cluster_after, limit_after) = (
         _gpu_limit_apart(t[EKS_CLUSTER]) for t in (before, after)
     )
-    assert cluster_after == cluster_before and (limit_before, limit_after) == ("7", "11")
+    # (+ 16: the 2-node llama-405b-vllm group)
+    assert cluster_after == cluster_before and (limit_before, limit_after) == ("23", "27")
     diff = template_diff(before[stack_name], after[stack_name])
     deployment = next(o for _, o in _applied(before[stack_name]) if o["kind"] == "Deployment")
     logical_id = manifest_logical_id(deployment)

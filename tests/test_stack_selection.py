@@ -25,6 +25,7 @@ EKS_LLAMA = "mlcc-dev-serving-eks-inference-llama-vllm"
 HYPERPOD_LLAMA = "mlcc-dev-serving-hyperpod-eks-inference-llama-vllm"
 SGLANG = "mlcc-dev-serving-hyperpod-eks-inference-llama-sglang"
 MISTRAL = "mlcc-dev-serving-eks-inference-mistral-vllm-args"
+MULTI_NODE = "mlcc-dev-serving-eks-inference-llama-405b-vllm"
 
 # -- the rule --------------------------------------------------------------------------------
 
@@ -100,7 +101,7 @@ def _stack_names(app: Any) -> set[str]:
         (f"{MISTRAL},llama-sglang", {MISTRAL, SGLANG}),
         ([EKS_LLAMA], {EKS_LLAMA}),  # cdk.json: a JSON list
         (f'["{SGLANG}"]', {SGLANG}),  # -c deployments='["..."]'
-        ("", {EKS_LLAMA, HYPERPOD_LLAMA, SGLANG, MISTRAL}),  # empty: every deployment
+        ("", {EKS_LLAMA, HYPERPOD_LLAMA, SGLANG, MISTRAL, MULTI_NODE}),  # empty: every one
     ],
 )
 def test_the_app_builds_the_shared_and_the_selected_serving_stacks(
@@ -115,6 +116,7 @@ def test_the_app_builds_the_shared_and_the_selected_serving_stacks(
         ("llama-vllm", {EKS_LLAMA, HYPERPOD_LLAMA}),  # the autoscaled mistral left out
         (SGLANG, {SGLANG}),
         (MISTRAL, {MISTRAL}),
+        (MULTI_NODE, {MULTI_NODE}),  # the LWS install stays: the app still has a 2-node model
     ],
 )
 def test_every_stack_of_a_selection_synthesises_exactly_as_in_the_whole_app(
@@ -140,7 +142,7 @@ def test_an_unknown_name_is_refused_before_any_stack() -> None:
     text = str(problem)
     assert text.startswith(
         "-c deployments:/deployments/0: no serving stack or deployment of this name "
-        "(got 'llama-vlm'; allowed: llama-sglang, llama-vllm, "
+        "(got 'llama-vlm'; allowed: llama-405b-vllm, llama-sglang, llama-vllm, "
     )
     assert EKS_LLAMA in text and MISTRAL in text and "did you mean 'llama-vllm'?" in text
 

@@ -279,6 +279,7 @@ def test_context_overrides_rename_stacks_and_cluster() -> None:
         "mlcc-prod-hyperpod-cluster",
         "mlcc-prod-inference-operator",
         "mlcc-prod-serving",
+        "mlcc-prod-serving-eks-inference-llama-405b-vllm",
         "mlcc-prod-serving-eks-inference-llama-vllm",
         "mlcc-prod-serving-eks-inference-mistral-vllm-args",
         "mlcc-prod-serving-hyperpod-eks-inference-llama-sglang",

@@ -19,11 +19,14 @@ Facts from kubernetes-sigs/lws v0.10.0 (``api/leaderworkerset/v1/leaderworkerset
   after every rank has joined, so the group would never start.
 * ``restartPolicy: RecreateGroupOnPodRestart``: one failed pod restarts its whole group (a rank
   cannot rejoin a running NCCL group).
-* Exclusive placement per group: the annotation
-  ``leaderworkerset.sigs.k8s.io/exclusive-topology`` (ExclusiveKeyAnnotationKey) with
-  ``topology.kubernetes.io/zone``: a group's pods share one Availability Zone (EFA does not
-  cross zones) and no two groups share one. Each pod asks for its node's GPUs, so two pods of
-  a group never share a node either.
+* Placement per group: each pod requires (pod affinity) the pods of its own group in its
+  Availability Zone (``matchLabelKeys`` on the group's ``leaderworkerset.sigs.k8s.io/group-key``
+  label, GA in Kubernetes 1.33), so a group never spans zones (EFA does not cross them). Each
+  pod asks for its node's GPUs and EFA interfaces, so a node holds one pod: groups never share
+  nodes. Not LWS's ``exclusive-topology`` annotation with the zone key: it also keeps every other
+  group out of the zone (lws v0.10.0 pkg/webhooks/pod_webhook.go SetExclusiveAffinities adds
+  the anti-affinity), which caps a deployment at one group per zone, too few for a rolling
+  update's surge or for autoscaling.
 * ``rolloutStrategy``: ``RollingUpdate`` one group at a time, from the spec's ``rollout``
   (``surge``: ``maxSurge 1, maxUnavailable 0``; ``replace``: ``maxSurge 0, maxUnavailable 1``).
 * Autoscaling scales groups through the CRD's scale subresource (KEDA's ScaledObject targets
@@ -35,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.platform.efa import multi_node_network
 from mlcc_constructs.core.platform.labels import STREAMED_MODEL_ANNOTATION
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._crd_rules import CrdRules
@@ -56,21 +59,14 @@ from mlcc_constructs.core.wrapper import LWS_ENV
 
 API_VERSION = "leaderworkerset.x-k8s.io/v1"
 RULES = CrdRules(file="leaderworkersets.leaderworkerset.x-k8s.io.v1.json")
-EXCLUSIVE_TOPOLOGY = "leaderworkerset.sigs.k8s.io/exclusive-topology"
-"""lws v0.10.0 ExclusiveKeyAnnotationKey: every pod of a group on one value of this node key."""
+GROUP_KEY_LABEL = "leaderworkerset.sigs.k8s.io/group-key"
+"""lws v0.10.0 GroupUniqueHashLabelKey: the same value on every pod of one group."""
 GROUP_TOPOLOGY_KEY = "topology.kubernetes.io/zone"
 WORKER_INDEX_LABEL = "leaderworkerset.sigs.k8s.io/worker-index"
 """lws v0.10.0 WorkerIndexLabelKey: ``"0"`` on each group's leader, which serves the API."""
 LEADER_INDEX = "0"
 ROLES = ("leader", "worker")
 _HTTP_PROBES = ("startupProbe", "readinessProbe", "livenessProbe")
-
-
-def multi_node_network(instance: InstanceType) -> tuple[dict[str, str], dict[str, str]]:
-    """Extra container resource limits (EFA devices) and env (NCCL / libfabric) a pod of a
-    multi-node group needs on ``instance``. b-nodenet's ``core/platform/efa.py`` provides it at
-    merge; this build adds none (NCCL then runs over TCP sockets)."""
-    return {}, {}
 
 
 def group_env(name: str, namespace: str, nodes: int, role: str) -> dict[str, str]:
@@ -134,6 +130,14 @@ def _pod(facts: DeploymentFacts, *, leader: bool) -> dict[str, Any]:
         if not leader and not block.get("worker_serves_http", True):
             for probe in _HTTP_PROBES:
                 container.pop(probe, None)
+    affinity = template["spec"].setdefault("affinity", {}).setdefault("podAffinity", {})
+    affinity.setdefault("requiredDuringSchedulingIgnoredDuringExecution", []).append(
+        {
+            "labelSelector": {"matchExpressions": [{"key": GROUP_KEY_LABEL, "operator": "Exists"}]},
+            "matchLabelKeys": [GROUP_KEY_LABEL],
+            "topologyKey": GROUP_TOPOLOGY_KEY,
+        }
+    )
     return template
 
 
@@ -142,9 +146,8 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     if facts.resolution.nodes <= 1:
         return []
     meta = metadata(facts, facts.names.base)
-    meta["annotations"] = {EXCLUSIVE_TOPOLOGY: GROUP_TOPOLOGY_KEY}
     if facts.resolution.model_load == "stream":
-        meta["annotations"][STREAMED_MODEL_ANNOTATION] = facts.source.uri
+        meta["annotations"] = {STREAMED_MODEL_ANNOTATION: facts.source.uri}
     strategy = rollout_strategy(facts.spec.rollout)["rollingUpdate"]
     spec: dict[str, Any] = {
         "replicas": facts.spec.replicas,

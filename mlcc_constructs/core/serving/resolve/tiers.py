@@ -34,6 +34,10 @@ from mlcc_constructs.core.engines.values import (
 )
 from mlcc_constructs.core.platform import catalog
 from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.platform.efa import (
+    multi_node_network_problems,
+    multi_node_network_warnings,
+)
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
@@ -426,6 +430,18 @@ def resolve_for_target(
             multi_node_engines(),
         )
     )
+    if resolver.nodes > 1:  # the instance's network between the group's nodes (EFA)
+        found.extend(
+            multi_node_network_problems(
+                instance,
+                requires_efa=bool(
+                    (resolver.manifest.raw.get("multi_node") or {}).get("requires_efa", False)
+                ),
+                where="",
+                pointer="/instance_type",
+            )
+        )
+        resolver.warnings.extend(multi_node_network_warnings(instance, nodes=resolver.nodes))
     tier1, values, tp = resolver.tier1(instance, source)
     if found:
         raise MlccError(found)
