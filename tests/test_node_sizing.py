@@ -80,7 +80,7 @@ def test_unknown_size_names_how_to_give_it() -> None:
 
 
 def test_too_big_for_the_maximum_node_count() -> None:
-    with pytest.raises(MlccError, match="does not fit ml.p4d.24xlarge even at 2 nodes"):
+    with pytest.raises(MlccError, match=r"does not fit ml\.p4d\.24xlarge even at 2 nodes"):
         nodes_for_model(
             model_bytes=LLAMA_405B_BF16,
             instance=P4D,

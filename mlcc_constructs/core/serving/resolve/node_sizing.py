@@ -74,8 +74,7 @@ def nodes_for_model(
     unknown or no count up to ``max_nodes`` leaves the headroom."""
     if model_bytes is None:
         raise fail(
-            "nodes: auto needs the model's size: it derives the node count from the weights' "
-            "bytes",
+            "nodes: auto needs the model's size: it derives the node count from the weights' bytes",
             where=where,
             pointer="/nodes",
             value="auto",
