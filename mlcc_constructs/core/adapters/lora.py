@@ -188,20 +188,27 @@ def module_shapes(geometry: ModelGeometry, tp: int) -> dict[str, tuple[int, int]
     }
 
 
-def lora_elements_per_rank(geometry: ModelGeometry, tp: int) -> int:
-    """Σ_layers Σ_modules (in_local + out_local): buffer elements per unit of rank per LoRA."""
+def lora_elements_per_rank(geometry: ModelGeometry, tp: int, pp: int = 1) -> int:
+    """Σ_layers Σ_modules (in_local + out_local): buffer elements per unit of rank per LoRA.
+
+    With ``pp`` pipeline stages a GPU holds the adapters of its stage's layers only: the
+    largest stage, ``ceil(layers / pp)`` layers, bounds the per-GPU buffer."""
     per_layer = sum(i + o for i, o in module_shapes(geometry, tp).values())
-    return geometry.layers * per_layer
+    return math.ceil(geometry.layers / pp) * per_layer
 
 
-def lora_buffer_bytes(geometry: ModelGeometry, *, tp: int, max_loras: int, rank: int) -> int:
-    """LoRA buffer bytes per GPU: max_loras x rank x dtype_bytes x Σ_layers Σ_modules (in+out)."""
-    return max_loras * rank * geometry.dtype_bytes * lora_elements_per_rank(geometry, tp)
+def lora_buffer_bytes(
+    geometry: ModelGeometry, *, tp: int, max_loras: int, rank: int, pp: int = 1
+) -> int:
+    """LoRA buffer bytes per GPU: max_loras x rank x dtype_bytes x Σ_layers Σ_modules (in+out)
+    (the layers of one pipeline stage when ``pp`` > 1)."""
+    return max_loras * rank * geometry.dtype_bytes * lora_elements_per_rank(geometry, tp, pp)
 
 
-def weights_bytes_per_gpu(geometry: ModelGeometry, tp: int) -> int:
-    """Parameters x dtype bytes / TP (rounded up)."""
-    return math.ceil(geometry.parameters * geometry.dtype_bytes / tp)
+def weights_bytes_per_gpu(geometry: ModelGeometry, tp: int, pp: int = 1) -> int:
+    """Parameters x dtype bytes / (TP x PP) (rounded up): each GPU of a TP x PP group holds
+    its tensor shard of its stage's layers."""
+    return math.ceil(geometry.parameters * geometry.dtype_bytes / (tp * pp))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +237,7 @@ def memory_check(
     max_loras: int,
     rank: int,
     utilization: float = 0.9,
+    pp: int = 1,
 ) -> MemoryCheck:
     """Compute the cap's numbers without judging (see :func:`check_memory_cap`).
 
@@ -238,15 +246,15 @@ def memory_check(
     """
     memory = Fraction(str(gpu_memory_gib)) * GIB
     usable = memory * Fraction(str(utilization))
-    weights = weights_bytes_per_gpu(geometry, tp)
+    weights = weights_bytes_per_gpu(geometry, tp, pp)
     cap = math.floor((usable - weights) * CAP_FRACTION)
     return MemoryCheck(
-        buffer_bytes=lora_buffer_bytes(geometry, tp=tp, max_loras=max_loras, rank=rank),
+        buffer_bytes=lora_buffer_bytes(geometry, tp=tp, max_loras=max_loras, rank=rank, pp=pp),
         cap_bytes=cap,
         gpu_memory_bytes=math.floor(memory),
         usable_bytes=math.floor(usable),
         weights_bytes=weights,
-        elements_per_rank=lora_elements_per_rank(geometry, tp),
+        elements_per_rank=lora_elements_per_rank(geometry, tp, pp),
     )
 
 
@@ -259,6 +267,7 @@ def check_memory_cap(
     rank: int,
     utilization: float = 0.9,
     adapters: Iterable[str] = (),
+    pp: int = 1,
 ) -> MemoryCheck:
     """Refuse a LoRA buffer above 10% of (per-GPU memory x utilization - per-GPU weights).
 
@@ -278,13 +287,15 @@ def check_memory_cap(
         max_loras=max_loras,
         rank=rank,
         utilization=utilization,
+        pp=pp,
     )
     if check.ok:
         return check
     names = ", ".join(sorted(adapters)) or "none recorded"
     weights = (
         f"weights {check.weights_bytes:,} bytes ({geometry.parameters:,} parameters x "
-        f"{geometry.dtype_bytes} bytes {geometry.dtype} / TP {tp})"
+        f"{geometry.dtype_bytes} bytes {geometry.dtype} / TP {tp}"
+        + (f" / PP {pp})" if pp > 1 else ")")
     )
     if check.cap_bytes < 0:
         message = (
@@ -296,7 +307,9 @@ def check_memory_cap(
         message = (
             f"LoRA buffer {check.buffer_bytes:,} bytes per GPU (max_loras {max_loras} x rank "
             f"{rank} x {geometry.dtype_bytes} bytes {geometry.dtype} x "
-            f"{check.elements_per_rank:,} elements over {geometry.layers} layers at TP {tp}) "
+            f"{check.elements_per_rank:,} elements over {math.ceil(geometry.layers / pp)} "
+            f"layers at TP {tp}"
+            f"{f' PP {pp}' if pp > 1 else ''}) "
             f"exceeds the cap {check.cap_bytes:,} bytes = 10% of (GPU memory {gpu_memory_gib} "
             f"GiB x utilization {utilization} = {check.usable_bytes:,} bytes - {weights}); "
             f"adapters: {names}"

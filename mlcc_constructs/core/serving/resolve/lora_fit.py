@@ -72,8 +72,16 @@ def lora_fit(spec: DeploymentSpec, settings: EngineSettings) -> LoraFit:
     return LoraFit(computed={"lora_max_rank": str(fit.rank)}, warnings=fit.warnings)
 
 
-def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution, settings: EngineSettings) -> None:
-    """Refuse a LoRA buffer above the memory cap when the model's config.json is given."""
+def lora_memory_cap(
+    spec: DeploymentSpec,
+    resolution: Resolution,
+    settings: EngineSettings,
+    *,
+    pipeline_parallel_degree: int = 1,
+) -> None:
+    """Refuse a LoRA buffer above the memory cap when the model's config.json is given;
+    ``pipeline_parallel_degree``: each GPU holds 1/(TP x PP) of the weights and its stage's
+    adapter layers."""
     if not spec.lora or spec.model_config is None:
         return
     manifest, values = resolution.manifest, resolution.capability_values
@@ -92,6 +100,7 @@ def lora_memory_cap(spec: DeploymentSpec, resolution: Resolution, settings: Engi
         rank=value_of("lora_max_rank", int(COMPANION_DEFAULTS["lora_max_rank"])),
         utilization=gpu_memory_utilization(spec, settings),
         adapters=[a.name for a in spec.lora_adapters],
+        pp=pipeline_parallel_degree,
     )
 
 
