@@ -276,3 +276,42 @@ def test_a_group_without_efa_serves_with_a_warning() -> None:
     assert "vpc.amazonaws.com/efa" not in engine["resources"]["limits"]
     assert "FI_PROVIDER" not in {e["name"] for e in engine["env"]}
     assert [w for w in result.warnings if "no Elastic Fabric Adapter" in w]
+
+
+# Llama-3.1-405B-Instruct in BF16: 405.9e9 parameters x 2 bytes (its model card: 405B
+# parameters, BF16); an FP8 checkpoint about half that.
+BF16_405B, FP8_405B = 811_800_000_000, 410_000_000_000
+
+
+@pytest.mark.parametrize(
+    ("model_bytes", "nodes"),
+    [(BF16_405B, 2), (FP8_405B, 1)],
+    ids=["bf16 needs two p5", "fp8 fits one p5"],
+)
+def test_nodes_auto_sizes_the_group_from_the_model(model_bytes: int, nodes: int) -> None:
+    fields = {"nodes": "auto", "model_bytes": model_bytes}
+    fields |= {"tensor_parallel_degree": None, "pipeline_parallel_degree": 1}
+    objects = _objects(**fields)
+    if nodes == 1:
+        assert not [o for o in objects if o["kind"] == "LeaderWorkerSet"]
+        assert [o for o in objects if o["kind"] == "Deployment"]
+        return
+    group = _one(objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    assert group["size"] == nodes
+    # TP the GPUs per node, PP the nodes.
+    data = {k: v for o in objects if o["kind"] == "ConfigMap" for k, v in o["data"].items()}
+    assert (data["VLLM_TENSOR_PARALLEL_SIZE"], data["VLLM_PIPELINE_PARALLEL_SIZE"]) == ("8", "2")
+
+
+def test_nodes_auto_refuses_a_model_no_group_holds() -> None:
+    with pytest.raises(MlccError) as caught:
+        render(
+            _spec(
+                nodes="auto",
+                model_bytes=100 * BF16_405B,
+                tensor_parallel_degree=None,
+                pipeline_parallel_degree=1,
+            ),
+            context=CONTEXT,
+        )
+    assert [p.pointer for p in caught.value.problems] == ["/nodes"]

@@ -42,7 +42,9 @@ def resolve_deployment(
     resolution = resolve_for_target(
         spec, settings=settings, target=target, computed=computed, problems=list(fit.problems)
     )
-    lora_memory_cap(spec, resolution, settings)
+    lora_memory_cap(
+        spec, resolution, settings, pipeline_parallel_degree=resolution.pipeline_parallel_degree
+    )
     return spec, resolution, notes
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from mlcc_constructs.core.platform.catalog import InstanceType
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import fail
 
 GIB = 1024**3
@@ -119,3 +120,26 @@ def nodes_for_model(
         fix="pick an instance with more GPU memory, a quantized (e.g. FP8) checkpoint, or "
         "set nodes explicitly",
     )
+
+
+KV_HEADROOM_FRACTION = 0.1
+"""The share of each GPU's engine budget (its memory x ``gpu_memory_utilization``) that
+``nodes: auto`` leaves free after the GPU's weight share, for the KV cache, activations and
+CUDA graphs: the multi-node engines size their KV cache from what the weights leave and serve
+only as many concurrent tokens as it holds, so weights that just fit serve almost nothing. A
+tenth is a floor, not a tuning: set ``nodes`` as a number for more."""
+
+
+def auto_nodes(spec: DeploymentSpec, instance: InstanceType) -> int | None:
+    """The node count ``nodes: auto`` resolves to (``None``: the model's size is unknown):
+    the fewest nodes whose GPUs hold the weights with :data:`KV_HEADROOM_FRACTION` left
+    (:func:`~mlcc_constructs.core.serving.resolve.node_sizing.nodes_for_model`; a model that
+    fits on none is refused there)."""
+    if spec.model_bytes is None:
+        return None
+    return nodes_for_model(
+        model_bytes=spec.model_bytes,
+        instance=instance,
+        gpu_memory_utilization=spec.gpu_memory_utilization,
+        kv_headroom_fraction=KV_HEADROOM_FRACTION,
+    ).nodes

@@ -41,6 +41,7 @@ from mlcc_constructs.core.platform.efa import (
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
+from mlcc_constructs.core.serving.resolve.node_sizing import auto_nodes
 from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings, UserValue, read_settings
 from mlcc_constructs.core.serving.spec.deployment import (
@@ -58,13 +59,6 @@ def _int(text: str) -> int:
         return 0
 
 
-def auto_nodes(spec: DeploymentSpec, instance: InstanceType) -> int | None:
-    """The node count ``nodes: auto`` resolves to, from the model's size and the instance's GPU
-    memory, or ``None`` when it cannot be derived here. b-sizing's sizing function provides it
-    at merge; until then ``auto`` is refused with the reason."""
-    return None
-
-
 def multi_node_problems(
     spec: DeploymentSpec,
     manifest_raw: Mapping[str, object],
@@ -76,11 +70,15 @@ def multi_node_problems(
     """Why ``spec``'s ``nodes`` cannot be served: ``auto`` without a model size, an engine with
     no ``multi_node`` launch in its manifest, a target with no multi-node workload."""
     problems: list[Problem] = []
-    if spec.nodes == "auto" and auto_nodes(spec, instance) is None:
+    if spec.nodes == "auto" and spec.model_bytes is not None:
+        try:
+            auto_nodes(spec, instance)
+        except MlccError as error:  # the model fits on no number of these nodes
+            problems.extend(error.problems)
+    elif spec.nodes == "auto":
         problems.append(
             Problem(
-                message="nodes: auto needs the model's size to derive the node count"
-                + ("" if spec.model_bytes is None else " (sizing is not wired in this build)"),
+                message="nodes: auto needs the model's size to derive the node count",
                 pointer="/nodes",
                 value="auto",
                 allowed="1, 2, 3, ... (or auto with model_bytes)",
@@ -174,10 +172,10 @@ class _Resolver:
         if manifest.capability("tensor_parallel_degree") is not None:
             requested["tensor_parallel_degree"] = str(tp)
         if (
-            self.spec.pipeline_parallel_degree > 1
+            self.pipeline_parallel > 1
             and manifest.capability("pipeline_parallel_degree") is not None
         ):
-            requested["pipeline_parallel_degree"] = str(self.spec.pipeline_parallel_degree)
+            requested["pipeline_parallel_degree"] = str(self.pipeline_parallel)
         for name, value in self.computed.items():
             if manifest.capability(name) is not None:
                 requested.setdefault(name, value)
@@ -219,7 +217,7 @@ class _Resolver:
 
     def _tensor_parallel(self, instance: InstanceType) -> int:
         user = self.user.get("tensor_parallel_degree")
-        if self.nodes > 1 or self.spec.pipeline_parallel_degree > 1:
+        if self.nodes > 1 or self.pipeline_parallel > 1:
             return self._group_parallel(instance, user)
         if user is None:
             return instance.gpus
@@ -247,7 +245,7 @@ class _Resolver:
     def _group_parallel(self, instance: InstanceType, user: UserValue | None) -> int:
         """TP with pipeline stages or several nodes: TP x PP must be every GPU of the group
         (GPUs per node x nodes), as each node's pod takes its whole node."""
-        pp, nodes = self.spec.pipeline_parallel_degree, self.nodes
+        pp, nodes = self.pipeline_parallel, self.nodes
         tp = instance.gpus if user is None else _int(user.value)
         if tp * pp != instance.gpus * nodes:
             want = instance.gpus * nodes
@@ -279,8 +277,22 @@ class _Resolver:
 
     @property
     def nodes(self) -> int:
-        """The spec's ``nodes`` (``auto`` resolved: :func:`auto_nodes`)."""
-        return self.spec.nodes if isinstance(self.spec.nodes, int) else 1
+        """The spec's ``nodes`` (``auto`` resolved: :func:`auto_nodes`; 1 where it cannot be,
+        which :func:`multi_node_problems` reports)."""
+        if isinstance(self.spec.nodes, int):
+            return self.spec.nodes
+        try:
+            return auto_nodes(self.spec, catalog.lookup(self.spec.instance_type)) or 1
+        except MlccError:
+            return 1
+
+    @property
+    def pipeline_parallel(self) -> int:
+        """The pipeline stages: the spec's; with ``nodes: auto`` one stage per node (TP the
+        GPUs per node, PP the nodes: the layout the engines' parallelism guides recommend)."""
+        if self.spec.nodes == "auto":
+            return self.nodes
+        return self.spec.pipeline_parallel_degree
 
     def _gate(self, capability: Capability) -> str | None:
         """Why ``capability`` cannot be used with this engine version, if it cannot."""
@@ -451,7 +463,7 @@ def resolve_for_target(
         source=source,
         tensor_parallel_degree=tp,
         nodes=resolver.nodes,
-        pipeline_parallel_degree=spec.pipeline_parallel_degree,
+        pipeline_parallel_degree=resolver.pipeline_parallel,
         tier1=tuple(tier1),
         tier2=settings.tier2,
         plain=settings.plain,
