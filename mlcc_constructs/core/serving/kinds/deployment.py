@@ -32,7 +32,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     EngineView,
     Kind,
     RenderedObject,
-    env_of,
+    pod_engine,
 )
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.disruption import rollout_strategy
@@ -72,12 +72,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
 def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:
     """The engine container's command, args and env (``envFrom`` ConfigMaps among ``objects``)."""
     pod = obj["spec"]["template"]["spec"]
-    container = next(c for c in pod["containers"] if c["name"] == ENGINE_CONTAINER)
-    return EngineView(
-        command=tuple(container["command"]) if "command" in container else None,
-        args=tuple(container.get("args", ())),
-        env=env_of(container, objects, namespace=obj["metadata"].get("namespace")),
-    )
+    return pod_engine(pod, ENGINE_CONTAINER, objects, namespace=obj["metadata"].get("namespace"))
 
 
 KIND = Kind(

@@ -48,7 +48,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     EngineView,
     Kind,
     RenderedObject,
-    env_of,
+    pod_engine,
 )
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.disruption import rollout_strategy
@@ -202,12 +202,7 @@ def _problems(obj: Mapping[str, Any]) -> list[Problem]:
 def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:
     """The leader's engine container (``envFrom`` ConfigMaps among ``objects``)."""
     pod = obj["spec"]["leaderWorkerTemplate"]["leaderTemplate"]["spec"]
-    container = next(c for c in pod["containers"] if c["name"] == ENGINE_CONTAINER)
-    return EngineView(
-        command=tuple(container["command"]) if "command" in container else None,
-        args=tuple(container.get("args", ())),
-        env=env_of(container, objects, namespace=obj["metadata"].get("namespace")),
-    )
+    return pod_engine(pod, ENGINE_CONTAINER, objects, namespace=obj["metadata"].get("namespace"))
 
 
 KIND = Kind(

@@ -267,6 +267,23 @@ def env_of(
     return tuple(pairs)
 
 
+def pod_engine(
+    pod: Mapping[str, Any],
+    name: str,
+    objects: Sequence[Mapping[str, Any]],
+    *,
+    namespace: str | None,
+) -> EngineView:
+    """The command, args and env (:func:`env_of`) of ``pod``'s container ``name``: the engine of
+    a workload whose pod template is the library's (a Deployment's, an LWS leader's)."""
+    container = next(c for c in pod["containers"] if c["name"] == name)
+    return EngineView(
+        command=tuple(container["command"]) if "command" in container else None,
+        args=tuple(container.get("args", ())),
+        env=env_of(container, objects, namespace=namespace),
+    )
+
+
 def env_value(entry: Mapping[str, Any]) -> str:
     """The value of one env entry, a Secret reference shown by :func:`secret_placeholder`."""
     if "value" in entry:

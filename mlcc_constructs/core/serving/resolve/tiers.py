@@ -19,6 +19,7 @@ omitted and the reason reported.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cached_property
 
 from mlcc_constructs.core.engines.manifests import (
     Capability,
@@ -275,10 +276,10 @@ class _Resolver:
             )
         return tp
 
-    @property
+    @cached_property
     def nodes(self) -> int:
-        """The spec's ``nodes`` (``auto`` resolved: :func:`auto_nodes`; 1 where it cannot be,
-        which :func:`multi_node_problems` reports)."""
+        """The spec's ``nodes`` (``auto`` resolved once: :func:`auto_nodes`; 1 where it cannot
+        be, which :func:`multi_node_problems` reports)."""
         if isinstance(self.spec.nodes, int):
             return self.spec.nodes
         try:
