@@ -282,3 +282,71 @@ def test_a_model_size_that_is_not_an_integer_is_refused_in_python(value: Any) ->
         )
     (problem,) = caught.value.problems
     assert (problem.pointer, problem.value) == ("/model_bytes", value)
+
+
+# -- several nodes: one model copy over a LeaderWorkerSet group ---------------------------
+
+LLAMA_405B = 811_000_000_000  # ~405B parameters x 2 bytes BF16 (a round figure for the test)
+
+
+@pytest.mark.parametrize("nodes", [2, 3, 4])
+def test_a_group_loads_in_parallel_then_forms_before_the_warm_up(nodes: int) -> None:
+    one = _cold(LLAMA_405B, "stream", instances=(P5,))
+    group = cs.cold_start(
+        size=cs.ModelSize(bytes=LLAMA_405B, source="spec"),
+        instances=(P5,),
+        path="stream",
+        launches_nodes=True,
+        nodes=nodes,
+    )
+    assert [p.name for p in group.phases] == list(cs.GROUP_PHASES)
+    load = math.ceil(LLAMA_405B / STREAM)
+    # Each node loads the whole checkpoint at the same rate as one node: not 1/nodes of it.
+    assert group.phase("weight_load").seconds == one.phase("weight_load").seconds == load
+    assert [p.seconds for p in group.phases] == [300, 300, load, 120, 300]
+    assert group.expected_s == 300 + 300 + load + 120 + 300 == one.expected_s + 120
+    assert group.startup_s == _period(1.5 * (load + 120 + 300)) > one.startup_s
+    assert group.launch_s == 300 + 300 + group.startup_s
+    # S3 serves the checkpoint once per node; every node bills the whole cold start.
+    assert group.bytes_read == nodes * LLAMA_405B
+    assert group.node_seconds == nodes * group.expected_s
+    assert f"each of the {nodes} nodes" in group.phase("weight_load").assumption
+    assert "save_sharded_state" in group.phase("weight_load").source
+
+
+def test_one_node_has_no_group_phase_and_reads_the_checkpoint_once() -> None:
+    cold = _cold(LLAMA_8B)
+    assert "group_init" not in [p.name for p in cold.phases]
+    assert (cold.nodes, cold.bytes_read, cold.node_seconds) == (1, LLAMA_8B, cold.expected_s)
+    assert "each of the" not in cold.phase("weight_load").assumption
+    unknown = _cold(None)
+    assert (unknown.bytes_read, unknown.node_seconds) == (None, None)
+
+
+def test_the_group_init_phase_is_data_with_its_assumption() -> None:
+    fact = cs._data()["phases"]["group_init"]
+    assert fact["seconds"] == 120 and "not a measurement" in fact["source"]
+    reads = cs._data()["multi_node_reads"]
+    assert reads["per_node"] == "checkpoint" and "sharded_state" in reads["assumption"]
+
+
+def test_a_multi_node_deployment_sizes_the_leader_probe_from_the_group_cold_start() -> None:
+    prepared = _prepared(
+        instance_type="ml.p5.48xlarge",
+        nodes=2,
+        tensor_parallel_degree=8,
+        pipeline_parallel_degree=2,
+        model_bytes=LLAMA_405B,
+    )
+    cold = prepared.cold_start
+    assert cold.nodes == 2 and cold.phase("group_init").seconds == 120
+    lws = _only(prepared, "LeaderWorkerSet")
+    leader = lws["spec"]["leaderWorkerTemplate"]["leaderTemplate"]
+    (engine,) = (c for c in leader["spec"]["containers"] if c["name"] == "engine")
+    probe = engine["startupProbe"]
+    assert probe["periodSeconds"] * probe["failureThreshold"] == cold.startup_s
+    assert prepared.ready_timeout.seconds == min(3300, max(600, cold.launch_s))
+    document = cold.to_json()["nodes"]
+    assert document["count"] == 2
+    assert document["bytes_read_total"] == 2 * LLAMA_405B
+    assert document["node_seconds"] == 2 * cold.expected_s

@@ -251,3 +251,34 @@ def test_read_index_without_a_size_is_refused(
     code, _, err = run(capsys, *argv, "--read-index")
     assert code == 1
     assert message in err
+
+
+def test_a_multi_node_plan_shows_the_group(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    group = SPEC | {
+        "name": "llama-405b",
+        "model": f"s3://{BUCKET}/models/meta-llama/Llama-3.1-405B-Instruct/",
+        "instance_type": "ml.p5.48xlarge",
+        "nodes": 2,
+        "tensor_parallel_degree": 8,
+        "pipeline_parallel_degree": 2,
+        "model_bytes": 811_000_000_000,
+        "model_load": "stream",
+    }
+    code, out, err = run(capsys, "plan", "-f", _spec(tmp_path, group), *CONTEXT)
+    assert code == 0, err
+    (plan,) = json.loads(out)["plans"]
+    assert list(plan["phases"]) == [
+        "node_start", "image_pull", "weight_load", "group_init", "engine_warmup"
+    ]  # fmt: skip
+    assert plan["nodes"]["count"] == 2
+    assert plan["nodes"]["bytes_read_total"] == 1_622_000_000_000
+    assert plan["nodes"]["node_seconds"] == 2 * plan["expected_seconds"]
+    code, out, err = run(
+        capsys, "plan", "-f", _spec(tmp_path, group), *CONTEXT, "--format", "table"
+    )
+    assert code == 0, err
+    assert "group init" in out
+    assert "nodes                 2  each reads the whole checkpoint in parallel" in out
+    assert "1,622,000,000,000 bytes from S3" in out

@@ -20,6 +20,7 @@ _LABELS = {
     "node_start": "node start",
     "image_pull": "image pull",
     "weight_load": "weight load",
+    "group_init": "group init",
     "engine_warmup": "engine warm-up",
 }
 
@@ -83,6 +84,20 @@ def plan_table(documents: Sequence[Mapping[str, Any]]) -> str:
                 + (f" (up to {burst:g} Gbps burst, not planned on)" if burst else ""),
             )
         )
+        group = doc["nodes"]
+        if group["count"] > 1:
+            total = group["bytes_read_total"]
+            node_s = group["node_seconds"]
+            rows.append(
+                (
+                    "nodes",
+                    str(group["count"]),
+                    "each reads the whole checkpoint in parallel"
+                    + (f": {total:,} bytes from S3" if total is not None else "")
+                    + (f"; {node_s} node seconds per cold start" if node_s is not None else "")
+                    + " (again on a group restart)",
+                )
+            )
         width = max(len(row[0]) for row in rows)
         lines = [head]
         lines += [f"  {a.ljust(width)}  {b.rjust(7)}  {c}".rstrip() for a, b, c in rows]

@@ -9,8 +9,9 @@ Phases (durations and throughputs are data, each with its assumption and source:
     node_start    = NODE_START where the cluster launches a GPU node for the pod, else 0
     image_pull    = IMAGE_PULL
     weight_load   = ceil(model_bytes / min(throughput[load_path], network))
+    group_init    = GROUP_INIT, for a group of several nodes only (no such phase for one)
     engine_warmup = ENGINE_WARMUP
-    expected      = node_start + image_pull + weight_load + engine_warmup
+    expected      = node_start + image_pull + weight_load + group_init + engine_warmup
     physical_limit = ceil(model_bytes / network)
 
 * ``network``: the instance's baseline network bandwidth (catalog ``network_gbps``), never its
@@ -20,6 +21,13 @@ Phases (durations and throughputs are data, each with its assumption and source:
   streams ``s3://`` itself), ``prefetch`` (the HyperPod operator copies the prefix first),
   ``huggingface`` (a Hub download). :func:`load_path` picks it; ``model_load`` names the
   spec's choice (``mount`` until a deployment can ask for ``stream``).
+* **Several nodes** (``nodes`` > 1, a LeaderWorkerSet group): the group's pods start together
+  (``startupPolicy: LeaderCreated``), so the nodes launch, pull and load in parallel and the
+  phases above are each node's; every node reads the whole checkpoint (``multi_node_reads`` in
+  the data: the engines' default loaders read the entire checkpoint on each worker), so S3
+  serves ``nodes x model_bytes``. ``group_init`` is the rendezvous and NCCL set-up that
+  follows the slowest node's load. The group serves only when all its nodes do, and a failed
+  pod restarts the whole group, this whole cold start again on every node.
 * ``physical_limit``: no load path reads the weights faster than the instance's network. It
   assumes many flows (the streamer's and Mountpoint's concurrent S3 requests): one TCP flow is
   limited to 5 Gbps outside a cluster placement group (EC2 User Guide, *Amazon EC2 instance
@@ -27,7 +35,7 @@ Phases (durations and throughputs are data, each with its assumption and source:
 
 Budgets (deadlines: the estimate with a margin, computed here once and carried)::
 
-    startup_s   = max(STARTUP_FLOOR_S, ceil(SAFETY * (weight_load + engine_warmup)))
+    startup_s   = max(STARTUP_FLOOR_S, ceil(SAFETY * (weight_load + group_init + engine_warmup)))
                   rounded up to the probe period; UNKNOWN_SIZE_STARTUP_S without a model size
     pod_start_s = image_pull + startup_s
     launch_s    = node_start + pod_start_s
@@ -68,6 +76,9 @@ from mlcc_constructs.core.support.errors import MlccError, fail
 LoadPath = Literal["mount", "stream", "prefetch", "huggingface"]
 SizeSource = Literal["spec", "index", "model_config"]
 PHASES = ("node_start", "image_pull", "weight_load", "engine_warmup")
+"""The phases of one node's cold start, in order."""
+GROUP_PHASES = ("node_start", "image_pull", "weight_load", "group_init", "engine_warmup")
+"""The phases of a group of several nodes, in order."""
 DATA_FILE = "cold_start.json"
 SAFETY = 1.5
 STARTUP_PERIOD_S = 10
@@ -114,7 +125,9 @@ class ColdStart:
     is for (the slowest network of the pod's types). ``size``: the weights' size and its source.
     ``load_bytes_per_second``: the weights' read rate (``min`` of the load path's throughput and
     the network). ``phases``: ``node_start``, ``image_pull``, ``weight_load``,
-    ``engine_warmup``. ``startup_s``, ``pod_start_s``, ``launch_s``: the budgets.
+    ``engine_warmup`` (and ``group_init`` before the warm-up for several nodes).
+    ``startup_s``, ``pod_start_s``, ``launch_s``: the budgets. ``nodes``: the nodes one model
+    copy spans (a LeaderWorkerSet group when > 1), each running these phases in parallel.
     """
 
     load_path: LoadPath
@@ -125,6 +138,7 @@ class ColdStart:
     startup_s: int
     pod_start_s: int
     launch_s: int
+    nodes: int = 1
 
     def phase(self, name: str) -> Phase:
         """The phase called ``name``."""
@@ -143,6 +157,19 @@ class ColdStart:
         if self.size.bytes is None:
             return None
         return math.ceil(self.size.bytes / self.instance.network_bytes_per_second)
+
+    @property
+    def bytes_read(self) -> int | None:
+        """Bytes S3 serves for one cold start of the model copy: every node reads the whole
+        checkpoint (module doc), ``nodes x model_bytes`` (``None``: size unknown)."""
+        return None if self.size.bytes is None else self.nodes * self.size.bytes
+
+    @property
+    def node_seconds(self) -> int | None:
+        """Node time billed before the copy serves: ``nodes x expected`` (``None``: size
+        unknown). A group restart (any of its pods failing) costs it again."""
+        expected = self.expected_s
+        return None if expected is None else self.nodes * expected
 
     @property
     def startup_failures(self) -> int:
@@ -167,6 +194,15 @@ class ColdStart:
             "load_bytes_per_second": self.load_bytes_per_second,
             "phases": {p.name: p.to_json() for p in self.phases},
             "expected_seconds": self.expected_s,
+            "nodes": {
+                "count": self.nodes,
+                "bytes_read_per_node": self.size.bytes,
+                "bytes_read_total": self.bytes_read,
+                "node_seconds": self.node_seconds,
+                "formula": "every node reads the whole checkpoint, in parallel; node seconds = "
+                "nodes x expected (billed before the copy serves, again on a group restart)",
+                "source": str(_data()["multi_node_reads"]["source"]),
+            },
             "physical_limit": {
                 "seconds": self.physical_limit_s,
                 "formula": "model_bytes / instance baseline network bandwidth",
@@ -177,7 +213,7 @@ class ColdStart:
                 "do_not_disrupt_seconds": self.pod_start_s,
                 "pod_launch_seconds": self.launch_s,
                 "formula": f"startup = max({STARTUP_FLOOR_S}, ceil({SAFETY} x (weight_load + "
-                f"engine_warmup))) ({UNKNOWN_SIZE_STARTUP_S} without a model size); "
+                f"group_init + engine_warmup))) ({UNKNOWN_SIZE_STARTUP_S} without a model size); "
                 "do-not-disrupt = image_pull + startup; launch = node_start + do-not-disrupt",
             },
         }
@@ -256,9 +292,11 @@ def cold_start(
     instances: Sequence[InstanceType],
     path: LoadPath,
     launches_nodes: bool,
+    nodes: int = 1,
 ) -> ColdStart:
     """The cold start of a pod loading ``size`` over ``path`` on the slowest network of
-    ``instances`` (its instance types), on a new node when ``launches_nodes`` (module doc)."""
+    ``instances`` (its instance types), on a new node when ``launches_nodes``; with ``nodes``
+    > 1, of a group whose nodes each do so in parallel and then form the group (module doc)."""
     data = _data()
     instance = min(instances, key=lambda i: i.network_gbps)  # first of the slowest
     network = instance.network_bytes_per_second
@@ -271,6 +309,7 @@ def cold_start(
     warm_s = int(facts["engine_warmup"]["seconds"])
     load_s = None if size.bytes is None else math.ceil(size.bytes / rate)
     bound = "the network" if rate < throughput else f"the {path} load path"
+    reads = data["multi_node_reads"]
     load = Phase(
         name="weight_load",
         seconds=load_s,
@@ -279,9 +318,11 @@ def cold_start(
             if size.bytes is None
             else f"{size.bytes:,} bytes (from {size.source}) at {rate:,} bytes/s, bound by "
             f"{bound}: {path_facts['assumption']}"
-        ),
+        )
+        + (f"; on each of the {nodes} nodes at once: {reads['assumption']}" if nodes > 1 else ""),
         source=f"{path_facts['source']}; network: {instance.node_name} baseline "
-        f"{instance.network_gbps:g} Gbps (instance_catalog.json)",
+        f"{instance.network_gbps:g} Gbps (instance_catalog.json)"
+        + (f"; several nodes: {reads['source']}" if nodes > 1 else ""),
     )
     node = Phase(
         name="node_start",
@@ -291,16 +332,15 @@ def cold_start(
         else "the target's nodes exist already (no GPU node to launch)",
         source=facts["node_start"]["source"],
     )
-    phases = (
-        node,
-        _phase("image_pull", facts),
-        load,
-        _phase("engine_warmup", facts),
+    known = {"node_start": node, "weight_load": load}
+    phases = tuple(
+        known.get(name) or _phase(name, facts) for name in (GROUP_PHASES if nodes > 1 else PHASES)
     )
+    group_s = int(facts["group_init"]["seconds"]) if nodes > 1 else 0
     if load_s is None:
         startup = UNKNOWN_SIZE_STARTUP_S
     else:
-        startup = max(STARTUP_FLOOR_S, math.ceil(SAFETY * (load_s + warm_s)))
+        startup = max(STARTUP_FLOOR_S, math.ceil(SAFETY * (load_s + group_s + warm_s)))
     startup = STARTUP_PERIOD_S * math.ceil(startup / STARTUP_PERIOD_S)
     return ColdStart(
         load_path=path,
@@ -311,6 +351,7 @@ def cold_start(
         startup_s=startup,
         pod_start_s=pull_s + startup,
         launch_s=node_s + pull_s + startup,
+        nodes=nodes,
     )
 
 

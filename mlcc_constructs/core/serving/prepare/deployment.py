@@ -251,6 +251,7 @@ def prepare(
             model_load=resolution.model_load,
         ),
         launches_nodes=target.cluster_gpu_nodes,
+        nodes=resolution.nodes,
     )
     # The target scrapes the engine's /metrics, and the engine serves some.
     scraped = target.metrics_scraped and manifest.metrics is not None
