@@ -126,7 +126,8 @@ def test_above_cap_tp1_names_adapters_and_numbers(geometry) -> None:
         "bytes = 10% of (GPU memory 24 GiB x utilization 0.9 = 23,192,823,398 bytes - weights "
         "16,060,522,496 bytes (8,030,261,248 parameters x 2 bytes bfloat16 / TP 1)); "
         "adapters: legal, support-bot (fix: lower max_loras or the max LoRA rank, raise the "
-        "tensor parallel degree, or use a GPU with more memory)"
+        "tensor parallel degree, spread the model over more pipeline stages (nodes), or use a "
+        "GPU with more memory)"
     )
 
 

@@ -9,14 +9,19 @@ Integrator API:
 - :func:`model_geometry` ``(config_json_dict) -> ModelGeometry`` from a staged ``config.json``.
 - :func:`lora_buffer_bytes` ``(geometry, tp=, max_loras=, rank=) -> int`` per GPU.
 - :func:`check_memory_cap` ``(geometry, gpu_memory_gib=, tp=, max_loras=, rank=,
-  utilization=0.9, adapters=()) -> MemoryCheck``; raises :class:`MlccError` naming the adapters
-  and every number when the buffer is above 10% of the free memory.
+  utilization=0.9, adapters=(), pp=1, allowed=()) -> MemoryCheck``; raises :class:`MlccError`
+  naming the adapters and every number when the buffer is above 10% of the free memory, and
+  the largest of the ``allowed`` ranks that fits.
+- :func:`largest_fitting_rank` ``(check, geometry, max_loras=, allowed=) -> int | None``: the
+  largest allowed rank whose buffer fits under a :class:`MemoryCheck`'s cap. With ``pp``
+  pipeline stages each GPU holds its stage's layers and 1/(TP x PP) of the weights, so the
+  same GPUs fit a larger rank.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
@@ -268,12 +273,14 @@ def check_memory_cap(
     utilization: float = 0.9,
     adapters: Iterable[str] = (),
     pp: int = 1,
+    allowed: Sequence[int] = (),
 ) -> MemoryCheck:
     """Refuse a LoRA buffer above 10% of (per-GPU memory x utilization - per-GPU weights).
 
     ``gpu_memory_gib`` is the catalog's per-GPU memory; ``adapters`` are the names the
-    error lists. Returns the numbers when the buffer fits; raises :class:`MlccError` naming
-    the adapters and every number when it does not (or when the weights alone don't fit).
+    error lists; ``allowed``: the engine's allowed ranks, the largest that fits is named in
+    the fix. Returns the numbers when the buffer fits; raises :class:`MlccError` naming the
+    adapters and every number when it does not (or when the weights alone don't fit).
     """
     if max_loras < 1 or rank < 1 or not 0 < utilization <= 1:
         raise fail(
@@ -314,8 +321,27 @@ def check_memory_cap(
             f"GiB x utilization {utilization} = {check.usable_bytes:,} bytes - {weights}); "
             f"adapters: {names}"
         )
+        fits = largest_fitting_rank(check, geometry, max_loras=max_loras, allowed=allowed)
+        at = f"at TP {tp}" + (f" PP {pp}" if pp > 1 else "")
         fix = (
-            "lower max_loras or the max LoRA rank, raise the tensor parallel degree, "
-            "or use a GPU with more memory"
+            "lower max_loras or the max LoRA rank"
+            + (
+                f" (the largest allowed rank that fits {at} with max_loras {max_loras}: {fits})"
+                if fits is not None
+                else (f" (no allowed rank fits {at} with max_loras {max_loras})" if allowed else "")
+            )
+            + ", raise the tensor parallel degree, spread the model over more pipeline stages "
+            "(nodes), or use a GPU with more memory"
         )
     raise fail(message, pointer="/lora", fix=fix)
+
+
+def largest_fitting_rank(
+    check: MemoryCheck, geometry: ModelGeometry, *, max_loras: int, allowed: Sequence[int]
+) -> int | None:
+    """The largest of ``allowed`` whose buffer (``max_loras`` x rank x dtype bytes x the
+    check's elements per rank: its TP and its stage's layers) fits under ``check``'s cap;
+    ``None`` when none does."""
+    per_rank = max_loras * geometry.dtype_bytes * check.elements_per_rank
+    fitting = [rank for rank in allowed if rank * per_rank <= check.cap_bytes]
+    return max(fitting) if fitting else None

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlcc_constructs.core.adapters.lora_rank import fit_max_rank
+from mlcc_constructs.core.engines.manifests import EngineManifest
 from mlcc_constructs.core.engines.values import COMPANION_DEFAULTS, companion_default
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings
@@ -53,9 +54,8 @@ def lora_fit(spec: DeploymentSpec, settings: EngineSettings) -> LoraFit:
     given = settings.capability("lora_max_rank")
     # A value that is not a number is the resolver's to refuse (the capability's value check).
     explicit = int(given.value) if given and given.value.isdigit() else None
-    if capability.allowed is not None:
-        allowed = [int(a) for a in capability.allowed]
-    else:  # the engine takes any rank: the need itself (or the user's value) is allowed
+    allowed = list(allowed_ranks(manifest))
+    if not allowed:  # the engine takes any rank: the need itself (or the user's value) is allowed
         needs = [int(default), *spec.lora_tune_ranks, *(a.need for a in spec.lora_adapters)]
         allowed = sorted({max(needs), *([explicit] if explicit else [])})
     try:
@@ -101,7 +101,17 @@ def lora_memory_cap(
         utilization=gpu_memory_utilization(spec, settings),
         adapters=[a.name for a in spec.lora_adapters],
         pp=pipeline_parallel_degree,
+        allowed=allowed_ranks(manifest),
     )
+
+
+def allowed_ranks(manifest: EngineManifest) -> tuple[int, ...]:
+    """The max LoRA ranks the engine allows (its ``lora_max_rank`` capability); none declared
+    (or any rank taken) is empty."""
+    capability = manifest.capability("lora_max_rank")
+    if capability is None or capability.allowed is None:
+        return ()
+    return tuple(int(a) for a in capability.allowed)
 
 
 def gpu_memory_utilization(spec: DeploymentSpec, settings: EngineSettings) -> float:
