@@ -315,3 +315,25 @@ def test_nodes_auto_refuses_a_model_no_group_holds() -> None:
             context=CONTEXT,
         )
     assert [p.pointer for p in caught.value.problems] == ["/nodes"]
+
+
+def test_two_groups_get_one_budget_over_every_pod_one_group_at_a_time() -> None:
+    objects = _objects(replicas=2)
+    budget = _one(objects, "PodDisruptionBudget")["spec"]
+    assert budget["maxUnavailable"] == 1  # one pod evicted costs its group: one group at a time
+    assert budget["unhealthyPodEvictionPolicy"] == "AlwaysAllow"
+    group = _one(objects, "LeaderWorkerSet")["spec"]["leaderWorkerTemplate"]
+    wanted = budget["selector"]["matchLabels"]
+    for role in ("leaderTemplate", "workerTemplate"):  # leaders and workers alike
+        labels = group[role]["metadata"]["labels"]
+        assert wanted.items() <= labels.items(), role
+
+
+def test_one_group_has_no_budget_and_the_warning_names_the_group() -> None:
+    rendered = render(
+        _spec(), context=RenderContext(account="123456789012", region="us-east-1", profile="prod")
+    )
+    assert not [o for o in rendered.objects if o["kind"] == "PodDisruptionBudget"]
+    (note,) = [w for w in rendered.warnings if "no PodDisruptionBudget" in w]
+    assert note.startswith("llama-405b: one group of 2 nodes and no PodDisruptionBudget")
+    assert "any of its 2 nodes restarts the whole group" in note

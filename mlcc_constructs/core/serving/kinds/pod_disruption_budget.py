@@ -5,7 +5,8 @@ Rendered for a deployment of two replicas or more (its ``min_replicas``): one po
 and a pod that is not Ready may always be evicted
 (:func:`~mlcc_constructs.core.serving.prepare.disruption.disruption_budget`, which says why,
 and why one replica gets no budget). A budget does not stop a node's expiry; it makes the
-eviction wait for the other replicas.
+eviction wait for the other replicas. For a LeaderWorkerSet it selects every pod of every group,
+one group at a time (the same module says why).
 """
 
 from __future__ import annotations

@@ -309,6 +309,7 @@ def prepare(
             minimum=minimum,
             profile=context.profile,
             cold_start_s=facts.ready_timeout.seconds,
+            nodes=resolution.nodes,
         )
         if note is not None:
             facts = dataclasses.replace(facts, warnings=(*facts.warnings, note))

@@ -14,6 +14,16 @@ Decisions (for reviewers; sources in the README's *Disruption and rollout*):
   recommends it). With one replica a budget could only say "never evict" (``maxUnavailable:
   0``), which blocks every drain until Karpenter's node ``terminationGracePeriod`` forces it,
   or nothing: no budget is rendered, and :func:`single_replica_warning` says what that costs.
+* **A multi-node group is one unit** (a LeaderWorkerSet: ``replicas`` counts groups). The budget
+  is the same, over every pod of every group: LWS recreates a whole group when any of its pods
+  goes (``RecreateGroupOnPodRestart``), so one eviction costs one group, and after it the
+  group's pods are not Ready until it is back, which holds every further eviction of a Ready
+  pod: ``maxUnavailable: 1`` is one group at a time. A budget quantized to groups instead
+  (``minAvailable: (groups - 1) x size``, pdb-operator/pdb-operator#81) allows ``size``
+  evictions at once before the disruption controller sees the first group go, and they may
+  hit ``size`` different groups. The pods are owned by built-in StatefulSets (LWS makes a leader
+  StatefulSet and one worker StatefulSet per group), whose scale the budget's ``maxUnavailable``
+  needs. One group gets no budget, for the reason one replica gets none.
 * **Expiry is not negotiable**: EKS Auto Mode replaces every node within 21 days (a maximum
   node lifetime it enforces; EKS User Guide ``automode.adoc``), and Karpenter's expiration
   honours neither budgets nor ``karpenter.sh/do-not-disrupt`` (Karpenter *Well-Known
@@ -98,16 +108,23 @@ def disruption_budget(selector: Mapping[str, str]) -> dict[str, Any]:
 
 
 def single_replica_warning(
-    *, name: str, minimum: int, profile: str | None, cold_start_s: int
+    *, name: str, minimum: int, profile: str | None, cold_start_s: int, nodes: int = 1
 ) -> str | None:
-    """What a deployment of one replica loses on an Auto Mode cluster, outside a dev profile
-    (``None`` when it has two or more, or the profile is a dev one or unknown)."""
+    """What a deployment of one replica (one group of ``nodes`` when > 1) loses on an Auto Mode
+    cluster, outside a dev profile (``None`` when it has two or more, or the profile is a dev
+    one or unknown)."""
     if needs_disruption_budget(minimum) or profile is None or profile in DEV_PROFILES:
         return None
+    one = "one replica" if nodes == 1 else f"one group of {nodes} nodes"
+    each = (
+        "each replacement"
+        if nodes == 1
+        else f"the replacement of any of its {nodes} nodes restarts the whole group and"
+    )
     return (
-        f"{name}: one replica and no PodDisruptionBudget in profile {profile!r}: EKS Auto Mode "
+        f"{name}: {one} and no PodDisruptionBudget in profile {profile!r}: EKS Auto Mode "
         f"replaces every node within {AUTO_MODE_MAX_NODE_LIFETIME_DAYS} days (and on AMI drift), "
-        "expiry waits for no budget, and each replacement stops serving for the drain and the "
+        f"expiry waits for no budget, and {each} stops serving for the drain and the "
         f"cold start on a new node (up to the ready timeout, {cold_start_s} s); set replicas: 2 "
         "or more to keep serving through it"
     )
