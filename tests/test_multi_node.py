@@ -239,8 +239,9 @@ BAD = {
     "nodes auto without a model size": (
         {"nodes": "auto"},
         "/nodes: nodes: auto needs the model's size to derive the node count (got 'auto'; "
-        "allowed: 1, 2, 3, ... (or auto with model_bytes); fix: set model_bytes (the model's "
-        "weights in bytes) or give nodes as a number)",
+        "allowed: 1, 2, 3, ... (or auto with model_bytes or model_config); fix: set model_bytes "
+        "(the model's weights in bytes) or model_config (its config.json), or give nodes as a "
+        "number)",
     ),
 }
 
@@ -337,3 +338,31 @@ def test_one_group_has_no_budget_and_the_warning_names_the_group() -> None:
     (note,) = [w for w in rendered.warnings if "no PodDisruptionBudget" in w]
     assert note.startswith("llama-405b: one group of 2 nodes and no PodDisruptionBudget")
     assert "any of its 2 nodes restarts the whole group" in note
+
+
+@pytest.mark.parametrize(
+    ("env", "nodes"),
+    [({}, 2), ({"VLLM_MAX_MODEL_LEN": "8192"}, 1)],
+    ids=["the config's 128k context needs two p4d", "the user's 8k context fits one"],
+)
+def test_nodes_auto_sizes_one_sequence_from_the_config_and_the_users_context(
+    env: dict[str, str], nodes: int
+) -> None:
+    from test_node_sizing import MHA_70B
+
+    spec = _spec(
+        nodes="auto",
+        instance_type="ml.p4d.24xlarge",
+        model_config=MHA_70B,  # the size (parameters x 2 bytes) and the KV geometry
+        tensor_parallel_degree=None,
+        pipeline_parallel_degree=1,
+        env=env,
+    )
+    rendered = render(spec, context=CONTEXT)
+    groups = [o for o in rendered.objects if o["kind"] == "LeaderWorkerSet"]
+    assert [g["spec"]["leaderWorkerTemplate"]["size"] for g in groups] == (
+        [nodes] if nodes > 1 else []
+    )
+    (note,) = [w for w in rendered.warnings if w.startswith("nodes: auto ->")]
+    source = "/env/VLLM_MAX_MODEL_LEN" if env else "config.json max_position_embeddings"
+    assert f"{nodes} node(s) x 8 GPUs" in note and source in note

@@ -101,3 +101,92 @@ def test_larger_headroom_needs_more_nodes() -> None:
         kv_headroom_fraction=0.4,
     )  # fmt: skip
     assert (small.nodes, large.nodes) == (1, 2)
+
+
+# -- one sequence's KV cache, from the model's config.json ---------------------------------
+
+# A 70B-class decoder without grouped-query attention (64 KV heads, one per query head) and a
+# 128k context: its KV cache, not its weights, decides the node count.
+MHA_70B = {
+    "architectures": ["LlamaForCausalLM"],
+    "hidden_size": 8192,
+    "intermediate_size": 28672,
+    "num_attention_heads": 64,
+    "num_key_value_heads": 64,
+    "num_hidden_layers": 80,
+    "head_dim": 128,
+    "torch_dtype": "bfloat16",
+    "vocab_size": 128256,
+    "max_position_embeddings": 131072,
+}
+
+
+def test_the_kv_bytes_of_one_sequence_per_gpu_by_hand() -> None:
+    from mlcc_constructs.core.serving.resolve.node_sizing import kv_need
+
+    need = kv_need(MHA_70B)
+    assert need is not None and need.context_length == 131072
+    assert "max_position_embeddings" in need.source
+    # TP 8: 64 / 8 = 8 KV heads per GPU; PP 1: 80 layers.
+    # 2 x 80 x 8 x 128 x 2 bytes = 327,680 bytes a token; x 131,072 tokens = 42,949,672,960.
+    assert need.bytes_per_gpu(tp=8, pp=1) == 42_949_672_960
+    # PP 3: ceil(80 / 3) = 27 layers: 2 x 27 x 8 x 128 x 2 x 131,072.
+    assert need.bytes_per_gpu(tp=8, pp=3) == 2 * 27 * 8 * 128 * 2 * 131072
+    # More TP ranks than KV heads: each rank holds one (Llama-3.1's 8 KV heads at TP 16).
+    gqa = kv_need(MHA_70B | {"num_key_value_heads": 8}, context_length=(1000, "/env/X"))
+    assert gqa is not None and (gqa.context_length, gqa.source) == (1000, "/env/X")
+    assert gqa.bytes_per_gpu(tp=16, pp=1) == 2 * 80 * 1 * 128 * 2 * 1000
+    # No config, or one without a context length: no sequence rule (the fraction alone).
+    assert kv_need(None) is None
+    assert kv_need({k: v for k, v in MHA_70B.items() if k != "max_position_embeddings"}) is None
+
+
+@pytest.mark.parametrize(
+    ("context", "nodes"),
+    [
+        # 159.9 GB of weights on p4d (38.7 GB budget): 1 node leaves 18.7 GB, 10% needs 3.9;
+        # one 128k sequence needs 42.9 GB at PP 1, 21.5 GB at PP 2 (28.7 GB left): 2 nodes.
+        (None, 2),
+        # An 8k context needs 2.7 GB at PP 1: the fraction decides, 1 node.
+        ((8192, "/env/VLLM_MAX_MODEL_LEN"), 1),
+    ],
+)
+def test_one_long_sequence_can_need_more_nodes_than_the_weights(
+    context: tuple[int, str] | None, nodes: int
+) -> None:
+    from mlcc_constructs.core.adapters.lora import model_geometry
+    from mlcc_constructs.core.serving.resolve.node_sizing import kv_need
+
+    weights = model_geometry(MHA_70B).parameters * 2
+    without = nodes_for_model(
+        model_bytes=weights, instance=P4D, gpu_memory_utilization=0.9, kv_headroom_fraction=0.1
+    )
+    assert without.nodes == 1 and without.kv is None
+    need = kv_need(MHA_70B, context_length=context)
+    sizing = nodes_for_model(
+        model_bytes=weights,
+        instance=P4D,
+        gpu_memory_utilization=0.9,
+        kv_headroom_fraction=0.1,
+        kv=need,
+    )
+    assert sizing.nodes == nodes
+    assert need is not None
+    assert sizing.headroom_bytes >= need.bytes_per_gpu(tp=8, pp=nodes)
+    assert f"one {need.context_length:,}-token sequence needs" in sizing.explanation
+
+
+def test_a_sequence_no_group_holds_is_named_in_the_refusal() -> None:
+    from mlcc_constructs.core.serving.resolve.node_sizing import kv_need
+
+    with pytest.raises(MlccError) as caught:
+        nodes_for_model(
+            model_bytes=10**9,
+            instance=P4D,
+            gpu_memory_utilization=0.9,
+            kv_headroom_fraction=0.1,
+            max_nodes=1,
+            kv=kv_need(MHA_70B),
+        )
+    (problem,) = caught.value.problems
+    assert "or one 131,072-token sequence's KV cache (40.00 GiB per GPU" in problem.message

@@ -42,7 +42,12 @@ from mlcc_constructs.core.platform.efa import (
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
-from mlcc_constructs.core.serving.resolve.node_sizing import auto_nodes
+from mlcc_constructs.core.serving.resolve.multi_node import multi_node_engines, multi_node_problems
+from mlcc_constructs.core.serving.resolve.node_sizing import (
+    NodeSizing,
+    auto_sizing,
+    context_length,
+)
 from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings, UserValue, read_settings
 from mlcc_constructs.core.serving.spec.deployment import (
@@ -60,60 +65,6 @@ def _int(text: str) -> int:
         return 0
 
 
-def multi_node_problems(
-    spec: DeploymentSpec,
-    manifest_raw: Mapping[str, object],
-    engine: str,
-    target: TargetDescriptor | None,
-    instance: InstanceType,
-    engines_with_launch: tuple[str, ...],
-) -> list[Problem]:
-    """Why ``spec``'s ``nodes`` cannot be served: ``auto`` without a model size, an engine with
-    no ``multi_node`` launch in its manifest, a target with no multi-node workload."""
-    problems: list[Problem] = []
-    if spec.nodes == "auto" and spec.model_bytes is not None:
-        try:
-            auto_nodes(spec, instance)
-        except MlccError as error:  # the model fits on no number of these nodes
-            problems.extend(error.problems)
-    elif spec.nodes == "auto":
-        problems.append(
-            Problem(
-                message="nodes: auto needs the model's size to derive the node count",
-                pointer="/nodes",
-                value="auto",
-                allowed="1, 2, 3, ... (or auto with model_bytes)",
-                fix="set model_bytes (the model's weights in bytes) or give nodes as a number",
-            )
-        )
-    if not isinstance(spec.nodes, int) or spec.nodes <= 1:
-        return problems
-    if "multi_node" not in manifest_raw:
-        problems.append(
-            Problem(
-                message=f"{engine} declares no multi-node launch (its manifest has no multi_node "
-                "block): it serves on one node only",
-                pointer="/nodes",
-                value=spec.nodes,
-                allowed="1" + (f" (multi-node engines: {', '.join(engines_with_launch)})"),
-                fix=f"set nodes: 1 with an instance that holds the model, or use "
-                f"{' or '.join(engines_with_launch)}",
-            )
-        )
-    if target is not None and target.multi_node_workload is None:
-        problems.append(
-            Problem(
-                message=f"the {target.name} target serves one node per model copy: "
-                + target.notes.get("nodes", "it declares no multi-node workload"),
-                pointer="/nodes",
-                value=spec.nodes,
-                allowed="1",
-                fix="set nodes: 1, or use the eks target (a LeaderWorkerSet per model copy)",
-            )
-        )
-    return problems
-
-
 class _Resolver:
     def __init__(
         self,
@@ -123,6 +74,7 @@ class _Resolver:
         target: TargetDescriptor | None,
     ) -> None:
         self.spec = spec
+        self.settings = settings
         self.manifest = settings.manifest
         self.computed = computed
         self.target = target
@@ -132,6 +84,8 @@ class _Resolver:
         self.warnings: list[str] = list(settings.warnings)
         self.skipped: list[Skipped] = []
         self.load = LoadDecision(mode="mount")
+        self.instance: InstanceType | None = None
+        """The spec's instance type, once looked up (``nodes: auto`` sizes on it)."""
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
@@ -277,15 +231,25 @@ class _Resolver:
         return tp
 
     @cached_property
+    def sizing(self) -> tuple[NodeSizing | None, tuple[Problem, ...]]:
+        """``nodes: auto`` resolved once (:func:`auto_sizing` on :attr:`instance`, with the
+        user's context length when set), or why it cannot be; ``(None, ())`` for a number."""
+        if self.spec.nodes != "auto" or self.instance is None:
+            return None, ()
+        given = context_length(self.settings)
+        try:
+            return auto_sizing(self.spec, self.instance, context_length=given), ()
+        except MlccError as error:
+            return None, error.problems
+
+    @property
     def nodes(self) -> int:
-        """The spec's ``nodes`` (``auto`` resolved once: :func:`auto_nodes`; 1 where it cannot
-        be, which :func:`multi_node_problems` reports)."""
+        """The spec's ``nodes`` (``auto`` resolved once, :attr:`sizing`; 1 where it cannot be,
+        which :func:`multi_node_problems` reports)."""
         if isinstance(self.spec.nodes, int):
             return self.spec.nodes
-        try:
-            return auto_nodes(self.spec, catalog.lookup(self.spec.instance_type)) or 1
-        except MlccError:
-            return 1
+        resolved, _ = self.sizing
+        return resolved.nodes if resolved is not None else 1
 
     @property
     def pipeline_parallel(self) -> int:
@@ -433,16 +397,20 @@ def resolve_for_target(
     found.extend(problems or ())
     if found or instance is None or source is None:
         raise MlccError(found)
+    resolver.instance = instance
     found.extend(
         multi_node_problems(
             spec,
             resolver.manifest.raw,
             resolver.manifest.engine,
             target,
-            instance,
+            resolver.sizing,
             multi_node_engines(),
         )
     )
+    resolved, _ = resolver.sizing
+    if resolved is not None:  # say how nodes: auto was sized
+        resolver.warnings.append(resolved.explanation)
     if resolver.nodes > 1:  # the instance's network between the group's nodes (EFA)
         found.extend(
             multi_node_network_problems(
@@ -476,10 +444,3 @@ def resolve_for_target(
         # The mount carries the weights (mount), or only the LoRA adapters under the model prefix.
         mounts_model=source.kind == "s3" and (resolver.load.mode == "mount" or spec.lora),
     )
-
-
-def multi_node_engines() -> tuple[str, ...]:
-    """The built-in engines whose manifest declares a ``multi_node`` launch."""
-    from mlcc_constructs.core.engines.manifests import builtin_engines
-
-    return tuple(sorted(m.engine for m in builtin_engines() if "multi_node" in m.raw))
