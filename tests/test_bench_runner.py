@@ -21,7 +21,7 @@ def steps(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     called: list[str] = []
 
     def fake(name: str, value: float) -> Any:
-        def step(*_: Any) -> dict[str, Any]:
+        def step(*_: Any, **__: Any) -> dict[str, Any]:
             called.append(name)
             if value < 0:
                 raise RuntimeError(f"{name} broke")
@@ -62,10 +62,16 @@ def test_the_fleet_sections_get_their_sizes(
         monkeypatch.setattr(run, name, record(name))
     out = tmp_path / "results.json"
     assert run.main([*argv, "--only", "fleet,reviewer,cdk", "--out", str(out)]) == 0
-    validation = [1, min(100, loop)]
-    assert seen == {"fleet_synth": fleet, "reviewers_loop": loop, "cdk_validation": validation}
+    measured = {"fleet_synth": fleet, "reviewers_loop": loop}
+    if "--quick" not in argv:  # CDK's validation restates the synth: left to the full run
+        measured["cdk_validation"] = [1, min(100, loop)]
+    assert seen == measured
     sections = json.loads(out.read_text())["benchmarks"]
-    assert sorted(sections) == ["cdk validation", "fleet synth (plain CDK)", "reviewer's loop"]
+    assert sorted(sections) == sorted(
+        {"fleet_synth": "fleet synth (plain CDK)", "reviewers_loop": "reviewer's loop",
+         "cdk_validation": "cdk validation"}[name]
+        for name in measured
+    )  # fmt: skip
 
 
 def test_a_partial_run_keeps_the_sections_it_did_not_measure(
@@ -110,3 +116,19 @@ def test_quick_leaves_the_long_sections_to_the_full_run(tmp_path: Path, steps: l
     results = json.loads(out.read_text())
     assert results["command"] == "make bench QUICK=1"
     assert results["benchmarks"]["serving scale curve"]["runs"] == run.QUICK["runs"]
+
+
+@pytest.mark.parametrize(("argv", "empty_cache"), [(["--quick"], False), ([], True)])
+def test_quick_measures_the_warm_synth_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], empty_cache: bool
+) -> None:
+    seen: list[tuple[int, bool]] = []
+
+    def synth(runs: int, *, empty_cache_too: bool = True) -> dict[str, Any]:
+        seen.append((runs, empty_cache_too))
+        return _section(1.0)
+
+    monkeypatch.setattr(run, "synth_vs_floor", synth)
+    out = tmp_path / "results.json"
+    assert run.main([*argv, "--only", "synth", "--out", str(out)]) == 0
+    assert seen == [(run.QUICK["runs"] if argv else 5, empty_cache)]
