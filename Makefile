@@ -23,7 +23,8 @@ $(error mlcc: node is not on PATH; install Node.js 22 or 24 (README, Quick start
 else ifeq ($(shell test $(NODE_MAJOR) -lt $(NODE_TESTED) && echo old),old)
 $(error mlcc: Node.js $(NODE_MAJOR) is too old: the CDK app needs Node.js 20 or later (22 or 24 recommended; README, Quick start))
 else ifeq ($(NODE_MAJOR),$(NODE_TESTED))
-$(warning mlcc: note: Node.js 20 is past its end of life (2026-04-30) and jsii's support (2026-10-30); it is what this repository is tested on, so make silences jsii's end-of-life banner (JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20). Node.js 22 or 24 runs without it.)
+# A note, not a warning: $(warning) would prefix it with the Makefile's name and line.
+$(shell printf '%s\n' "mlcc: note: Node.js 20 is past its end of life (2026-04-30) and jsii's support (2026-10-30); it is what this repository is tested on, so make silences jsii's end-of-life banner (JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=20). Node.js 22 or 24 runs without it." >&2)
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := $(NODE_TESTED)
 endif
 export CDK_DISABLE_CLI_TELEMETRY := true
