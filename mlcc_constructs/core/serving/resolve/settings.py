@@ -23,7 +23,7 @@ from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.env_rules import key_problem, value_problem
 from mlcc_constructs.core.serving.resolve.resolution import is_secret_name
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
-from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.errors import Problem, json_pointer
 
 
 def label(pointer: str) -> str:
@@ -224,6 +224,25 @@ class _Reader:
             )
         return None
 
+    def _secret_key(self, key: str) -> None:
+        """A ``secret_env`` name takes the env keys' rule (its shape, the reserved names, the
+        case of an engine prefix: :func:`key_problem`), and is not also plain ``env``: a
+        Secret's value would otherwise replace the wrapper's own ``MLCC_*`` variables or
+        reach the engine twice."""
+        pointer = json_pointer("secret_env", key)
+        problem = key_problem(
+            key, pointer, manifest=self.manifest, registry=self.registry, keys=self.spec.secret_env
+        )
+        if problem is None and key in self.spec.env:
+            problem = Problem(
+                message=f"{key} is set twice: in env and in secret_env",
+                pointer=pointer,
+                value=key,
+                fix=f"drop {key} from env: the Secret's value is the one to deliver",
+            )
+        if problem is not None:
+            self.problems.append(problem)
+
     def read(self) -> EngineSettings:
         spec, manifest = self.spec, self.manifest
         by_suffix = {c.suffix: c for c in manifest.capabilities}
@@ -240,6 +259,8 @@ class _Reader:
                 key not in manifest.engine_env and self.checks.tier2_ok(key, value, pointer)
             ):
                 self.tier2.append((key, value))
+        for key in spec.secret_env:
+            self._secret_key(key)
         if spec.tensor_parallel_degree is not None:
             self._option(
                 "tensor_parallel_degree",
