@@ -15,6 +15,7 @@ from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.serving.kinds.registry import of_kind, validate_objects
 from mlcc_constructs.core.serving.prepare import cold_start as cs
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.resolve import model_size as ms
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
@@ -35,7 +36,7 @@ def _cold(
     nodes: bool = True,
 ) -> cs.ColdStart:
     return cs.cold_start(
-        size=cs.ModelSize(bytes=size, source=None if size is None else "spec"),
+        size=ms.ModelSize(bytes=size, source=None if size is None else "spec"),
         instances=instances,
         path=path,
         launches_nodes=nodes,
@@ -175,13 +176,13 @@ CONFIG_8B: dict[str, Any] = {
     ],
 )
 def test_where_the_model_size_comes_from(fields: dict[str, Any], size: tuple[Any, Any]) -> None:
-    found = cs.model_size(model_bytes=fields.pop("model_bytes", None), **fields)
+    found = ms.model_size(model_bytes=fields.pop("model_bytes", None), **fields)
     assert (found.bytes, found.source) == size
 
 
 def test_the_safetensors_index_gives_its_total_size() -> None:
     document = {"metadata": {"total_size": LLAMA_8B}, "weight_map": {}}
-    assert cs.index_total_size(document) == LLAMA_8B
+    assert ms.index_total_size(document) == LLAMA_8B
 
 
 @pytest.mark.parametrize(
@@ -198,7 +199,7 @@ def test_the_safetensors_index_gives_its_total_size() -> None:
 )
 def test_an_index_without_a_size_is_refused(document: Any) -> None:
     with pytest.raises(MlccError) as caught:
-        cs.index_total_size(document, where="s3://b/m/model.safetensors.index.json")
+        ms.index_total_size(document, where="s3://b/m/model.safetensors.index.json")
     (problem,) = caught.value.problems
     assert (problem.where, problem.pointer) == (
         "s3://b/m/model.safetensors.index.json",
@@ -293,7 +294,7 @@ LLAMA_405B = 811_000_000_000  # ~405B parameters x 2 bytes BF16 (a round figure 
 def test_a_group_loads_in_parallel_then_forms_before_the_warm_up(nodes: int) -> None:
     one = _cold(LLAMA_405B, "stream", instances=(P5,))
     group = cs.cold_start(
-        size=cs.ModelSize(bytes=LLAMA_405B, source="spec"),
+        size=ms.ModelSize(bytes=LLAMA_405B, source="spec"),
         instances=(P5,),
         path="stream",
         launches_nodes=True,

@@ -13,6 +13,7 @@ from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.serving.kinds.registry import of_kind
 from mlcc_constructs.core.serving.prepare import cold_start as cs, ready_timeout as rt
 from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.resolve import model_size as ms
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
@@ -35,7 +36,7 @@ LLAMA_BYTES = 8_030_261_248 * 2
 
 def _cold(size: int | None, path: cs.LoadPath = "mount", *, nodes: bool = True) -> cs.ColdStart:
     return cs.cold_start(
-        size=cs.ModelSize(bytes=size, source=None if size is None else "spec"),
+        size=ms.ModelSize(bytes=size, source=None if size is None else "spec"),
         instances=(G5_12X,),
         path=path,
         launches_nodes=nodes,
@@ -115,7 +116,7 @@ def _prepared(**fields: Any) -> Any:
 def test_the_workload_deadline_is_the_ready_timeout() -> None:
     eks = _prepared(model_config=LLAMA_8B, model_load="mount")
     (deployment,) = of_kind([e.object for e in eks.objects], "Deployment")
-    assert eks.cold_start.size == cs.ModelSize(bytes=LLAMA_BYTES, source="model_config")
+    assert eks.cold_start.size == ms.ModelSize(bytes=LLAMA_BYTES, source="model_config")
     assert deployment["spec"]["progressDeadlineSeconds"] == eks.ready_timeout.seconds == 1830
     # Streamed (the default for an s3:// vLLM model on eks): the weights take seconds, and the
     # 600 s startup floor with the node start and image pull make the deadline.

@@ -1,14 +1,14 @@
 """The staged model's size, read from S3 (``mlcc plan --read-index``): the safetensors index's
 ``metadata.total_size``, else the bytes of the ``*.safetensors`` files at the prefix's top (a
 model small enough for one shard has no index). The rules over the index are the core's
-(:func:`~mlcc_constructs.core.serving.prepare.cold_start.index_total_size`)."""
+(:func:`~mlcc_constructs.core.serving.resolve.model_size.index_total_size`)."""
 
 from __future__ import annotations
 
 import json
 
 from mlcc_constructs.core.adapters.s3_layout import S3Location
-from mlcc_constructs.core.serving.prepare.cold_start import INDEX_FILE, index_total_size
+from mlcc_constructs.core.serving.resolve.model_size import INDEX_FILE, index_total_size
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects
 

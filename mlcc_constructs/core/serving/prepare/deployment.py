@@ -29,7 +29,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     render_objects,
 )
 from mlcc_constructs.core.serving.prepare.cache_routing import cache_routing_problems
-from mlcc_constructs.core.serving.prepare.cold_start import cold_start, load_path, model_size
+from mlcc_constructs.core.serving.prepare.cold_start import cold_start, load_path
 from mlcc_constructs.core.serving.prepare.container import describe_container
 from mlcc_constructs.core.serving.prepare.disruption import (
     ignored_field_warnings,
@@ -52,6 +52,7 @@ from mlcc_constructs.core.serving.prepare.ready_timeout import (
 from mlcc_constructs.core.serving.prepare.secrets import plan_secrets
 from mlcc_constructs.core.serving.resolve.engine_config import resolve_deployment
 from mlcc_constructs.core.serving.resolve.model_load import stream_env
+from mlcc_constructs.core.serving.resolve.model_size import model_size
 from mlcc_constructs.core.serving.spec.autoscaling import autoscaling_problems
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
@@ -101,7 +102,7 @@ def prepare(
     plugins); ``context`` names the environment (TLS bucket, region fallback);
     ``index_bytes``: the staged model's safetensors index ``total_size``, when the caller read
     it (the model's size after the spec's ``model_bytes``:
-    :func:`~mlcc_constructs.core.serving.prepare.cold_start.model_size`).
+    :func:`~mlcc_constructs.core.serving.resolve.model_size.model_size`).
     """
     context = context or RenderContext()
     registry = registry or EngineRegistry.load(use_env=False)

@@ -31,7 +31,7 @@ from typing import Any
 
 from mlcc_constructs.core.adapters.lora import ModelGeometry, model_geometry
 from mlcc_constructs.core.platform.catalog import InstanceType
-from mlcc_constructs.core.serving.prepare.cold_start import model_size
+from mlcc_constructs.core.serving.resolve.model_size import model_size
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError, fail
