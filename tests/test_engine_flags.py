@@ -86,6 +86,8 @@ TAKEN = [
     ("vllm", None, "VLLM_ENABLE_LOG_REQUESTS", "true", ["--enable-log-requests"], []),
     ("vllm", None, "VLLM_ENABLE_LOG_REQUESTS", "false", ["--no-enable-log-requests"], []),
     ("vllm", "0.33.0", "VLLM_DISABLE_LOG_REQUESTS", "true", ["--disable-log-requests"], []),
+    # 0.33's EnableDisableAction keeps the wrapper's --no-enable-x, hidden from --help
+    ("vllm", "0.33.0", "VLLM_ENABLE_PREFIX_CACHING", "false", ["--no-enable-prefix-caching"], []),
     ("vllm", None, "VLLM_MAX_NUM_SEQS", "8", ["--max-num-seqs", "8"], []),
     ("vllm", None, "VLLM_GPU_MEMORY_UTILIZATION", "0.85", ["0.85"], []),
     ("vllm", None, "VLLM_ENFORCE_EAGER", "True", ["--enforce-eager"], []),
@@ -174,7 +176,7 @@ def test_an_engine_env_variable_the_release_does_not_read_is_warned_about(
 
 ACTIONS = {"store", "append", *BOOLEAN_ACTIONS}
 FLAG_KEYS = {"action", "off", "aliases", "engine_action", "type", "nargs", "choices",
-             "choices_unrecorded", "required"}  # fmt: skip
+             "choices_unrecorded", "required", "hidden"}  # fmt: skip
 SPELLING = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -193,6 +195,8 @@ def test_facts_files_have_the_schema(path: Any) -> None:
         assert set(record) <= FLAG_KEYS and record["action"] in ACTIONS, flag
         names = [flag, *record.get("aliases", []), *record.get("off", [])]
         assert all(SPELLING.match(n) for n in names), flag
+        # a hidden spelling (accepted, not in --help) is one of the flag's own spellings
+        assert set(record.get("hidden", [])) <= set(names[1:]), flag
         spellings += names
         if record["action"] == "boolean_optional":
             assert record["off"], flag

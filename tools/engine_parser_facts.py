@@ -190,6 +190,11 @@ def facts(parser: argparse.ArgumentParser) -> tuple[dict[str, Any], dict[str, An
     """Every flag of ``parser`` keyed by its first spelling, and its positional."""
     flags: dict[str, Any] = {}
     positional = None
+    # Every spelling the parser accepts, help-visible or not: vLLM 0.33's EnableDisableAction
+    # keeps --no-enable-x registered but drops it from the action's option_strings (help).
+    registered: dict[int, list[str]] = {}
+    for spelling, owner in parser._option_string_actions.items():
+        registered.setdefault(id(owner), []).append(spelling)
     for action in parser._actions:
         if isinstance(action, argparse._HelpAction):
             continue
@@ -197,13 +202,17 @@ def facts(parser: argparse.ArgumentParser) -> tuple[dict[str, Any], dict[str, An
             positional = {"dest": action.dest, "nargs": action.nargs}
             continue
         kind, custom = _action(action)
-        spellings = list(action.option_strings)
+        visible = list(action.option_strings)
+        hidden = [s for s in registered.get(id(action), []) if s not in visible]
+        spellings = visible + hidden
         record: dict[str, Any] = {"action": kind}
         if kind == "boolean_optional":  # vLLM 0.33's EnableDisableAction: --disable-x is off
             negative = set(getattr(action, "negative_option_strings", ()))
             off = [s for s in spellings if s.startswith("--no-") or s in negative]
             record["off"] = off
             spellings = [s for s in spellings if s not in off]
+        if hidden:
+            record["hidden"] = hidden  # accepted, not in --help
         if spellings[1:]:
             record["aliases"] = spellings[1:]
         if custom:
