@@ -19,7 +19,6 @@ omitted and the reason reported.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import cached_property
 
 from mlcc_constructs.core.engines.manifests import (
     Capability,
@@ -84,8 +83,9 @@ class _Resolver:
         self.warnings: list[str] = list(settings.warnings)
         self.skipped: list[Skipped] = []
         self.load = LoadDecision(mode="mount")
-        self.instance: InstanceType | None = None
-        """The spec's instance type, once looked up (``nodes: auto`` sizes on it)."""
+        self.sizing: tuple[NodeSizing | None, tuple[Problem, ...]] = (None, ())
+        """``nodes: auto`` resolved (:meth:`size_nodes`), or why it cannot be; ``(None, ())``
+        for a number, and until the instance is known."""
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
@@ -230,17 +230,16 @@ class _Resolver:
             )
         return tp
 
-    @cached_property
-    def sizing(self) -> tuple[NodeSizing | None, tuple[Problem, ...]]:
-        """``nodes: auto`` resolved once (:func:`auto_sizing` on :attr:`instance`, with the
-        user's context length when set), or why it cannot be; ``(None, ())`` for a number."""
-        if self.spec.nodes != "auto" or self.instance is None:
-            return None, ()
+    def size_nodes(self, instance: InstanceType) -> None:
+        """Resolve ``nodes: auto`` once, on ``instance`` (:func:`auto_sizing`, with the user's
+        context length when set), into :attr:`sizing`."""
+        if self.spec.nodes != "auto":
+            return
         given = context_length(self.settings)
         try:
-            return auto_sizing(self.spec, self.instance, context_length=given), ()
+            self.sizing = auto_sizing(self.spec, instance, context_length=given), ()
         except MlccError as error:
-            return None, error.problems
+            self.sizing = None, error.problems
 
     @property
     def nodes(self) -> int:
@@ -397,7 +396,7 @@ def resolve_for_target(
     found.extend(problems or ())
     if found or instance is None or source is None:
         raise MlccError(found)
-    resolver.instance = instance
+    resolver.size_nodes(instance)
     found.extend(
         multi_node_problems(
             spec,
