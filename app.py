@@ -14,14 +14,9 @@ from mlcc_constructs.core.platform.cluster_access import context_list
 from mlcc_constructs.core.platform.context_values import context_source
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
-from mlcc_constructs.core.platform.hyperpod_capacity import capacity_problems, surge_headroom
-from mlcc_constructs.core.platform.hyperpod_tolerations import toleration_problems
+from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
-from mlcc_constructs.core.serving.spec.app_deployments import (
-    AppDeployment,
-    cidr_mismatch_problems,
-    served_load_balancers,
-)
+from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment, served_load_balancers
 from mlcc_constructs.core.serving.stack_selection import SELECTION_KEY, select_stacks
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks import BucketsStack, EksClusterStack, environment_from_context
@@ -31,7 +26,6 @@ from stacks.deployments import (
     dist_text,
     gpu_demand,
     gpu_instance_types,
-    hyperpod_demand,
     set_cluster_query_url,
     wants_inference_gateway,
 )
@@ -65,78 +59,71 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     app = app or cdk.App(performance_reporting=False)
     quiet_stack_traces(app)
     environment = environment_from_context(app)
+    deployments = app_deployments(app)
     plan = serving_plan(app)
     selection = selected_deployments(app, plan)  # an unknown name fails before any stack
     hyperpod = hyperpod_settings_from_context(app, environment)
-    demand = hyperpod_demand(app_deployments(app))
-    raise_if_any(
-        [
-            *coverage_problems(hyperpod, [(d.where, d.instance_type) for d in demand]),
-            *capacity_problems(hyperpod, demand),
-            *toleration_problems(hyperpod, demand),
-        ]
-    )
+    if hyperpod is None:  # a hyperpod-eks deployment needs a cluster the app does not have
+        on_hyperpod = [d for d in deployments if _on_hyperpod(d)]
+        raise_if_any(coverage_problems(None, [(d.where, "") for d in on_hyperpod]))
     buckets = BucketsStack(app, environment=environment)
     cluster_stack = EksClusterStack(
         app,
         environment=environment,
-        gpu_families=instance_families(gpu_instance_types(app_deployments(app))),
-        load_balancer_groups=served_load_balancers(app_deployments(app)),
-        gpu_pool=gpu_pool_from_context(app, gpu_demand(app_deployments(app))),
+        gpu_families=instance_families(gpu_instance_types(deployments)),
+        load_balancer_groups=served_load_balancers(deployments),
+        gpu_pool=gpu_pool_from_context(app, gpu_demand(deployments)),
         egress=egress_from_context(app, environment),
         # The LWS controller only where a deployment runs over several nodes.
-        leader_worker_set=any(d.prepared.resolution.nodes > 1 for d in app_deployments(app)),
+        leader_worker_set=any(d.prepared.resolution.nodes > 1 for d in deployments),
     )
-    set_cluster_query_url(app, cluster_stack.serving_cluster.prometheus_query_url)
-    # The deployments were prepared before the cluster existed: their NetworkPolicies must
-    # admit exactly the load balancer subnets the cluster has.
-    raise_if_any(
-        cidr_mismatch_problems(
-            app_deployments(app), cluster_stack.serving_cluster.load_balancer_cidrs
-        )
-    )
+    serving_cluster = cluster_stack.serving_cluster
+    set_cluster_query_url(app, serving_cluster.prometheus_query_url)
     operator = None
     if hyperpod is not None:
         hyperpod_stack = HyperPodClusterStack(
             app, environment=environment, cluster_stack=cluster_stack, settings=hyperpod
         )
-        for note in surge_headroom(hyperpod, demand):  # shown by cdk synth and cdk deploy
-            cdk.Annotations.of(hyperpod_stack).add_info(note)
+        # Every deployment, selected or not, is checked against the instance groups at once.
+        hyperpod_stack.hyperpod.host_all([(d.prepared, d.where) for d in deployments])
         operator_stack = InferenceOperatorStack(
             app,
             environment=environment,
             cluster_stack=cluster_stack,
             hyperpod_stack=hyperpod_stack,
-            inference_gateway=wants_inference_gateway(app_deployments(app)),
+            inference_gateway=wants_inference_gateway(deployments),
         )
         # Buckets are named, not referenced: the lifecycle scripts' and the TLS bucket exist
         # first.
         hyperpod_stack.add_stack_dependency(buckets, "the lifecycle scripts' bucket")
         operator_stack.add_stack_dependency(buckets, "the TLS certificates' bucket")
-        operator = operator_stack.operator.addon
+        operator = operator_stack.operator
     namespaces = ServingNamespacesStack(
         app, environment=environment, cluster=cluster_stack.cluster, plan=plan
     )
     # The plan keeps the deployments' order: one unit per deployment.
-    deployments = app_deployments(app)
     for unit, deployment, built in zip(plan.units, deployments, selection, strict=True):
-        if not built:
-            continue
-        DeploymentServingStack(
-            app,
-            environment=environment,
-            cluster=cluster_stack.cluster,
-            unit=unit,
-            deployment=deployment.prepared,
-            namespaces=namespaces,
-            operator=operator,
-            readiness=cluster_stack.serving_cluster.readiness,
-        )
+        if built:
+            DeploymentServingStack(
+                app,
+                environment=environment,
+                cluster=serving_cluster,
+                unit=unit,
+                deployment=deployment,
+                namespaces=namespaces,
+                operator=operator,
+            )
     if not all(selection):
         keep_exports(
             app, cluster_stack, [d for d, s in zip(deployments, selection, strict=True) if not s]
         )
     return app
+
+
+def _on_hyperpod(deployment: AppDeployment) -> bool:
+    """Whether the deployment's pods run on the HyperPod cluster (its objects need the
+    operator)."""
+    return hyperpod_demand(deployment.prepared, where=deployment.where) is not None
 
 
 def keep_exports(

@@ -28,10 +28,15 @@ from mlcc_constructs.core.serving.spec.app_deployments import (
     CONTEXT_KEY,
     AppDeployment,
     prepare_deployments,
+    prepare_labelled,
 )
+from mlcc_constructs.core.serving.spec.files import load_spec_documents
 from mlcc_constructs.core.support.errors import fail
 from stacks.app_context import environment_from_context
 
+FILE_KEY = "deployments_file"
+"""cdk.json / ``-c`` key: a spec list file (``mlcc render -f`` format) whose deployments replace
+cdk.json's ``reference_deployments``, e.g. ``examples/reference.yaml``."""
 QUERY_URL_KEY = "prometheus_query_url"
 """cdk.json / ``-c`` key: a Prometheus workspace URL in place of the app's cluster's."""
 QUERY_URL_PLACEHOLDER = "${MLCC_PROMETHEUS_QUERY_URL}"
@@ -93,6 +98,16 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
     if app in _CACHE:
         return _CACHE[app]
     defaults = {key: app.node.try_get_context(key) for key in ("account", "region", "profile")}
+    file = app.node.try_get_context(FILE_KEY)
+    if file:  # a spec list file replaces cdk.json's list (the reference set: README)
+        _CACHE[app] = result = prepare_labelled(
+            load_spec_documents(str(file)),
+            defaults=defaults,
+            load_balancer_cidrs=load_balancer_cidrs(app),
+            prometheus_query_url=cluster_query_url(app),
+            image_registry=image_registry(app),
+        )
+        return result
     raw = app.node.try_get_context(CONTEXT_KEY)
     entries = decode_context(raw, CONTEXT_KEY) or []
     # "-c reference_deployments" for the CLI's text, else cdk.json's place of the list

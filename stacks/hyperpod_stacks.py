@@ -31,13 +31,8 @@ from mlcc_constructs.core.platform.hyperpod import (
     hyperpod_settings,
     operator_role_name,
 )
-from mlcc_constructs.core.platform.versions import hyperpod_version_warning, pinned
 from stacks.app_context import AppEnvironment
 from stacks.eks_cluster_stack import EksClusterStack
-
-# The id of the synth warning for a Kubernetes version HyperPod does not document
-# (``cdk.Annotations.of(stack).acknowledge_warning(id)`` silences it once checked).
-HYPERPOD_VERSION_WARNING = "mlcc:hyperpod-kubernetes-version"
 
 HYPERPOD_CLUSTER = "hyperpod-cluster"
 INFERENCE_OPERATOR = "inference-operator"
@@ -81,13 +76,6 @@ class HyperPodClusterStack(cdk.Stack):
             )
             return
         cluster = cluster_stack.cluster
-        # The app's EKS cluster runs the pinned version (EksClusterStack sets no other).
-        versions = pinned()
-        warning = hyperpod_version_warning(
-            versions.kubernetes, versions.hyperpod_kubernetes_documented
-        )
-        if warning is not None:  # shown by cdk synth and cdk deploy
-            cdk.Annotations.of(self).add_warning_v2(HYPERPOD_VERSION_WARNING, warning)
         private = cluster_stack.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         self.hyperpod = HyperPodCluster(
             self,
@@ -103,6 +91,9 @@ class HyperPodClusterStack(cdk.Stack):
                 security_group_ids=[cluster.cluster_security_group_id],
                 profile=environment.profile,
                 eks_cluster_name=cluster_stack.cluster_name,
+                # Problems of a group name the context value it came from.
+                groups_where=settings.where,
+                groups_pointer=settings.pointer,
             ),
         )
 
@@ -132,7 +123,7 @@ class InferenceOperatorStack(cdk.Stack):
             props=HyperPodInferenceOperatorProps(
                 cluster=cluster_stack.cluster,
                 oidc_provider=cluster_stack.oidc_provider,
-                hyperpod_cluster_arn=hyperpod_stack.hyperpod.cluster_arn,
+                hyperpod_cluster=hyperpod_stack.hyperpod,
                 role_name=operator_role_name(environment.profile, environment.region),
                 profile=environment.profile,
                 eks_cluster_name=cluster_stack.cluster_name,

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 from aws_cdk import aws_eks_v2 as eks
-from constructs import Construct, IDependable
+from constructs import Construct
 
+from mlcc_constructs.aws.imported_cluster import IServingCluster
+from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
-from mlcc_constructs.aws.readiness import ReadinessProvider
 from mlcc_constructs.aws.served_model import ServedModel, ServedModelProps
 from mlcc_constructs.core.serving.plan import SERVING, ServingPlan, ServingUnit
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment
 from stacks.app_context import AppEnvironment
 
 
@@ -46,26 +47,24 @@ class ServingNamespacesStack(cdk.Stack):
 
 class DeploymentServingStack(cdk.Stack):
     """Every object of one deployment, in apply order (the render pipeline's list): its
-    :class:`ServedModel` (``model``). Its namespace is the namespaces stack's; an object whose
-    CRD the HyperPod inference operator add-on installs (an ``InferenceEndpointConfig``)
-    depends on that add-on (``operator``), so the stack deploys after
-    ``mlcc-<profile>-inference-operator``."""
+    :class:`ServedModel` (``model``), which checks the deployment against the cluster. Its
+    namespace is the namespaces stack's; an object whose CRD the HyperPod inference operator
+    add-on installs (an ``InferenceEndpointConfig``) depends on that add-on (``operator``), so
+    the stack deploys after ``mlcc-<profile>-inference-operator``."""
 
     def __init__(
         self,
         scope: Construct,
         *,
         environment: AppEnvironment,
-        cluster: eks.Cluster,
+        cluster: IServingCluster,
         unit: ServingUnit,
-        deployment: PreparedDeployment,
+        deployment: AppDeployment,
         namespaces: ServingNamespacesStack,
-        operator: IDependable | None = None,
-        readiness: ReadinessProvider | None = None,
+        operator: HyperPodInferenceOperator | None = None,
     ) -> None:
-        """``unit``: the deployment's place in the serving plan (stack name);
-        ``deployment``: the prepared deployment it applies; ``readiness``: the cluster's deploy
-        waiter (``None``: the stack makes its own)."""
+        """``unit``: the deployment's place in the serving plan (stack name); ``deployment``:
+        the app's deployment it applies."""
         super().__init__(
             scope,
             environment.stack_name(unit.suffix),
@@ -78,11 +77,11 @@ class DeploymentServingStack(cdk.Stack):
             self,
             "Model",
             props=ServedModelProps(
-                deployment=deployment,
+                deployment=deployment.prepared,
                 cluster=cluster,
                 operator=operator,
                 create_namespace=False,  # the namespaces stack applies it
-                readiness=readiness,
+                declared_at=deployment.where,
             ),
         )
         self.objects = self.model.objects

@@ -21,10 +21,36 @@ BUCKETS_STACK = "mlcc-dev-buckets"
 _ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
 
-def cdk_context() -> dict[str, Any]:
-    """The context ``cdk synth`` gives the app: cdk.json's ``context``."""
+REFERENCE_FILE = "examples/reference.yaml"
+REFERENCE_HYPERPOD = REPO / "examples" / "reference-hyperpod.json"
+
+
+def default_context() -> dict[str, Any]:
+    """The context plain ``cdk synth`` gives the app: cdk.json's ``context`` (the default app:
+    one deployment, no HyperPod)."""
     context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]
     return context
+
+
+def reference_context() -> dict[str, Any]:
+    """What ``make synth REFERENCE=1`` adds: the reference set's spec list and HyperPod
+    instance groups (README, *The reference set*)."""
+    groups = json.loads(REFERENCE_HYPERPOD.read_text(encoding="utf-8"))
+    return {"deployments_file": REFERENCE_FILE, "hyperpod_instance_groups": groups}
+
+
+def reference_entries() -> list[dict[str, Any]]:
+    """The reference set's deployment entries (``examples/reference.yaml``)."""
+    import yaml
+
+    entries: list[dict[str, Any]] = yaml.safe_load((REPO / REFERENCE_FILE).read_text())
+    return entries
+
+
+def cdk_context() -> dict[str, Any]:
+    """The context of the reference app the tests and stack histories synthesise: cdk.json's,
+    with the reference set (:func:`reference_context`)."""
+    return {**default_context(), **reference_context()}
 
 
 def build(**overrides: Any) -> Any:
@@ -33,6 +59,8 @@ def build(**overrides: Any) -> Any:
 
     from app import build_app
 
+    if "reference_deployments" in overrides:  # an inline list in place of the reference file
+        overrides.setdefault("deployments_file", None)
     return build_app(cdk.App(context={**cdk_context(), **overrides}))
 
 
@@ -137,3 +165,28 @@ def synthesised_import_mode() -> tuple[Any, dict[str, str]]:
     assembly = app.synth()
     texts = {stack.stack_name: json.dumps(stack.template, indent=1) for stack in assembly.stacks}
     return app, texts
+
+
+def serving_on(cluster: Any, scope: Any = None) -> Any:
+    """A team's bare ``eks.ICluster`` as an ``IServingCluster`` whose internal load balancers
+    live where a deployment prepared with the default render context admits them
+    (``REFERENCE_CIDRS``): what ``ServedModel`` needs for a deployment with a load balancer."""
+    from aws_cdk import aws_iam as iam
+
+    from mlcc_constructs import ServingCluster
+    from mlcc_constructs.core.platform.load_balancing import REFERENCE_CIDRS
+
+    scope = scope or cluster.stack
+    name = f"{cluster.node.id}Serving"
+    if (found := scope.node.try_find_child(name)) is not None:  # one per cluster and scope
+        return found
+    oidc = iam.OpenIdConnectProvider.from_open_id_connect_provider_arn(
+        scope, f"{name}Oidc", "arn:aws:iam::123456789012:oidc-provider/oidc.example.com/id/TEAM"
+    )
+    return ServingCluster.from_cluster_attributes(
+        scope,
+        name,
+        cluster=cluster,
+        oidc_provider=oidc,
+        load_balancer_cidrs={s: tuple(c) for s, c in REFERENCE_CIDRS.items()},
+    )

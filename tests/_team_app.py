@@ -109,7 +109,7 @@ class TeamServingStack(cdk.Stack):
         self.model = ServedModel(
             self,
             "Llama",
-            props=ServedModelProps(deployment=deployment, cluster=self.serving.cluster),
+            props=ServedModelProps(deployment=deployment, cluster=self.serving),
         )
 
 

@@ -85,13 +85,18 @@ def test_no_addon_waits_for_anything_of_the_hyperpod_stack() -> None:
 
 
 @pytest.mark.parametrize(
-    ("name", "configured"), [("vpc-cni", False), ("kube-proxy", False), ("coredns", True)]
+    ("name", "configuration"),
+    [
+        # Network policy enforcement stays on: the add-on's chart owns the Auto Mode switch too.
+        ("vpc-cni", {"enableNetworkPolicy": "true"}),
+        ("kube-proxy", None),
+        ("coredns", coredns_configuration()),
+    ],
 )
-def test_configuration_values(name: str, configured: bool) -> None:
+def test_configuration_values(name: str, configuration: dict[str, Any] | None) -> None:
     properties = _addons()[name][1]["Properties"]
-    assert ("ConfigurationValues" in properties) is configured
-    if configured:
-        assert json.loads(properties["ConfigurationValues"]) == coredns_configuration()
+    given = properties.get("ConfigurationValues")
+    assert (json.loads(given) if given is not None else None) == configuration
 
 
 def test_coredns_prefers_auto_mode_and_keeps_its_defaults() -> None:
@@ -124,13 +129,13 @@ def test_hyperpod_version_warning(version: str, warned: bool) -> None:
         assert "hyperpod_kubernetes_documented" in warning
 
 
-def test_the_app_warns_of_the_pinned_version_on_the_hyperpod_stack() -> None:
+def test_the_hyperpod_cluster_warns_of_the_pinned_version() -> None:
     expected = hyperpod_version_warning(
         pinned().kubernetes, pinned().hyperpod_kubernetes_documented
     )
     messages = [
         str(entry.data)
-        for entry in stack(HYPERPOD_STACK).node.metadata
+        for entry in stack(HYPERPOD_STACK).node.find_child("HyperPodCluster").node.metadata
         if entry.type == "aws:cdk:warning"
     ]
     if expected is None:

@@ -1,5 +1,6 @@
 """CDK's built-in CloudFormation validation, run once over the app as ``cdk synth`` builds it:
-it passes (no violation, only the acknowledged ones) and changes no template. Every other
+it passes (no violation, only the acknowledged ones) and changes no template. The reference app
+(the reference set with HyperPod: every kind of resource the app makes). Every other
 synth in the suite skips it (tests/conftest.py sets ``CDK_VALIDATION=false``), as ``make synth
 FAST=1`` does."""
 
@@ -11,13 +12,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from _cdk_app import REPO, synthesised
+from _cdk_app import REPO, cdk_context, synthesised
 
 SYNTH = """
 import json, sys
 import aws_cdk as cdk
 from app import build_app
-context = json.loads(open("cdk.json", encoding="utf-8").read())["context"]
+context = json.loads(sys.argv[2])
 build_app(cdk.App(context=context, outdir=sys.argv[1])).synth()
 """
 
@@ -26,7 +27,7 @@ def test_the_app_passes_cdk_validation_and_it_changes_no_template(tmp_path: Path
     env = {k: v for k, v in os.environ.items() if k != "CDK_VALIDATION"}  # validation on
     out = tmp_path / "cdk.out"
     done = subprocess.run(
-        [sys.executable, "-c", SYNTH, str(out)],
+        [sys.executable, "-c", SYNTH, str(out), json.dumps(cdk_context())],
         cwd=REPO,
         env=env,
         capture_output=True,

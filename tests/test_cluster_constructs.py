@@ -11,6 +11,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from _cdk_app import serving_on
 from test_cdk_nag import _findings
 from test_cfn_lint import IGNORED
 
@@ -446,7 +447,7 @@ def test_the_namespace_is_created_unless_told_or_built_in(
         "Model",
         props=ServedModelProps(
             deployment=_prepared(namespace=namespace),
-            cluster=_imported_cluster(stack),
+            cluster=serving_on(_imported_cluster(stack)),
             create_namespace=create,
             wait_for_ready=False,
         ),
@@ -469,7 +470,7 @@ def test_a_cluster_without_a_kubectl_provider_is_refused() -> None:
 
     stack = _stack()
     cluster = eks.Cluster.from_cluster_attributes(stack, "Bare", cluster_name="bare")
-    props = ServedModelProps(deployment=_prepared(), cluster=cluster)
+    props = ServedModelProps(deployment=_prepared(), cluster=serving_on(cluster))
     assert _messages(lambda: ServedModel(stack, "Model", props=props)) == [
         "Team/Model/Namespace: the cluster has no kubectl provider to apply Kubernetes objects "
         "with (fix: create the cluster with kubectl_provider_options=..., or import it with "

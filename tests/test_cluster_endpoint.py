@@ -6,7 +6,6 @@ an internet-facing group, a team's own VPC, and every bad input with its exact e
 
 from __future__ import annotations
 
-import copy
 import ipaddress
 import json
 from collections.abc import Callable
@@ -14,7 +13,7 @@ from functools import cache
 from typing import Any
 
 import pytest
-from _cdk_app import EKS_STACK, cdk_context, manifest_object, template
+from _cdk_app import EKS_STACK, cdk_context, manifest_object, reference_entries, template
 from test_cdk_nag import _findings
 
 from mlcc_constructs.core.platform.endpoint_components import (
@@ -303,7 +302,7 @@ def _internet_facing() -> dict[str, Any]:
 
     from app import build_app
 
-    deployments = copy.deepcopy(cdk_context()["reference_deployments"])
+    deployments = reference_entries()
     deployments.append(
         {
             "name": "open-llama",
@@ -322,7 +321,11 @@ def _internet_facing() -> dict[str, Any]:
     )
     app = build_app(
         cdk.App(
-            context={**cdk_context(), "reference_deployments": deployments},
+            context={
+                **cdk_context(),
+                "deployments_file": None,
+                "reference_deployments": deployments,
+            },
             builtin_cloud_formation_validation=False,
         )
     )
@@ -360,26 +363,33 @@ def test_an_internet_facing_group_gets_public_subnets_and_its_classes() -> None:
     assert grouped["subnets"]["ids"] == [f"<{k}>" for k in subnets]
 
 
-def test_the_app_refuses_deployments_that_admit_other_cidrs_than_the_clusters() -> None:
+def test_the_reference_deployments_admit_the_clusters_subnets_and_no_other() -> None:
     from _cdk_app import synthesised
 
-    from mlcc_constructs.core.serving.spec.app_deployments import (
-        cidr_mismatch_problems,
-        served_load_balancers,
-    )
+    from mlcc_constructs.core.serving.cluster_fit import load_balancer_problems
+    from mlcc_constructs.core.serving.spec.app_deployments import served_load_balancers
     from stacks.deployments import app_deployments
 
     deployments = app_deployments(synthesised()[0])
     assert served_load_balancers(deployments) == {"internal": ()}
-    assert cidr_mismatch_problems(deployments, {"internal": reference_cidrs(2)["internal"]}) == []
-    problems = cidr_mismatch_problems(deployments, {"internal": ("10.0.16.0/24",)})
-    assert [str(p) for p in problems] == [
-        f"cdk.json:/context/reference_deployments/{i}:/endpoint/scheme: the deployment's "
-        "NetworkPolicy would admit its internal load balancers from 10.0.16.0/24, 10.0.17.0/24, "
-        "and the cluster's internal load balancer subnets are 10.0.16.0/24 (got 'internal'; "
-        "allowed: 10.0.16.0/24; fix: prepare the deployments with the cluster's "
-        "load_balancer_cidrs (RenderContext.load_balancer_cidrs))"
-        for i in (0, 3, 4)  # the eks deployments; HyperPod's operator makes its own ALBs
+
+    def problems(cidrs: dict[str, tuple[str, ...]]) -> list[str]:
+        return [
+            str(p)
+            for d in deployments
+            for p in load_balancer_problems(d.prepared, cidrs, where=d.where, cidrs_field="f")
+        ]
+
+    assert problems({"internal": reference_cidrs(2)["internal"]}) == []
+    assert problems({"internal": ("10.0.16.0/24",)}) == [
+        f"examples/reference.yaml#{i}:/deployment: deployment inference/{name}'s NetworkPolicy "
+        "would admit its internal load balancers from 10.0.16.0/24, 10.0.17.0/24, and the "
+        "cluster's internal load balancer subnets are 10.0.16.0/24: the load balancer could not "
+        "reach the pods (got '10.0.16.0/24, 10.0.17.0/24'; allowed: 10.0.16.0/24; fix: prepare "
+        "the deployment with the cluster's CIDRs: RenderContext(load_balancer_cidrs=<cluster>."
+        "load_balancer_cidrs, ...))"
+        # the eks deployments; HyperPod's operator makes its own ALBs
+        for i, name in ((0, "llama-vllm"), (3, "mistral-vllm-args"), (4, "llama-405b-vllm"))
     ]
 
 

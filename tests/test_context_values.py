@@ -8,7 +8,14 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from _cdk_app import EKS_STACK, build, cdk_context
+from _cdk_app import (
+    EKS_STACK,
+    REFERENCE_FILE,
+    build,
+    cdk_context,
+    default_context,
+    reference_entries,
+)
 
 from mlcc_constructs.core.platform.cluster_access import (
     NO_ADMIN_WARNING,
@@ -130,10 +137,15 @@ def test_problems_name_the_flag_for_cli_values(overrides: dict[str, Any], start:
     assert str(caught.value).startswith(start)
 
 
+def _default(**overrides: Any) -> cdk.App:
+    """The default app's context (cdk.json alone: its inline ``reference_deployments``)."""
+    return cdk.App(context={**default_context(), **overrides})
+
+
 def test_reference_deployments_json_from_cli_is_decoded() -> None:
-    entries = cdk_context()["reference_deployments"]
-    from_file = app_deployments(_context())
-    from_cli = app_deployments(_context(reference_deployments=json.dumps(entries)))
+    entries = default_context()["reference_deployments"]
+    from_file = app_deployments(_default())
+    from_cli = app_deployments(_default(reference_deployments=json.dumps(entries)))
     assert [d.prepared.spec for d in from_cli] == [d.prepared.spec for d in from_file]
     assert from_cli[0].where == "-c reference_deployments/0"
     assert from_file[0].where == "cdk.json:/context/reference_deployments/0"
@@ -150,7 +162,7 @@ def test_reference_deployments_json_from_cli_is_decoded() -> None:
 )
 def test_bad_reference_deployments_name_their_source(value: object, where: str) -> None:
     with pytest.raises(MlccError) as caught:
-        app_deployments(_context(reference_deployments=value))
+        app_deployments(_default(reference_deployments=value))
     assert {
         p.where.split(":/")[0] if p.where.startswith("-c") else p.where
         for p in caught.value.problems
@@ -174,3 +186,21 @@ def test_empty_admin_role_arns_warns_at_synth() -> None:
         cdk.assertions.Match.string_like_regexp(f"admin_role_arns is empty.*{NO_ADMIN_WARNING}"),
     )
     assert len(warnings) == 1
+
+
+def test_a_deployments_file_replaces_the_inline_list() -> None:
+    deployments = app_deployments(_context())  # the reference app: examples/reference.yaml
+    entries = reference_entries()
+    assert [d.prepared.spec.name for d in deployments] == [e["name"] for e in entries]
+    assert [d.where for d in deployments] == [
+        f"{REFERENCE_FILE}#{index}" for index in range(len(entries))
+    ]
+    assert "qwen3-8b" not in {d.prepared.spec.name for d in deployments}
+
+
+def test_a_missing_deployments_file_names_itself(tmp_path: Any) -> None:
+    missing = tmp_path / "nope.yaml"
+    with pytest.raises(MlccError) as caught:
+        app_deployments(_default(deployments_file=str(missing)))
+    (problem,) = caught.value.problems
+    assert problem.where == str(missing)

@@ -143,7 +143,7 @@ def _build(entries: list[dict[str, Any]]) -> Any:
 
     from app import build_app
 
-    values = {**cdk_context(), "reference_deployments": entries}
+    values = {**cdk_context(), "deployments_file": None, "reference_deployments": entries}
     return build_app(cdk.App(context=values, builtin_cloud_formation_validation=False))
 
 

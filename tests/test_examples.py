@@ -21,7 +21,20 @@ def test_the_examples_ship() -> None:
         "cachebackend.yaml",
         "deployment.yaml",
         "multi-node-vllm.yaml",
+        "reference-hyperpod.json",
+        "reference.yaml",
     ]
+
+
+def test_the_reference_set_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    """The opt-in reference set (``-c deployments_file=examples/reference.yaml``) is a spec
+    list ``mlcc render -f`` takes as it is."""
+    path = EXAMPLES / "reference.yaml"
+    url = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1"  # the autoscaled one's
+    assert cli.main(["render", "-f", str(path), "--prometheus-url", url]) == 0
+    documents = list(yaml.safe_load_all(capsys.readouterr().out))
+    names = {d["metadata"]["name"] for d in documents if d["kind"] == "ServiceAccount"}
+    assert {"llama-vllm", "mistral-vllm-args", "llama-405b-vllm"} <= names
 
 
 @pytest.mark.parametrize("target", ["eks", "hyperpod-eks"])

@@ -13,6 +13,7 @@ import aws_cdk as cdk
 import cdk8s
 import constructs
 import pytest
+from _cdk_app import reference_entries
 
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.k8s.serving_chart import ServingChart
@@ -261,9 +262,7 @@ def _s3_models(entries: list[dict[str, object]]) -> list[str]:
 def test_the_reference_deployments_and_the_example_name_no_account() -> None:
     import yaml
 
-    entries = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"][
-        "reference_deployments"
-    ]
+    entries = reference_entries()
     example = yaml.safe_load((REPO / "examples/deployment.yaml").read_text(encoding="utf-8"))
     models = _s3_models([*entries, example])
     assert len(models) == 5  # three llama-8b, the 405B (two nodes), the example
@@ -274,8 +273,7 @@ def test_the_reference_deployments_and_the_example_name_no_account() -> None:
 def test_a_new_account_moves_the_reference_mounts_with_it(account: str) -> None:
     from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
 
-    context = json.loads((REPO / "cdk.json").read_text(encoding="utf-8"))["context"]
-    entries = [e for e in context["reference_deployments"] if "autoscaling" not in e]
+    entries = [e for e in reference_entries() if "autoscaling" not in e]
     found = prepare_deployments(
         entries, defaults={"account": account, "region": "us-east-1", "profile": "dev"}
     )

@@ -18,8 +18,8 @@ from _cdk_app import (
     IMPORTED_HYPERPOD,
     OPERATOR_STACK,
     build,
-    cdk_context,
     manifest_object,
+    reference_entries,
     stack,
     synthesised,
     synthesised_import_mode,
@@ -285,8 +285,8 @@ def test_the_app_refuses_hyperpod_deployments_it_cannot_serve() -> None:
     with pytest.raises(MlccError) as caught:
         build(hyperpod_instance_groups=[_group(instance_type="ml.g6e.xlarge")])
     assert [p.where for p in caught.value.problems] == [
-        "cdk.json:/context/reference_deployments/1",
-        "cdk.json:/context/reference_deployments/2",
+        "examples/reference.yaml#1",
+        "examples/reference.yaml#2",
     ]
     assert all("no instance group" in p.message for p in caught.value.problems)
     with pytest.raises(MlccError) as caught:
@@ -296,7 +296,7 @@ def test_the_app_refuses_hyperpod_deployments_it_cannot_serve() -> None:
 
 
 def test_an_app_without_hyperpod_deployments_has_no_hyperpod_stacks() -> None:
-    eks_only = [d for d in cdk_context()["reference_deployments"] if d["target"] == "eks"]
+    eks_only = [d for d in reference_entries() if d["target"] == "eks"]
     app = build(hyperpod_instance_groups=None, reference_deployments=eks_only)
     names = {child.node.id for child in app.node.children}
     assert HYPERPOD_STACK not in names and OPERATOR_STACK not in names

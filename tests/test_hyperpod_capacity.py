@@ -93,7 +93,8 @@ def test_the_reference_app_fits_and_says_its_headroom() -> None:
 
     app = synthesised()[0]
     stack = app.node.find_child(HYPERPOD_STACK)
-    infos = [m.data for m in stack.node.metadata if m.type == "aws:cdk:info"]
+    cluster = stack.node.find_child("HyperPodCluster")  # the construct says it, for teams too
+    infos = [m.data for m in cluster.node.metadata if m.type == "aws:cdk:info"]
     assert infos == [
         "HyperPod ml.g5.12xlarge: 0 GPUs free at the deployments' most, fewer than a pod's 4: "
         "a rollout waits for a node; roll out with `mlcc rollout apply -f SPEC --cluster NAME "

@@ -6,12 +6,11 @@ stays clean. The reference app (no gateway) keeps the gateway off (tests/test_hy
 
 from __future__ import annotations
 
-import copy
 import json
 from functools import cache
 from typing import Any
 
-from _cdk_app import OPERATOR_STACK, build, cdk_context, manifest_object
+from _cdk_app import OPERATOR_STACK, build, manifest_object, reference_entries
 
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 
@@ -23,7 +22,7 @@ SERVING = "mlcc-dev-serving-hyperpod-eks-inference-llama-vllm"
 
 @cache
 def _app() -> tuple[Any, dict[str, dict[str, Any]]]:
-    deployments = copy.deepcopy(cdk_context()["reference_deployments"])
+    deployments = reference_entries()
     (entry,) = [
         d for d in deployments if (d["name"], d.get("target")) == ("llama-vllm", "hyperpod-eks")
     ]

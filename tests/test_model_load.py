@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from _cdk_app import serving_on
 from test_engine_parsers import parse
 
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
@@ -289,7 +290,7 @@ def _served_stream(**values: Any) -> tuple[Any, Any, dict[str, Any]]:
         "Llama",
         props=ServedModelProps(
             deployment=prepare(_spec(**values), context=CONTEXT),
-            cluster=_cluster(stack),
+            cluster=serving_on(_cluster(stack)),
             wait_for_ready=False,
         ),
     )

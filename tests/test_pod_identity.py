@@ -9,6 +9,7 @@ from functools import cache
 from typing import Any
 
 import pytest
+from _cdk_app import serving_on
 from test_cdk_nag import _findings
 
 from mlcc_constructs.core.support.errors import MlccError
@@ -74,7 +75,9 @@ def _served() -> tuple[Any, Any, dict[str, Any]]:
         stack,
         "Llama",
         props=ServedModelProps(
-            deployment=_prepared(secrets=True), cluster=_cluster(stack), wait_for_ready=False
+            deployment=_prepared(secrets=True),
+            cluster=serving_on(_cluster(stack)),
+            wait_for_ready=False,
         ),
     )
     app = stack.node.root
@@ -161,7 +164,9 @@ def test_no_secrets_manager_value_no_role() -> None:
         stack,
         "Llama",
         props=ServedModelProps(
-            deployment=_prepared(secrets=False), cluster=_cluster(stack), wait_for_ready=False
+            deployment=_prepared(secrets=False),
+            cluster=serving_on(_cluster(stack)),
+            wait_for_ready=False,
         ),
     )
     tmpl = stack.node.root.synth().get_stack_by_name("Team").template
@@ -187,7 +192,9 @@ def test_a_customer_managed_key_is_granted_decrypt() -> None:
         stack,
         "Llama",
         props=ServedModelProps(
-            deployment=_prepared(secrets=True), cluster=_cluster(stack), wait_for_ready=False
+            deployment=_prepared(secrets=True),
+            cluster=serving_on(_cluster(stack)),
+            wait_for_ready=False,
         ),
     )
     key = kms.Key.from_key_arn(

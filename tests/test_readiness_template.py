@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 import pytest
-from _cdk_app import assertions_template, synthesised, template
+from _cdk_app import assertions_template, serving_on, synthesised, template
 
 from mlcc_constructs.core.serving.prepare.ready_timeout import (
     PROVIDER_TOTAL_TIMEOUT_S,
@@ -277,7 +277,9 @@ def _served(stack: Any, id: str, cluster: Any, name: str, **props: Any) -> Any:
     from mlcc_constructs import ServedModel, ServedModelProps
 
     return ServedModel(
-        stack, id, props=ServedModelProps(deployment=_prepared(name), cluster=cluster, **props)
+        stack,
+        id,
+        props=ServedModelProps(deployment=_prepared(name), cluster=serving_on(cluster), **props),
     )
 
 

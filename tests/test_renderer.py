@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import yaml
+from _cdk_app import reference_entries
 from test_cache_admission import seed_safe_spec
 
 from mlcc_constructs.cli import main
@@ -256,6 +257,6 @@ def test_dist_is_written_from_the_renderer(
     monkeypatch.setattr(rendering, "list_files", spy)
     built = build()
     files = cdk_app.write_reference_manifests(built, outdir=str(tmp_path))
-    references = json.loads((REPO / "cdk.json").read_text())["context"]["reference_deployments"]
+    references = reference_entries()
     assert calls == [len(references)] and listed == [len(references)]
     assert len(files) == len(references) + 1  # and namespaces.k8s.yaml

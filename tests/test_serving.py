@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
-from _cdk_app import REPO, cdk_context, manifest_object, synthesised
+from _cdk_app import REPO, cdk_context, manifest_object, reference_entries, synthesised
 
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
@@ -62,7 +62,12 @@ def _build(deployments: list[dict[str, Any]], **context: Any) -> Any:
 
     from app import build_app
 
-    values = {**cdk_context(), **context, "reference_deployments": deployments}
+    values = {
+        **cdk_context(),
+        **context,
+        "deployments_file": None,
+        "reference_deployments": deployments,
+    }
     return build_app(cdk.App(context=values, builtin_cloud_formation_validation=False))
 
 
@@ -251,7 +256,7 @@ def _gpu_limit_apart(template: dict[str, Any]) -> tuple[dict[str, Any], str | No
 @needs_node
 def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     before = {name: json.loads(text) for name, text in synthesised()[1].items()}
-    deployments = copy.deepcopy(cdk_context()["reference_deployments"])
+    deployments = reference_entries()
     deployments[0]["replicas"] = 2  # llama-vllm on eks
     after = _templates(_build(deployments))
     assert set(after) == set(before)
@@ -380,7 +385,7 @@ def test_adding_a_deployment_moves_no_other_deployments_resources() -> None:
 
 
 def test_bad_deployments_in_cdk_json_are_reported_at_once() -> None:
-    good = cdk_context()["reference_deployments"][3]
+    good = reference_entries()[3]
     bad = [dict(good, instance_type="ml.g5.13xlarge"), good, dict(good, replicas="two")]
     with pytest.raises(MlccError) as caught:
         _build(bad)

@@ -59,9 +59,11 @@ from mlcc_constructs.aws.hyperpod_dependencies import (
     HyperPodDependencies,
     HyperPodDependenciesProps,
 )
+from mlcc_constructs.aws.hyperpod_hosting import HostedDeployments
 from mlcc_constructs.core.adapters.s3_layout import S3Location, hyperpod_lifecycle_prefix
 from mlcc_constructs.core.platform.hyperpod import (
     ON_CREATE,
+    HyperPodSettings,
     InstanceGroup,
     lifecycle_dir,
     lifecycle_hash,
@@ -69,10 +71,15 @@ from mlcc_constructs.core.platform.hyperpod import (
 from mlcc_constructs.core.platform.hyperpod_iam import hyperpod_instance_statements
 from mlcc_constructs.core.platform.iam_statement import Arns
 from mlcc_constructs.core.platform.networking_addons import NETWORKING_ADDONS
+from mlcc_constructs.core.platform.versions import hyperpod_version_warning, pinned
+from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 NODE_RECOVERY = "Automatic"
+HYPERPOD_VERSION_WARNING = "mlcc:hyperpod-kubernetes-version"
+"""The id of the synth warning for a Kubernetes version HyperPod does not document
+(``cdk.Annotations.of(scope).acknowledge_warning(id)`` silences it once checked)."""
 _ANY_BUCKET = "bucket-known-at-deploy-time"  # stands in for a token name (the key is the same)
 
 # Findings of aws-cdk-lib's BucketDeployment handler (a Lambda that copies the asset into the
@@ -108,6 +115,12 @@ class HyperPodClusterProps:
     cluster's name attribute.
     ``install_dependencies``: default ``True``: install HyperPod's required components on the
     EKS cluster first; ``False`` when the team installs AWS's dependency chart itself.
+    ``kubernetes_version``: the EKS cluster's Kubernetes version, checked against the versions
+    HyperPod documents (a warning, id :data:`HYPERPOD_VERSION_WARNING`); default ``None``: the
+    version pinned in ``versions.json``, which ``ServingCluster`` runs.
+    ``groups_where``, ``groups_pointer``: where ``groups`` were declared, what a problem of a
+    group names (``<where>:<pointer>/<index>/count``); default ``"HyperPodClusterProps"``,
+    ``"/groups"`` (the app passes its context key).
     """
 
     cluster: eks.ICluster | eks.Cluster
@@ -120,6 +133,9 @@ class HyperPodClusterProps:
     artifacts_bucket: BucketRef = "artifacts"
     eks_cluster_name: str | None = None
     install_dependencies: bool = True
+    kubernetes_version: str | None = None
+    groups_where: str = "HyperPodClusterProps"
+    groups_pointer: str = "/groups"
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -133,11 +149,29 @@ class HyperPodClusterProps:
 
 class HyperPodCluster(Construct):
     """A HyperPod cluster on the given EKS cluster; ``cluster_arn`` and ``cluster_name`` are
-    its attributes, ``addons`` its networking add-ons (EKS add-on name -> ``CfnAddon``)."""
+    its attributes, ``addons`` its networking add-ons (EKS add-on name -> ``CfnAddon``),
+    ``hosted`` the deployments it serves (:meth:`host`)."""
 
     def __init__(self, scope: Construct, id: str, *, props: HyperPodClusterProps) -> None:
         super().__init__(scope, id)
         stack = cdk.Stack.of(self)
+        versions = pinned()
+        warning = hyperpod_version_warning(
+            props.kubernetes_version or versions.kubernetes,
+            versions.hyperpod_kubernetes_documented,
+        )
+        if warning is not None:  # shown by cdk synth and cdk deploy
+            cdk.Annotations.of(self).add_warning_v2(HYPERPOD_VERSION_WARNING, warning)
+        self.hosted = HostedDeployments(
+            self,
+            HyperPodSettings(
+                cluster_name=props.cluster_name,
+                groups=tuple(props.groups),
+                imported=False,
+                where=props.groups_where,
+                pointer=props.groups_pointer,
+            ),
+        )
         account, region = concrete_environment(self)
         self.artifacts_bucket = resolve_bucket(
             self,
@@ -237,6 +271,20 @@ class HyperPodCluster(Construct):
             self.resource.node.add_dependency(dependency)
         self.cluster_arn: str = self.resource.attr_cluster_arn
         self.cluster_name: str = props.cluster_name
+
+    def host(self, deployment: PreparedDeployment, *, where: str | None = None) -> None:
+        """Take ``deployment`` (its pods run on the instance groups when the inference operator
+        serves one of its objects; else nothing happens): refused, with every problem, when no
+        group runs its instance type, a group's taint keeps its workers off, or the groups lack
+        the GPUs of every deployment at its most (:mod:`mlcc_constructs.aws.hyperpod_hosting`).
+        ``where``: where the deployment is declared, what its problems name; default this
+        cluster's construct path. ``ServedModel`` calls it through its operator."""
+        self.hosted.add(deployment, where=where or self.node.path)
+
+    def host_all(self, deployments: Sequence[tuple[PreparedDeployment, str]]) -> None:
+        """:meth:`host` of several deployments (each with where it is declared), every problem
+        of every one raised together (what an app declaring them in one list wants)."""
+        self.hosted.add_all(deployments)
 
 
 def _lifecycle_prefix(bucket_name: str) -> S3Location:
@@ -360,3 +408,9 @@ class ImportedHyperPodCluster(Construct):
             cdk.Validations.of(stack).acknowledge(cdk.Acknowledgment(id=finding, reason=reason))
         self.cluster_arn: str = self.resource.get_response_field("ClusterArn")
         self.cluster_name: str = props.cluster_name
+
+    def host(self, deployment: PreparedDeployment, *, where: str | None = None) -> None:
+        """Nothing to check: an existing cluster's instance groups are not known offline."""
+
+    def host_all(self, deployments: Sequence[tuple[PreparedDeployment, str]]) -> None:
+        """Nothing to check (:meth:`host`)."""

@@ -47,6 +47,7 @@ from mlcc_constructs.aws.buckets import (
     concrete_environment,
     resolve_bucket,
 )
+from mlcc_constructs.aws.hyperpod_cluster import HyperPodCluster, ImportedHyperPodCluster
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.core.platform.alb_controller_iam import alb_controller_statements
 from mlcc_constructs.core.platform.hyperpod_iam import (
@@ -68,7 +69,7 @@ from mlcc_constructs.core.platform.inference_operator import (
 )
 from mlcc_constructs.core.platform.labels import MANAGED_BY
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.support.errors import raise_if_any
+from mlcc_constructs.core.support.errors import fail, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 
 DEPENDENCY_IDS: Mapping[str, str] = {
@@ -84,7 +85,8 @@ class HyperPodInferenceOperatorProps:
 
     ``cluster``: the EKS cluster (add-ons; its kubectl provider applies the namespace).
     ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
-    ``hyperpod_cluster_arn``: the HyperPod cluster the operator serves on.
+    ``hyperpod_cluster_arn``: the ARN of the HyperPod cluster the operator serves on; default
+    ``None``: ``hyperpod_cluster``'s (give one of the two).
     ``role_name``: the execution role's name (it must start with ``SageMakerHyperPodInference-``
     for AWS's managed policy to pass it; this construct grants passing exactly this role).
     ``profile``: fills ``${profile}`` of the TLS bucket's name when it is a descriptor key of
@@ -100,11 +102,14 @@ class HyperPodInferenceOperatorProps:
     ``install_keda``: default ``True``: the add-on installs KEDA (with ``KedaRole``); ``False``
     on a cluster that has KEDA already (a ``ServingCluster`` with ``scaling_metrics``): one KEDA
     per cluster.
+    ``hyperpod_cluster``: the HyperPod cluster the operator serves on, as a construct; default
+    ``None``: ``hyperpod_cluster_arn``'s. Given, a ``ServedModel`` of this operator is checked
+    against the cluster's instance groups (:meth:`HyperPodCluster.host`).
     """
 
     cluster: eks.ICluster | eks.Cluster
     oidc_provider: iam.IOpenIdConnectProvider
-    hyperpod_cluster_arn: str
+    hyperpod_cluster_arn: str | None = None
     role_name: str
     profile: str | None = None
     tls_bucket: BucketRef = "tls"
@@ -112,9 +117,21 @@ class HyperPodInferenceOperatorProps:
     eks_cluster_name: str | None = None
     inference_gateway: bool = False
     install_keda: bool = True
+    hyperpod_cluster: HyperPodCluster | ImportedHyperPodCluster | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
+        if (self.hyperpod_cluster is None) == (self.hyperpod_cluster_arn is None):
+            raise fail(
+                "give the HyperPod cluster the operator serves on once",
+                where="HyperPodInferenceOperatorProps",
+                pointer="/hyperpod_cluster",
+                value="both" if self.hyperpod_cluster is not None else "neither",
+                allowed="hyperpod_cluster (a HyperPodCluster or ImportedHyperPodCluster), or "
+                "hyperpod_cluster_arn",
+                fix="pass hyperpod_cluster=<the cluster construct>: the deployments its "
+                "ServedModels serve are then checked against its instance groups",
+            )
         problems = [
             bucket_ref_problem(
                 self.tls_bucket, where="HyperPodInferenceOperatorProps", pointer="/tls_bucket"
@@ -129,6 +146,13 @@ class HyperPodInferenceOperator(Construct):
 
     def __init__(self, scope: Construct, id: str, *, props: HyperPodInferenceOperatorProps) -> None:
         super().__init__(scope, id)
+        self.hyperpod_cluster = props.hyperpod_cluster
+        """The HyperPod cluster as a construct, when given (its ServedModels are checked)."""
+        self.hyperpod_cluster_arn: str = (
+            props.hyperpod_cluster.cluster_arn
+            if props.hyperpod_cluster is not None
+            else str(props.hyperpod_cluster_arn)
+        )
         account, region = concrete_environment(self)
         arns = Arns(partition=cdk.Aws.PARTITION, region=region, account=account)
         provider = props.oidc_provider
@@ -218,7 +242,7 @@ class HyperPodInferenceOperator(Construct):
         configuration = addon_configuration(
             execution_role_arn=self.execution_role.role_arn,
             tls_bucket=self.tls_bucket_name,
-            hyperpod_cluster_arn=props.hyperpod_cluster_arn,
+            hyperpod_cluster_arn=self.hyperpod_cluster_arn,
             alb_role_arn=self.alb_role.role_arn,
             keda_role_arn=self.keda_role.role_arn if self.keda_role is not None else None,
             gateway_role_arn=self.gateway_role.role_arn if self.gateway_role else None,

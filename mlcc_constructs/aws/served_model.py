@@ -11,7 +11,14 @@ Children:
 
 * ``Namespace`` (with ``create_namespace``, unless the namespace is one every cluster has): the
   deployment's ``Namespace``, retained when it leaves the stack (it may hold objects the app does
-  not own); every object depends on it.
+  not own); every object depends on it. Several ``ServedModel``s of one namespace in one stack
+  share the first one's: no flag, no ordering.
+
+**Checks** (all of one model's problems at once, before anything is created): the deployment's
+NetworkPolicy admits the cluster's real load balancer subnets, which an ``IServingCluster`` says
+and a bare ``eks.ICluster`` cannot (refused for a deployment with a load balancer); a
+``ServingCluster``'s GPU node pool offers its instance families; a HyperPod deployment fits the
+instance groups of its operator's ``hyperpod_cluster`` (``HyperPodCluster.host``).
 * ``Objects``: the deployment's objects. An object of a kind whose CRD the SageMaker HyperPod
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
@@ -61,15 +68,17 @@ Auto Mode clusters" (EKS User Guide ``automode/automode.adoc``, awsdocs/amazon-e
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws._iam import grant
+from mlcc_constructs.aws.imported_cluster import IServingCluster
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.aws.readiness import (
@@ -79,6 +88,7 @@ from mlcc_constructs.aws.readiness import (
 )
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
+from mlcc_constructs.core.serving.cluster_fit import gpu_pool_problems, load_balancer_problems
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
@@ -100,8 +110,13 @@ class ServedModelProps:
     """Props of :class:`ServedModel`.
 
     ``deployment``: the prepared deployment (``prepare(spec, context=RenderContext(...))``).
-    ``cluster``: the EKS cluster whose kubectl provider applies the objects (any
-    ``eks.ICluster`` with a kubectl provider: ``ServingCluster.cluster``, or the team's own).
+    ``cluster``: the cluster the objects are applied to: an
+    :class:`~mlcc_constructs.aws.imported_cluster.IServingCluster` (a ``ServingCluster``, or
+    ``ServingCluster.from_cluster_attributes`` of the team's own), whose load balancer subnets
+    the deployment's NetworkPolicy must admit (checked: :mod:`mlcc_constructs.core.serving.
+    cluster_fit`) and whose GPU node pool must offer its instance families; or a bare
+    ``eks.ICluster`` with a kubectl provider, for a deployment without a load balancer of the
+    cluster's (``endpoint.scheme: none``, or ``hyperpod-eks``), which is refused otherwise.
     ``operator``: what objects of the HyperPod inference operator's kinds wait for: the
     :class:`~mlcc_constructs.aws.inference_operator.HyperPodInferenceOperator` (its add-on) or
     any ``IDependable`` that installs the CRDs; default ``None``: the deployment may have no
@@ -116,19 +131,23 @@ class ServedModelProps:
     the objects are applied. Waiting reads the cluster's API from its VPC: an imported cluster
     needs ``vpc``, ``cluster_security_group_id``, ``cluster_endpoint`` and
     ``cluster_certificate_authority_data``.
-    ``readiness``: the cluster's deploy waiter (``ServingCluster.readiness``); default
-    ``None``: the stack's own (``MlccReadiness``, made on first use: 22 resources per stack).
+    ``readiness``: the cluster's deploy waiter; default ``None``: the ``ServingCluster``'s
+    (``ServingCluster.readiness``), else the stack's own (``MlccReadiness``, made on first use:
+    22 resources per stack).
     ``readiness_subnets``: where the stack's own waiter's Lambda runs; default ``None``: the
     VPC's private subnets with egress.
+    ``declared_at``: where the deployment is declared (a spec file's entry), what the checks'
+    problems name; default ``None``: the construct's path.
     """
 
     deployment: PreparedDeployment
-    cluster: eks.ICluster | eks.Cluster
+    cluster: eks.ICluster | eks.Cluster | IServingCluster
     operator: HyperPodInferenceOperator | IDependable | None = None
     create_namespace: bool = True
     wait_for_ready: bool = True
     readiness: ReadinessProvider | None = None
     readiness_subnets: ec2.SubnetSelection | None = None
+    declared_at: str | None = None
 
     def __post_init__(self) -> None:
         raise_if_any(_text_problems(self) or field_problems(self, where=_PROPS))
@@ -186,6 +205,26 @@ class ServedModel(Construct):
     def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
         super().__init__(scope, id)
         prepared = props.deployment
+        given = props.cluster
+        serving = given if _is_serving_cluster(given) else None
+        cluster = serving.cluster if serving is not None else cast(eks.ICluster, given)
+        where = props.declared_at or self.node.path
+        raise_if_any(
+            [
+                *load_balancer_problems(
+                    prepared,
+                    serving.load_balancer_cidrs if serving is not None else None,
+                    where=where,
+                    cidrs_field="ServingCluster.from_cluster_attributes(load_balancer_cidrs=...)",
+                ),
+                *gpu_pool_problems(
+                    prepared,
+                    getattr(serving, "gpu_instance_families", None),
+                    where=where,
+                    pool_field="ServingClusterProps.gpu_instance_families",
+                ),
+            ]
+        )
         objects: Sequence[Mapping[str, Any]] = [entry.object for entry in prepared.objects]
         # The kinds registry says which objects need an add-on's CRD (an IEC: the operator's).
         required = [requirement(obj) for obj in objects]
@@ -219,28 +258,23 @@ class ServedModel(Construct):
                 fix="build the operator with HyperPodInferenceOperatorProps("
                 "inference_gateway=True), or drop endpoint.gateway",
             )
+        if isinstance(props.operator, HyperPodInferenceOperator) and any(waits):
+            hyperpod = props.operator.hyperpod_cluster
+            if hyperpod is not None:  # its instance groups must hold the deployment
+                hyperpod.host(prepared, where=where)
         namespace = prepared.spec.namespace
         self.namespace: KubernetesObjects | None = None
         if props.create_namespace and namespace not in BUILT_IN_NAMESPACES:
-            self.namespace = KubernetesObjects(
-                self,
-                "Namespace",
-                props=KubernetesObjectsProps(
-                    cluster=props.cluster,
-                    objects=[namespace_object(namespace)],
-                    ordered=False,
-                    retain=True,
-                ),
-            )
+            self.namespace = _stack_namespace(self, cluster, namespace)
         self.pod_role: iam.Role | None = None
         self.pod_identity: eks.CfnPodIdentityAssociation | None = None
         streams = prepared.resolution.model_load == "stream"
         if prepared.secrets.synced or streams:
-            self.pod_role = self._pod_role(prepared, props.cluster.cluster_name)
+            self.pod_role = self._pod_role(prepared, cluster.cluster_name)
             self.pod_identity = eks.CfnPodIdentityAssociation(
                 self,
                 "PodIdentity",
-                cluster_name=props.cluster.cluster_name,
+                cluster_name=cluster.cluster_name,
                 namespace=namespace,
                 service_account=prepared.names.base,  # the deployment's ServiceAccount
                 role_arn=self.pod_role.role_arn,
@@ -250,7 +284,7 @@ class ServedModel(Construct):
         self.objects = KubernetesObjects(
             self,
             "Objects",
-            props=KubernetesObjectsProps(cluster=props.cluster, objects=objects),
+            props=KubernetesObjectsProps(cluster=cluster, objects=objects),
         )
         if self.namespace is not None:
             self.objects.node.add_dependency(self.namespace)
@@ -269,9 +303,9 @@ class ServedModel(Construct):
                 "Readiness",
                 props=WorkloadReadinessProps(
                     target=target,
-                    cluster=props.cluster,
+                    cluster=cluster,
                     subnets=props.readiness_subnets,
-                    provider=props.readiness,
+                    provider=props.readiness or getattr(serving, "readiness", None),
                 ),
             )
             # After every object (the workload and what it mounts), deleted before them.
@@ -351,3 +385,34 @@ class ServedModel(Construct):
                 "Manager, or grant nothing",
             )
         return key.grant_decrypt(self.secrets_role)
+
+
+def _is_serving_cluster(cluster: object) -> TypeGuard[IServingCluster]:
+    """An :class:`IServingCluster` (it says where its load balancers live), not a bare
+    ``eks.ICluster``."""
+    return hasattr(cluster, "load_balancer_cidrs") and hasattr(cluster, "cluster")
+
+
+_NAMESPACES: weakref.WeakKeyDictionary[cdk.Stack, dict[tuple[str, str], KubernetesObjects]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def _stack_namespace(
+    model: Construct, cluster: eks.ICluster | eks.Cluster, namespace: str
+) -> KubernetesObjects:
+    """The ``Namespace`` of the stack's ``ServedModel``s on ``cluster``: one per stack and
+    namespace (retained), made by the first (its child ``Namespace``) and shared by the others,
+    so several deployments of one namespace need no flag and no ordering (its logical id is the
+    object's, wherever it sits: two would collide)."""
+    made = _NAMESPACES.setdefault(cdk.Stack.of(model), {})
+    key = (cluster.node.addr, namespace)
+    if key not in made:
+        made[key] = KubernetesObjects(
+            model,
+            "Namespace",
+            props=KubernetesObjectsProps(
+                cluster=cluster, objects=[namespace_object(namespace)], ordered=False, retain=True
+            ),
+        )
+    return made[key]

@@ -119,6 +119,7 @@ from mlcc_constructs.aws.s3_csi import (
     S3CsiParentIds,
 )
 from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps as ServingClusterProps
+from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
 from mlcc_constructs.core.platform.gpu_capacity import s3_csi_addon_configuration
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
@@ -142,7 +143,8 @@ class ServingCluster(Construct):
     """An EKS Auto Mode cluster with what serving needs (children: see the module).
 
     Attributes: ``vpc``, ``cluster``, ``cluster_name`` (text when ``cluster_name`` is given, else
-    a token), ``kubectl_layer``, ``gpu_node_pool`` (``None`` without GPU families),
+    a token), ``kubectl_layer``, ``gpu_node_pool`` (``None`` without GPU families) and
+    ``gpu_instance_families`` (the families it offers),
     ``oidc_provider``, ``s3_csi`` and ``s3_csi_role``; for the endpoints
     ``load_balancer_subnets`` and ``load_balancer_cidrs`` (scheme -> the subnets, their CIDRs:
     what the deployments' NetworkPolicies admit, ``RenderContext.load_balancer_cidrs``) and
@@ -218,6 +220,11 @@ class ServingCluster(Construct):
         for role in props.admin_roles:
             self.cluster.grant_access(_access_id(role), role.role_arn, [admin])
         families, types = props.gpu_instance_families, props.gpu_instance_types
+        self.gpu_instance_families: tuple[str, ...] = tuple(
+            sorted({*families, *(lookup(name).family for name in types)})
+        )
+        """The instance families the GPU NodePool offers (none without a pool): what a
+        ``ServedModel``'s instance types must be of."""
         self.gpu_node_pool: GpuNodePool | None = (
             GpuNodePool(
                 owner,

@@ -114,11 +114,25 @@ class HyperPodSettings:
     imported: the context value).
     ``groups``: the instance groups to create; empty in import mode.
     ``imported``: ``True`` when an existing cluster is used and none is created.
+    ``where``, ``pointer``: where the groups are declared, what a problem of a group names
+    (``<where>:<pointer>/<index>/...``); default the app's context (``cdk.json``,
+    ``/context/hyperpod_instance_groups``); ``HyperPodCluster`` names its props.
     """
 
     cluster_name: str
     groups: tuple[InstanceGroup, ...]
     imported: bool
+    where: str = "cdk.json"
+    pointer: str = f"/context/{GROUPS_KEY}"
+
+    @property
+    def groups_label(self) -> str:
+        """How a message names the groups: the context key, or the construct's field."""
+        return GROUPS_KEY if self.pointer.endswith(GROUPS_KEY) else f"{self.where}.groups"
+
+    def group_pointer(self, index: int, *parts: object) -> str:
+        """The JSON pointer of group ``index`` (and ``parts`` under it)."""
+        return self.pointer + json_pointer(index, *parts)
 
     @property
     def instance_types(self) -> tuple[str, ...]:
@@ -384,14 +398,14 @@ def coverage_problems(
         return []
     return [
         Problem(
-            message=f"no instance group of {GROUPS_KEY} runs {instance_type}, so the "
-            "deployment's pods could never schedule",
+            message=f"no instance group of {settings.groups_label} runs {instance_type}, so "
+            "the deployment's pods could never schedule",
             where=where,
             pointer="/instance_type",
             value=instance_type,
             allowed=", ".join(settings.instance_types),
-            fix=f"add an instance group of {instance_type} to {GROUPS_KEY}, or change the "
-            "deployment's instance_type",
+            fix=f"add an instance group of {instance_type} to {settings.groups_label}, or "
+            "change the deployment's instance_type",
         )
         for where, instance_type in needs
         if instance_type not in settings.instance_types

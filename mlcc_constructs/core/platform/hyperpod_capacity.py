@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
-from mlcc_constructs.core.platform.hyperpod import GROUPS_KEY, HyperPodSettings, InstanceGroup
-from mlcc_constructs.core.support.errors import Problem, json_pointer
+from mlcc_constructs.core.platform.hyperpod import HyperPodSettings, InstanceGroup
+from mlcc_constructs.core.support.errors import Problem
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -106,6 +106,8 @@ def capacity_problems(
 ) -> list[Problem]:
     """One problem per instance type whose deployments ask for more GPUs than the created
     cluster's groups of that type have (module doc); none for an imported cluster."""
+    if settings is None:
+        return []
     problems = []
     for capacity in _by_type(settings, demands):
         if capacity.free >= 0:
@@ -122,8 +124,8 @@ def capacity_problems(
                     f"{d.name} {d.max_replicas} x {d.gpus_per_pod}" for d in capacity.asking
                 )
                 + "): a replica beyond the capacity stays Pending",
-                where="cdk.json",
-                pointer=json_pointer("context", GROUPS_KEY, index, "count"),
+                where=settings.where,
+                pointer=settings.group_pointer(index, "count"),
                 value=group.count,
                 allowed=f"at least {needed - nodes + group.count} for this group",
                 fix=f"raise {group.name}'s count, or lower the deployments' replicas or "

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mlcc_constructs.core.platform.hyperpod import GROUPS_KEY, HyperPodSettings
+from mlcc_constructs.core.platform.hyperpod import HyperPodSettings
 from mlcc_constructs.core.platform.hyperpod_capacity import HyperPodDemand
 from mlcc_constructs.core.platform.hyperpod_taints import (
     blocking_taints,
     extended_resource_tolerations,
 )
-from mlcc_constructs.core.support.errors import Problem, json_pointer
+from mlcc_constructs.core.support.errors import Problem
 
 
 def toleration_problems(
@@ -49,9 +49,9 @@ def toleration_problems(
             )
             origin = "" if group.taints is not None else " (the default of its instance type)"
             pointer = (
-                json_pointer("context", GROUPS_KEY, index, "taints", position)
+                settings.group_pointer(index, "taints", position)
                 if group.taints is not None
-                else json_pointer("context", GROUPS_KEY, index)
+                else settings.group_pointer(index)
             )
             problems.append(
                 Problem(
@@ -60,7 +60,7 @@ def toleration_problems(
                     "it: an InferenceEndpointConfig has no tolerations, its workers tolerate only "
                     "what ExtendedResourceToleration adds for the extended resources they request "
                     f"({', '.join(held) or 'none'}), so they would stay Pending",
-                    where="cdk.json",
+                    where=settings.where,
                     pointer=pointer,
                     value=str(taint),
                     allowed=", ".join([*held, "any PreferNoSchedule taint", "no taint"]),

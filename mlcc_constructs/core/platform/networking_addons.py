@@ -119,8 +119,28 @@ class NetworkingAddon:
     configuration: Mapping[str, Any] | None = None
 
 
+def vpc_cni_configuration() -> dict[str, Any]:
+    """``ConfigurationValues`` of the ``vpc-cni`` add-on: its network policy agent on.
+
+    The add-on's chart renders the ConfigMap ``kube-system/amazon-vpc-cni`` with
+    ``enable-network-policy-controller`` from its ``enableNetworkPolicy`` value, ``"false"``
+    unless configured (aws/amazon-vpc-cni-k8s ``charts/aws-vpc-cni/templates/configmap.yaml``;
+    EKS User Guide ``cni-network-policy-configure``: "Enable the network policy parameter for
+    the add-on"). That ConfigMap is the switch Auto Mode reads too
+    (:func:`~mlcc_constructs.core.platform.endpoint_components.network_policy_config_map`): an
+    add-on created with ``ResolveConflicts: OVERWRITE`` and no configuration would turn every
+    NetworkPolicy of the cluster off. Configured so, both owners of the key agree, and the
+    HyperPod nodes' own agent enforces the policies of the pods it runs."""
+    return {"enableNetworkPolicy": "true"}
+
+
 NETWORKING_ADDONS = (
-    NetworkingAddon(name="vpc-cni", child_id="VpcCniAddon", before_nodes=True),
+    NetworkingAddon(
+        name="vpc-cni",
+        child_id="VpcCniAddon",
+        before_nodes=True,
+        configuration=MappingProxyType(vpc_cni_configuration()),
+    ),
     NetworkingAddon(name="kube-proxy", child_id="KubeProxyAddon", before_nodes=True),
     NetworkingAddon(
         name="coredns",

@@ -8,10 +8,11 @@ custom resource that completes when the workload is ready; the judgement itself 
 
 **Access.** The Lambda's IAM role has an EKS access entry with no access policy, only the
 Kubernetes group :data:`WAITER_GROUP`; a ``Role`` in each waited-for deployment's namespace
-grants that group ``get`` on the one workload object (by name) and ``list`` on pods and events
-(to say why it is stuck). One group for every deployment, not one each: the waiter is one per
-cluster (its access entry lives in the cluster's stack), and a group per deployment would make
-every new deployment change the cluster's stack. The group can read nothing no ``Role`` grants.
+(``mlcc-readiness-<kind plural>-<name>``) grants that group ``get`` on the one workload object
+(by name) and ``list`` on pods and events (to say why it is stuck). One group for every
+deployment, not one each: the waiter is one per cluster (its access entry lives in the
+cluster's stack), and a group per deployment would make every new deployment change the
+cluster's stack. The group can read nothing no ``Role`` grants.
 Not ``AmazonEKSViewPolicy``: it reads every Deployment, ConfigMap and Service of the namespace,
 yet no custom resource (its rules list only core and built-in API groups: EKS user guide,
 access-policy-permissions), so an IEC would be unreadable with it.
@@ -77,7 +78,10 @@ def access_objects(
     """The ``Role`` (get the workload by name; list pods and events) and its ``RoleBinding``."""
     kind = kind_named(kind_name)
     api_group = kind.api_version.rpartition("/")[0]
-    role_name = f"{WAITER_GROUP}-{name}"
+    # The kind is in the name: deployments of one name and namespace on two targets (an eks
+    # Deployment and a hyperpod-eks IEC) each have their own Role, which neither stack's
+    # removal deletes under the other.
+    role_name = f"{WAITER_GROUP}-{kind.plural}-{name}"
     metadata: dict[str, Any] = {"name": role_name, "namespace": namespace, "labels": MANAGED_BY}
     role = {
         "apiVersion": f"{RBAC_API}/v1",

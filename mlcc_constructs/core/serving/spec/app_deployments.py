@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mlcc_constructs.core.platform.load_balancing import SCHEMES, load_balancer_cidrs
+from mlcc_constructs.core.platform.load_balancing import SCHEMES
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.render import Rendered
 from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
@@ -71,9 +71,30 @@ def prepare_deployments(
     problems at once. The objects are rendered and validated by ``renderer`` (default ``None``:
     a :class:`~mlcc_constructs.core.serving.renderer.Renderer` of the built-in engines), the
     one path of ``mlcc render -f`` and ``dist/``."""
+    return prepare_labelled(
+        [(f"{where}/{index}", entry) for index, entry in enumerate(entries)],
+        defaults=defaults,
+        load_balancer_cidrs=load_balancer_cidrs,
+        prometheus_query_url=prometheus_query_url,
+        image_registry=image_registry,
+        renderer=renderer,
+    )
+
+
+def prepare_labelled(
+    labelled: Sequence[tuple[str, Any]],
+    *,
+    defaults: dict[str, Any],
+    load_balancer_cidrs: Mapping[str, Sequence[str]] | None = None,
+    prometheus_query_url: str | None = None,
+    image_registry: str | None = None,
+    renderer: Renderer | None = None,
+) -> tuple[AppDeployment, ...]:
+    """:func:`prepare_deployments` of entries each labelled with where it is declared (a spec
+    list file's ``FILE#<i>``: :func:`~mlcc_constructs.core.serving.spec.files.load_spec_documents`);
+    the same keywords."""
     listed: list[RenderEntry | MlccError] = []  # each entry, or why it did not load
-    for index, entry in enumerate(entries):
-        entry_where = f"{where}/{index}"
+    for entry_where, entry in labelled:
         try:
             loaded = spec_from_mapping(entry, where=entry_where)
             context = RenderContext(
@@ -158,33 +179,3 @@ def served_load_balancers(deployments: Sequence[AppDeployment]) -> dict[str, tup
             if endpoint.group:
                 groups.add(endpoint.group)
     return {scheme: tuple(sorted(served[scheme])) for scheme in SCHEMES if scheme in served}
-
-
-def cidr_mismatch_problems(
-    deployments: Sequence[AppDeployment], cluster_cidrs: Mapping[str, Sequence[str]]
-) -> list[Problem]:
-    """A deployment whose NetworkPolicy would admit other load balancer CIDRs than the
-    cluster's subnets of its scheme have (both must come from one input: the deployments are
-    prepared before the cluster exists)."""
-    problems = []
-    for deployment in deployments:
-        scheme = deployment.prepared.spec.endpoint.scheme
-        if scheme == "none" or not deployment.prepared.target.cluster_gpu_nodes:
-            continue
-        mine = load_balancer_cidrs(deployment.context.load_balancer_cidrs, scheme)
-        theirs = tuple(cluster_cidrs.get(scheme, ()))
-        if mine != theirs:
-            problems.append(
-                Problem(
-                    message=f"the deployment's NetworkPolicy would admit its {scheme} load "
-                    f"balancers from {', '.join(mine) or 'nowhere'}, and the cluster's {scheme} "
-                    f"load balancer subnets are {', '.join(theirs) or 'none'}",
-                    where=deployment.where,
-                    pointer="/endpoint/scheme",
-                    value=scheme,
-                    allowed=", ".join(theirs) or "a scheme the cluster serves",
-                    fix="prepare the deployments with the cluster's load_balancer_cidrs "
-                    "(RenderContext.load_balancer_cidrs)",
-                )
-            )
-    return problems
