@@ -155,3 +155,31 @@ def test_a_manifest_joined_from_tokens_is_read() -> None:
 def test_the_hyperpod_vpc_cni_addon_keeps_enforcement_on() -> None:
     (vpc_cni,) = [a for a in NETWORKING_ADDONS if a.name == "vpc-cni"]
     assert vpc_cni.configuration == {"enableNetworkPolicy": "true"}
+
+
+def _templates(app: Any) -> dict[str, Any]:
+    return {s.stack_name: s.template for s in app.synth().stacks}
+
+
+@pytest.mark.parametrize("which", ["reference", "default", "hyperpod imported"])
+def test_no_two_resources_of_the_app_own_one_setting(which: str) -> None:
+    """Every template of the app (the reference set, the default app, HyperPod imported):
+    nothing set twice differently, nothing owned twice."""
+    import aws_cdk as cdk
+    from _cdk_app import IMPORTED_HYPERPOD, default_context, synthesised, synthesised_import_mode
+
+    from app import build_app
+
+    if which == "reference":
+        templates = {k: json.loads(v) for k, v in synthesised()[1].items()}
+    elif which == "default":
+        templates = _templates(build_app(cdk.App(context=default_context())))
+    else:
+        templates = {k: json.loads(v) for k, v in synthesised_import_mode()[1].items()}
+        assert IMPORTED_HYPERPOD
+    settings = [s for name, t in templates.items() for s in template_settings(name, t)]
+    assert len(settings) > 20  # the walk reads the templates it is given
+    assert [str(c) for c in app_conflicts(templates)] == []
+    if which == "reference":  # the switch has two owners, and they agree
+        owners = {s.owner.split("/")[0] for s in settings if s.target == SWITCH}
+        assert owners == {"mlcc-dev-eks-cluster", "mlcc-dev-hyperpod-cluster"}
