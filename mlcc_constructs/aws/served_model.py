@@ -81,6 +81,7 @@ from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
+from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -234,8 +235,7 @@ class ServedModel(Construct):
             )
         self.pod_role: iam.Role | None = None
         self.pod_identity: eks.CfnPodIdentityAssociation | None = None
-        streams = prepared.resolution.model_load == "stream"
-        if prepared.secrets.synced or streams:
+        if pod_role_uses(prepared):  # the core's rule: a streamed model, synced secrets
             self.pod_role = self._pod_role(prepared, props.cluster.cluster_name)
             self.pod_identity = eks.CfnPodIdentityAssociation(
                 self,
@@ -282,7 +282,7 @@ class ServedModel(Construct):
     def _pod_role(self, prepared: PreparedDeployment, cluster_name: str) -> iam.Role:
         """The role the pods act as (module doc): their synced secrets, their streamed model."""
         source = prepared.resolution.source
-        streams = prepared.resolution.model_load == "stream"
+        streams = pods_call_aws(prepared)
         trust = iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL).with_conditions(
             {
                 "StringEquals": {
@@ -292,10 +292,7 @@ class ServedModel(Construct):
                 }
             }
         )
-        reads = [
-            *(["stream their model from S3"] if streams else []),
-            *(["read their Secrets Manager values"] if prepared.secrets.synced else []),
-        ]
+        reads = pod_role_uses(prepared)
         role = iam.Role(
             self,
             "PodRole",
