@@ -16,12 +16,16 @@ Children:
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
   object without an operator is refused.
-* ``PodRole`` and ``PodIdentity`` (only when the pods call AWS themselves: the deployment syncs
+* ``PodRole`` and ``PodIdentity`` (only when the pods act as a role of their own, the core's
+  :func:`~mlcc_constructs.core.serving.prepare.aws_calls.pod_role_uses`: the deployment syncs
   Secrets Manager values, ``prepared.secrets.synced``, or its engine streams the ``s3://``
   model, ``model_load: stream``): the IAM role its pods act as, and the
   ``AWS::EKS::PodIdentityAssociation`` of the deployment's ServiceAccount with it (one role per
   ServiceAccount: EKS takes one association each); the objects are applied after the
-  association, so the first pods already get the role.
+  association, so the first pods already get the role. A streamed model's pods fetch the
+  credentials from the Pod Identity agent themselves, which their NetworkPolicy admits (TCP 80
+  at its link-local addresses); synced secrets are fetched by the Secrets Store CSI driver's
+  provider.
 
 **Pod identity.** The pods' role trusts ``pods.eks.amazonaws.com`` for ``sts:AssumeRole`` and
 ``sts:TagSession``, only for this cluster, namespace and ServiceAccount (the session tags
