@@ -73,6 +73,15 @@ def synthesised() -> tuple[Any, dict[str, str]]:
     return app, texts
 
 
+def reference_deployments() -> tuple[Any, ...]:
+    """The reference set's prepared deployments, exactly as the app applies them
+    (``examples/reference.yaml``, prepared by the synthesised reference app once): the one place
+    the flow checks (tests/test_flows.py) get the reference set from."""
+    from stacks.deployments import app_deployments
+
+    return tuple(d.prepared for d in app_deployments(synthesised()[0]))
+
+
 def template(stack_name: str) -> dict[str, Any]:
     return json.loads(synthesised()[1][stack_name])  # type: ignore[no-any-return]
 

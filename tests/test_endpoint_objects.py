@@ -226,7 +226,16 @@ def test_egress_is_dns_and_the_hub_only_for_a_hub_model() -> None:
     s3 = _one(_prepared(model=S3_MODEL, model_load="mount"), "NetworkPolicy")["spec"]["egress"]
     assert s3 == [dns]  # Mountpoint reads the model in the CSI driver's pods
     streamed = _one(_prepared(model=S3_MODEL), "NetworkPolicy")["spec"]["egress"]
-    assert streamed == hub  # the engine reads S3 itself
+    # The engine reads S3 itself, as its own role: S3 over HTTPS, and the EKS Pod Identity
+    # agent at its link-local addresses on TCP 80, nothing more.
+    agent = {
+        "to": [
+            {"ipBlock": {"cidr": "169.254.170.23/32"}},
+            {"ipBlock": {"cidr": "fd00:ec2::23/128"}},
+        ],
+        "ports": [{"protocol": "TCP", "port": 80}],
+    }
+    assert streamed == [*hub, agent]
 
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "tensorrt-llm", "lmi", "llama-cpp"])

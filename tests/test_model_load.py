@@ -162,9 +162,20 @@ def test_a_streamed_pod_mounts_the_model_only_for_its_adapters(lora: bool) -> No
     config = objects["ConfigMap"]["data"] if "ConfigMap" in objects else {}
     assert config.get("VLLM_MODEL") == S3_MODEL
     assert config.get("VLLM_LOAD_FORMAT") == "runai_streamer"
-    # The pod reads S3 itself: HTTPS out (S3's and STS's addresses are AWS's prefix lists).
+    # The pod reads S3 itself: HTTPS out (S3's addresses are AWS's prefix list), with the
+    # credentials the EKS Pod Identity agent serves on its link-local addresses.
     egress = objects["NetworkPolicy"]["spec"]["egress"]
     assert {"ports": [{"protocol": "TCP", "port": 443}]} in egress
+    agent = [r for r in egress if "to" in r]
+    assert agent == [
+        {
+            "to": [
+                {"ipBlock": {"cidr": "169.254.170.23/32"}},
+                {"ipBlock": {"cidr": "fd00:ec2::23/128"}},
+            ],
+            "ports": [{"protocol": "TCP", "port": 80}],
+        }
+    ]
 
 
 def test_a_mounted_pod_keeps_its_mount_and_no_https_egress() -> None:
@@ -174,6 +185,7 @@ def test_a_mounted_pod_keeps_its_mount_and_no_https_egress() -> None:
     assert "AWS_REGION" not in {e["name"] for e in pod["containers"][0]["env"]}
     egress = objects["NetworkPolicy"]["spec"]["egress"]
     assert {"ports": [{"protocol": "TCP", "port": 443}]} not in egress
+    assert [r for r in egress if "to" in r] == []  # no Pod Identity agent: no AWS call
 
 
 def test_the_users_region_variable_wins() -> None:

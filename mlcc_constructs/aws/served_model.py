@@ -23,12 +23,16 @@ instance groups of its operator's ``hyperpod_cluster`` (``HyperPodCluster.host``
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
   object without an operator is refused.
-* ``PodRole`` and ``PodIdentity`` (only when the pods call AWS themselves: the deployment syncs
+* ``PodRole`` and ``PodIdentity`` (only when the pods act as a role of their own, the core's
+  :func:`~mlcc_constructs.core.serving.prepare.aws_calls.pod_role_uses`: the deployment syncs
   Secrets Manager values, ``prepared.secrets.synced``, or its engine streams the ``s3://``
   model, ``model_load: stream``): the IAM role its pods act as, and the
   ``AWS::EKS::PodIdentityAssociation`` of the deployment's ServiceAccount with it (one role per
   ServiceAccount: EKS takes one association each); the objects are applied after the
-  association, so the first pods already get the role.
+  association, so the first pods already get the role. A streamed model's pods fetch the
+  credentials from the Pod Identity agent themselves, which their NetworkPolicy admits (TCP 80
+  at its link-local addresses); synced secrets are fetched by the Secrets Store CSI driver's
+  provider.
 
 **Pod identity.** The pods' role trusts ``pods.eks.amazonaws.com`` for ``sts:AssumeRole`` and
 ``sts:TagSession``, only for this cluster, namespace and ServiceAccount (the session tags
@@ -91,6 +95,7 @@ from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
 from mlcc_constructs.core.serving.cluster_fit import gpu_pool_problems, load_balancer_problems
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
+from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -268,8 +273,7 @@ class ServedModel(Construct):
             self.namespace = _stack_namespace(self, cluster, namespace)
         self.pod_role: iam.Role | None = None
         self.pod_identity: eks.CfnPodIdentityAssociation | None = None
-        streams = prepared.resolution.model_load == "stream"
-        if prepared.secrets.synced or streams:
+        if pod_role_uses(prepared):  # the core's rule: a streamed model, synced secrets
             self.pod_role = self._pod_role(prepared, cluster.cluster_name)
             self.pod_identity = eks.CfnPodIdentityAssociation(
                 self,
@@ -316,7 +320,7 @@ class ServedModel(Construct):
     def _pod_role(self, prepared: PreparedDeployment, cluster_name: str) -> iam.Role:
         """The role the pods act as (module doc): their synced secrets, their streamed model."""
         source = prepared.resolution.source
-        streams = prepared.resolution.model_load == "stream"
+        streams = pods_call_aws(prepared)
         trust = iam.ServicePrincipal(POD_IDENTITY_PRINCIPAL).with_conditions(
             {
                 "StringEquals": {
@@ -326,10 +330,7 @@ class ServedModel(Construct):
                 }
             }
         )
-        reads = [
-            *(["stream their model from S3"] if streams else []),
-            *(["read their Secrets Manager values"] if prepared.secrets.synced else []),
-        ]
+        reads = pod_role_uses(prepared)
         role = iam.Role(
             self,
             "PodRole",

@@ -31,6 +31,7 @@ from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.registry import (
     EngineView,
     Kind,
+    PodShape,
     RenderedObject,
     pod_engine,
 )
@@ -75,6 +76,11 @@ def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> Engi
     return pod_engine(pod, ENGINE_CONTAINER, objects, namespace=obj["metadata"].get("namespace"))
 
 
+def pods(obj: Mapping[str, Any]) -> list[PodShape]:
+    """Every pod of a Deployment is its template."""
+    return [PodShape("pod", obj["spec"]["template"])]
+
+
 KIND = Kind(
     kind="Deployment",
     api_version="apps/v1",
@@ -85,4 +91,5 @@ KIND = Kind(
     readiness=deployment_readiness,
     render=render,
     engine=engine,
+    pods=pods,
 )

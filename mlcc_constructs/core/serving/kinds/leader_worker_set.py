@@ -47,6 +47,7 @@ from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.registry import (
     EngineView,
     Kind,
+    PodShape,
     RenderedObject,
     pod_engine,
 )
@@ -205,6 +206,19 @@ def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> Engi
     return pod_engine(pod, ENGINE_CONTAINER, objects, namespace=obj["metadata"].get("namespace"))
 
 
+def pods(obj: Mapping[str, Any]) -> list[PodShape]:
+    """A group's leader and a worker, each with the worker-index label the controller gives
+    it (the leader's ``0`` is what its Service selects; lws v0.10.0 WorkerIndexLabelKey)."""
+    templates = obj["spec"]["leaderWorkerTemplate"]
+    shapes = []
+    for role, index in (("leader", LEADER_INDEX), ("worker", "1")):
+        template = json_copy(dict(templates[f"{role}Template"]))
+        labels = template.setdefault("metadata", {}).setdefault("labels", {})
+        labels[WORKER_INDEX_LABEL] = index
+        shapes.append(PodShape(role, template))
+    return shapes
+
+
 KIND = Kind(
     kind="LeaderWorkerSet",
     api_version=API_VERSION,
@@ -215,4 +229,5 @@ KIND = Kind(
     readiness=lws_readiness,
     render=render,
     engine=engine,
+    pods=pods,
 )

@@ -7,26 +7,37 @@ namespaces, and from the cluster's Prometheus scraper for an engine with metrics
 interfaces live in the internal load balancer subnets, which hold no pod: the render context's
 ``metrics_scraper_cidrs``); nothing else (no other pod, not the rest of the VPC). Egress: DNS;
 HTTPS for a Hugging Face model (the Hub and its CDN have no fixed addresses) and for a streamed
-``s3://`` model (``model_load: stream``: the engine reads S3 itself); the CacheBackend's external
-Redis port; over several nodes (a LeaderWorkerSet), every port among the deployment's own pods.
-A mounted ``s3://`` model needs no egress rule: Mountpoint reads it in the S3 CSI
-driver's pods, not in the engine pod.
+``s3://`` model (``model_load: stream``: the engine reads S3 itself, and S3's addresses are
+AWS's prefix list, which a NetworkPolicy cannot name); for a pod that calls AWS itself (a
+streamed model: :func:`~mlcc_constructs.core.serving.prepare.aws_calls.pods_call_aws`), the
+EKS Pod Identity agent on TCP 80 at its two link-local addresses only
+(:mod:`mlcc_constructs.core.platform.pod_identity`), where the pod gets its credentials; the
+CacheBackend's external Redis port; over several nodes (a LeaderWorkerSet), every port among
+the deployment's own pods. A mounted ``s3://`` model needs no egress rule: Mountpoint reads it
+in the S3 CSI driver's pods, not in the engine pod; synced secrets need none either: the Secrets
+Store CSI driver's AWS provider asks the agent for the pod's credentials from its own pod. The
+instance metadata service is never admitted (Pod Identity replaces the node's credentials).
+What each pod needs and must not reach is derived and checked against this policy
+(:mod:`mlcc_constructs.core.serving.flows`).
 
 Enforced on EKS Auto Mode once the cluster side turns the VPC CNI's network policy controller
 on (the ``kube-system/amazon-vpc-cni`` ConfigMap). The VPC CNI applies policies to pods with
 owner references (a Deployment's), and needs the Service port equal to the container port,
 which the library's Service keeps (EKS User Guide networking/cni-network-policy.adoc).
-DNS is admitted by port to any address: Auto Mode serves cluster DNS from the node, not from
-pods a selector could name.
+DNS is admitted by port to any address: Auto Mode caches DNS queries on the node ("Caching DNS
+queries on the node", EKS User Guide ``automode/auto-networking.adoc``), not in pods a selector
+could name, at an address no rule has to know (a link-local one included).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from mlcc_constructs.core.platform.pod_identity import AGENT_CIDRS, AGENT_PORT
 from mlcc_constructs.core.serving.kinds._common import metadata
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.core.serving.kinds.registry import Kind, RenderedObject, exists
+from mlcc_constructs.core.serving.prepare.aws_calls import pods_call_aws
 from mlcc_constructs.core.serving.prepare.facts import DeploymentFacts
 from mlcc_constructs.core.serving.prepare.names import pod_selector
 
@@ -58,10 +69,13 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     egress: list[dict[str, Any]] = [
         {"ports": [{"protocol": "UDP", "port": 53}, {"protocol": "TCP", "port": 53}]}
     ]
-    # HTTPS out: the Hub and its CDN, or S3 and the credential endpoints a streamed model is
-    # read through (S3's addresses are AWS's prefix list, which a NetworkPolicy cannot name).
+    # HTTPS out: the Hub and its CDN, or S3 for a streamed model (S3's addresses are AWS's
+    # prefix list, which a NetworkPolicy cannot name).
     if facts.source.kind == "huggingface" or facts.resolution.model_load == "stream":
         egress.append({"ports": [{"protocol": "TCP", "port": 443}]})
+    if pods_call_aws(facts):  # the pod's own credentials: the Pod Identity agent, nothing more
+        agent = [{"ipBlock": {"cidr": cidr}} for cidr in AGENT_CIDRS]
+        egress.append({"to": agent, "ports": [{"protocol": "TCP", "port": AGENT_PORT}]})
     if facts.cache is not None and facts.cache.remote_port is not None:
         egress.append({"ports": [{"protocol": "TCP", "port": facts.cache.remote_port}]})
     if facts.resolution.nodes > 1:
@@ -95,4 +109,5 @@ KIND = Kind(
     validate=core_object_problems,
     readiness=exists,
     render=render,
+    filters_traffic=True,
 )

@@ -51,6 +51,16 @@ class EngineView(NamedTuple):
     value from a Secret is shown as ``${secret:<name>/<key>}``, never read."""
 
 
+class PodShape(NamedTuple):
+    """One sort of pod a workload object makes (what its NetworkPolicy applies to)."""
+
+    role: str
+    """``pod`` (every pod alike), or the role among its group's pods (``leader``, ``worker``)."""
+    template: Mapping[str, Any]
+    """The pod template (``metadata``, ``spec``), its labels including those the controller adds
+    to every such pod."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Kind:
     """One Kubernetes kind the library renders.
@@ -73,6 +83,11 @@ class Kind:
     ``engine``: for a workload kind (a target's ``workload``), the engine container of one of
         its objects, given the deployment's other objects (``envFrom`` ConfigMaps); ``None``
         for every other kind.
+    ``filters_traffic``: its objects restrict the traffic of the pods they select (a
+        NetworkPolicy): a target listing it denies what its objects do not admit.
+    ``pods``: for a kind whose objects make pods, each sort of pod one object makes, as
+        :class:`PodShape` (its role and pod template, with the labels its controller adds);
+        ``None`` for every other kind.
     """
 
     kind: str
@@ -86,6 +101,8 @@ class Kind:
     requires: str | None = None
     check: Callable[[DeploymentFacts], tuple[list[Problem], list[str]]] | None = None
     engine: Callable[[Mapping[str, Any], Sequence[Mapping[str, Any]]], EngineView] | None = None
+    pods: Callable[[Mapping[str, Any]], list[PodShape]] | None = None
+    filters_traffic: bool = False
 
 
 @cache
@@ -184,6 +201,18 @@ def of_kind(objects: Sequence[Mapping[str, Any]], name: str) -> list[Mapping[str
     """The objects of kind ``name`` among ``objects``."""
     kind = kind_named(name)
     return [obj for obj in objects if kind_of(obj) is kind]
+
+
+def filters_traffic(names: Sequence[str]) -> bool:
+    """Some kind of ``names`` (a target's ``kinds``) restricts its pods' traffic
+    (:attr:`Kind.filters_traffic`)."""
+    return any(kind_named(name).filters_traffic for name in names)
+
+
+def pod_shapes(obj: Mapping[str, Any]) -> list[PodShape]:
+    """The sorts of pod ``obj`` makes (:attr:`Kind.pods`); none for a kind that makes no pod."""
+    kind = kind_of(obj)
+    return kind.pods(obj) if kind is not None and kind.pods is not None else []
 
 
 def requirement(obj: Mapping[str, Any]) -> str | None:
