@@ -282,3 +282,100 @@ def test_a_multi_node_plan_shows_the_group(
     assert "group init" in out
     assert "nodes                 2  each reads the whole checkpoint in parallel" in out
     assert "1,622,000,000,000 bytes from S3" in out
+
+
+PLAN_KEYS = [
+    "name", "namespace", "target", "engine", "model", "estimate", "instance_type", "load_path",
+    "model_bytes", "model_bytes_source", "network", "load_bytes_per_second", "phases",
+    "expected_seconds", "nodes", "physical_limit", "budget",
+]  # fmt: skip
+
+
+def test_the_json_plan_prices_each_deployment(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "plan", "-f", _spec(tmp_path, SPEC, HUB), *CONTEXT)
+    assert code == 0, err
+    llama, mistral = json.loads(out)["plans"]
+    assert list(llama) == [*PLAN_KEYS, "price"]  # the cold start's keys as before, then price
+    price = llama["price"]
+    assert (price["region"], price["currency"], price["hours_per_30_days"]) == (
+        "us-east-1",
+        "USD",
+        720,
+    )
+    assert [
+        (line["what"], line["count"], line["usd_per_hour_each"], line["usd_per_30_days"])
+        for line in price["lines"]
+    ] == [
+        ("EC2 instance g5.12xlarge", {"min": 1, "max": 1}, 5.672, {"min": 4083.84, "max": 4083.84}),
+        ("Auto Mode fee g5.12xlarge", {"min": 1, "max": 1}, None, None),
+        ("load balancer", {"min": 1, "max": 1}, 0.0225, {"min": 16.2, "max": 16.2}),
+    ]
+    assert price["usd_per_hour"] == {"min": 5.6945, "max": 5.6945}
+    assert price["usd_per_30_days"] == {"min": 4100.04, "max": 4100.04}
+    assert price["totals_cover"] == "priced lines only"
+    assert price["unpriced"] == [
+        "Auto Mode fee g5.12xlarge x 1 (eks inference/llama-vllm): EKS Auto Mode bills a "
+        "management fee per instance it manages, priced per instance type on "
+        "https://aws.amazon.com/eks/pricing/; no per-type figure is on record offline"
+    ]
+    assert price["lines"][0]["source"]["url"].startswith("https://github.com/aws/karpenter")
+    assert price["lines"][0]["checked"] == "2026-07-20"
+    # HyperPod: the operator's load balancer only; the nodes are the HyperPod cluster's.
+    assert [line["what"] for line in mistral["price"]["lines"]] == ["load balancer"]
+    assert mistral["price"]["notes"][0].startswith(
+        "hyperpod-eks default/mistral runs on nodes the hyperpod-eks platform provides"
+    )
+    assert mistral["price"]["totals_cover"] == "every line"
+
+
+def test_the_table_prices_each_deployment_and_names_what_it_leaves_out_once(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, out, err = run(
+        capsys, "plan", "-f", _spec(tmp_path, SPEC, HUB), *CONTEXT, "--format", "table"
+    )
+    assert code == 0, err
+    llama = out.split("\n\n")[1]
+    budget, price = llama.split("\n  price: ")
+    assert budget.endswith("ready timeout 1830 s (formula)")  # the cold start table as before
+    assert price.splitlines()[1:] == [
+        "    item                                                             count  USD/h each"
+        "   USD/h  USD/30 days",
+        "    eks inference/llama-vllm: EC2 instance g5.12xlarge (1 replica)       1       5.672"
+        "  5.6720     4,083.84",
+        "    eks inference/llama-vllm: Auto Mode fee g5.12xlarge (1 replica)      1    unpriced"
+        "       -            -",
+        "    eks inference/llama-vllm: load balancer (internal)                   1      0.0225"
+        "  0.0225        16.20",
+        "    total (priced lines only)                                                          "
+        " 5.6945     4,100.04",
+        "    unpriced (named, never guessed):",
+        "      - EKS Auto Mode bills a management fee per instance it manages, priced per "
+        "instance type on https://aws.amazon.com/eks/pricing/; no per-type figure is on record "
+        "offline:",
+        "          Auto Mode fee g5.12xlarge x 1 (eks inference/llama-vllm)",
+    ]
+    assert price.startswith("us-east-1, on-demand list prices in USD from ")
+    assert "30 days = 720 h" in price.splitlines()[0]
+    # What prices leave out, once after every deployment.
+    assert out.count("usage-billed, not priced:") == 1
+    assert out.rstrip().endswith("Savings Plans, Reserved Instances, Spot and Capacity Blocks: "
+                                 "list on-demand rates only")  # fmt: skip
+
+
+def test_without_a_region_nothing_is_priced_and_the_plan_says_why(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # no ./cdk.json to take a region from
+    hub = {k: v for k, v in HUB.items() if k != "target"}
+    code, out, err = run(capsys, "plan", "-f", _spec(tmp_path, hub))
+    assert code == 0, err
+    price = json.loads(out)["plans"][0]["price"]
+    assert price["region"] is None
+    assert price["usd_per_hour"] == {"min": 0.0, "max": 0.0}
+    assert price["unpriced"][0] == (
+        "EC2 instance g5.2xlarge x 1 (eks default/mistral): the region is unknown: give the "
+        "deployment's region (--region)"
+    )

@@ -23,6 +23,7 @@ def test_installed_wheel_renders_from_its_own_files(
         "mlcc_constructs/stacks/buckets.json",
         "mlcc_constructs/data/versions.json",
         "mlcc_constructs/data/grafana-dashboard.json",
+        "mlcc_constructs/data/prices.json",
         "mlcc_constructs/ops/_cfn_diff.js",
         "mlcc_constructs/py.typed",
         "mlcc_constructs/examples/deployment.yaml",

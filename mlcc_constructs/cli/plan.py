@@ -6,6 +6,10 @@ start, image pull, weight load and engine warm-up, each with its assumption and 
 expected total; the physical limit (model bytes / the instance's baseline network bandwidth);
 and the budgets the rendered objects carry (startup probe, do-not-disrupt window, ready
 timeout). The numbers are the ones the probes are sized from, and estimates: the output says so.
+Then its price: the instances it runs, Auto Mode's fee for them and its load balancer, each
+with its on-demand hourly price from the pinned ``data/prices.json`` (source and date), the
+total per hour and per 30 days (720 h), and every item with no price on record named
+(``price`` in the JSON).
 
 The model's size: the spec's ``model_bytes``, else, with ``--read-index``, the staged model's
 ``model.safetensors.index.json`` read from S3 (``s3://`` models; the only network call this
@@ -30,11 +34,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     parser = subparsers.add_parser(
         "plan",
-        help="estimate a deployment's time to serve from cold: node start, image pull, weight "
-        "load, engine warm-up, and the physical limit",
+        help="estimate a deployment's time to serve from cold (node start, image pull, weight "
+        "load, engine warm-up, the physical limit) and price what it runs per hour",
         description="Estimate how long each deployment of the spec takes to serve from cold, "
-        "phase by phase with each assumption and its source, and print the budgets its "
-        "objects carry (the same numbers). Estimates, not measurements.",
+        "phase by phase with each assumption and its source, print the budgets its "
+        "objects carry (the same numbers; estimates, not measurements), and price what it "
+        "runs: on-demand list prices from the pinned data/prices.json, per hour and per 30 "
+        "days, every item with no price on record named.",
     )
     add_spec_options(parser)
     add_format_option(parser, default="json")
@@ -54,10 +60,12 @@ def run_plan(args: argparse.Namespace) -> int:
     from mlcc_constructs.cli._common import registry_from
     from mlcc_constructs.cli.render import spec_contexts
     from mlcc_constructs.core.serving.cold_start_plan import plan_document, plan_report, plan_table
+    from mlcc_constructs.core.serving.deployment_bill import deployment_bill
     from mlcc_constructs.core.serving.prepare.deployment import prepare
 
     registry = registry_from(args)
     documents: list[dict[str, Any]] = []
+    prices: list[Any] = []
     warnings: list[str] = []
     problems: list[Any] = []
     for loaded, context in spec_contexts(args, problems):
@@ -69,13 +77,15 @@ def run_plan(args: argparse.Namespace) -> int:
         except MlccError as error:
             problems.extend(loaded.locate(error).problems)
             continue
-        documents.append(plan_document(prepared))
+        price = deployment_bill(prepared)
+        documents.append(plan_document(prepared, price=price))
+        prices.append(price)
         warnings += prepared.warnings
     if problems:
         raise MlccError(problems)
     for note in warnings:
         print(f"mlcc: {note}", file=sys.stderr)
-    emit(args, plan_report(documents), table=lambda: plan_table(documents))
+    emit(args, plan_report(documents), table=lambda: plan_table(documents, prices=prices))
     return 0
 
 

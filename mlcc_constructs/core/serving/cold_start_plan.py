@@ -1,6 +1,8 @@
 """What ``mlcc plan`` prints for a prepared deployment: its cold start (the phases with their
-assumptions and sources, the physical limit, the budgets the probes and the deploy use), as a
-JSON document or a table. The numbers are the deployment's own
+assumptions and sources, the physical limit, the budgets the probes and the deploy use) and its
+price (:func:`~mlcc_constructs.core.serving.deployment_bill.deployment_bill`: its instances,
+Auto Mode fees and load balancer per hour and per 30 days, unpriced items named), as a JSON
+document or a table. The numbers are the deployment's own
 (:attr:`~mlcc_constructs.core.serving.prepare.facts.DeploymentFacts.cold_start`, the object its
 probes and ready timeout come from); nothing is computed again here. They are estimates, and
 the output says so."""
@@ -10,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from mlcc_constructs.core.platform.bill import PriceReport, format_footnotes, format_report
+from mlcc_constructs.core.serving.deployment_bill import deployment_bill
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 
 NOTE = (
@@ -25,9 +29,12 @@ _LABELS = {
 }
 
 
-def plan_document(prepared: PreparedDeployment) -> dict[str, Any]:
+def plan_document(
+    prepared: PreparedDeployment, *, price: PriceReport | None = None
+) -> dict[str, Any]:
     """The plan of one deployment: who it is, its cold start and its ready timeout (no
-    do-not-disrupt window where the platform makes the pods: the HyperPod operator's)."""
+    do-not-disrupt window where the platform makes the pods: the HyperPod operator's), and its
+    ``price`` (default: :func:`deployment_bill` of it)."""
     spec = prepared.spec
     timeout = prepared.ready_timeout
     cold = prepared.cold_start.to_json()
@@ -43,6 +50,7 @@ def plan_document(prepared: PreparedDeployment) -> dict[str, Any]:
         "engine": prepared.resolution.manifest.engine,
         "model": spec.model,
         **cold,
+        "price": (price or deployment_bill(prepared)).to_json(),
     }
 
 
@@ -51,11 +59,14 @@ def plan_report(documents: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return {"command": "plan", "ok": True, "estimate": True, "note": NOTE, "plans": list(documents)}
 
 
-def plan_table(documents: Sequence[Mapping[str, Any]]) -> str:
+def plan_table(
+    documents: Sequence[Mapping[str, Any]], *, prices: Sequence[PriceReport] = ()
+) -> str:
     """The plans as text: one block per deployment, a row per phase (its seconds and
-    assumption, the source under it), then the total, the physical limit and the budgets."""
+    assumption, the source under it), then the total, the physical limit and the budgets, and
+    the deployment's price table when ``prices`` gives one per document."""
     blocks = [f"All figures are {NOTE}."]
-    for doc in documents:
+    for index, doc in enumerate(documents):
         size = doc["model_bytes"]
         network = doc["network"]
         head = (
@@ -110,7 +121,13 @@ def plan_table(documents: Sequence[Mapping[str, Any]]) -> str:
             + f", ready timeout {budget['ready_timeout_seconds']} s "
             f"({budget['ready_timeout_source']})"
         )
+        if index < len(prices):
+            price = format_report(prices[index], title="price", footnotes=False)
+            lines += ["  " + line if line else line for line in price.splitlines()]
         blocks.append("\n".join(lines))
+    footnotes = format_footnotes(prices[0]) if prices else ""
+    if footnotes:  # the same for every deployment: once, after them
+        blocks.append("Prices leave out:\n" + footnotes.rstrip("\n"))
     return "\n\n".join(blocks) + "\n"
 
 
