@@ -10,29 +10,37 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
+from mlcc_constructs.aws.stable_synth import quiet_stack_traces
+from mlcc_constructs.core.platform.app_settings import read_egress, read_gpu_pool, read_hyperpod
+from mlcc_constructs.core.platform.bill import PriceReport, format_report
 from mlcc_constructs.core.platform.cluster_access import context_list
 from mlcc_constructs.core.platform.context_values import context_source
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
+from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
+from mlcc_constructs.core.serving.deployment_bill import app_bill
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
-from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment, served_load_balancers
+from mlcc_constructs.core.serving.spec.app_deployments import (
+    AppDeployment,
+    gpu_demand,
+    gpu_instance_types,
+    served_load_balancers,
+    wants_inference_gateway,
+)
 from mlcc_constructs.core.serving.stack_selection import SELECTION_KEY, select_stacks
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
-from stacks import BucketsStack, EksClusterStack, environment_from_context
-from stacks.app_context import egress_from_context, gpu_pool_from_context, quiet_stack_traces
+from stacks.app_context import environment_from_context
+from stacks.buckets_stack import BucketsStack
 from stacks.deployments import (
     app_deployments,
     dist_text,
-    gpu_demand,
-    gpu_instance_types,
     set_cluster_query_url,
-    wants_inference_gateway,
 )
+from stacks.eks_cluster_stack import EksClusterStack
 from stacks.hyperpod_stacks import (
     HyperPodClusterStack,
     InferenceOperatorStack,
-    hyperpod_settings_from_context,
 )
 from stacks.serving_stack import DeploymentServingStack, ServingNamespacesStack
 
@@ -62,22 +70,32 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     deployments = app_deployments(app)
     plan = serving_plan(app)
     selection = selected_deployments(app, plan)  # an unknown name fails before any stack
-    hyperpod = hyperpod_settings_from_context(app, environment)
+    hyperpod = read_hyperpod(app.node.try_get_context, environment)
     if hyperpod is None:  # a hyperpod-eks deployment needs a cluster the app does not have
         on_hyperpod = [d for d in deployments if _on_hyperpod(d)]
         raise_if_any(coverage_problems(None, [(d.where, "") for d in on_hyperpod]))
     buckets = BucketsStack(app, environment=environment)
+    egress = read_egress(app.node.try_get_context, environment)
     cluster_stack = EksClusterStack(
         app,
         environment=environment,
         gpu_families=instance_families(gpu_instance_types(deployments)),
         load_balancer_groups=served_load_balancers(deployments),
-        gpu_pool=gpu_pool_from_context(app, gpu_demand(deployments)),
-        egress=egress_from_context(app, environment),
+        gpu_pool=read_gpu_pool(app.node.try_get_context, gpu_demand(deployments)),
+        egress=egress,
         # The LWS controller only where a deployment runs over several nodes.
         leader_worker_set=any(d.prepared.resolution.nodes > 1 for d in deployments),
     )
     serving_cluster = cluster_stack.serving_cluster
+    _BILLS[app] = app_bill(
+        [d.prepared for d in deployments],
+        nat_gateways=egress.nat_gateways,
+        region=environment.region,
+        hyperpod_instance_groups=[(g.instance_type, g.count) for g in hyperpod.groups]
+        if hyperpod is not None
+        else (),
+        vpc_interface_endpoints=len(INTERFACE_ENDPOINTS) * len(environment.availability_zones),
+    )
     set_cluster_query_url(app, serving_cluster.prometheus_query_url)
     operator = None
     if hyperpod is not None:
@@ -99,7 +117,7 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         operator_stack.add_stack_dependency(buckets, "the TLS certificates' bucket")
         operator = operator_stack.operator
     namespaces = ServingNamespacesStack(
-        app, environment=environment, cluster=cluster_stack.cluster, plan=plan
+        app, environment=environment, cluster=serving_cluster.cluster, plan=plan
     )
     # The plan keeps the deployments' order: one unit per deployment.
     for unit, deployment, built in zip(plan.units, deployments, selection, strict=True):
@@ -155,6 +173,13 @@ def add_gates(app: cdk.App) -> None:
 
 
 _PLANS: weakref.WeakKeyDictionary[cdk.App, ServingPlan] = weakref.WeakKeyDictionary()
+_BILLS: weakref.WeakKeyDictionary[cdk.App, PriceReport] = weakref.WeakKeyDictionary()
+
+
+def app_price(app: cdk.App) -> PriceReport:
+    """What the app built by :func:`build_app` runs and costs per hour and per 30 days, from the
+    pinned prices (``mlcc_constructs/data/prices.json``): printed by ``cdk synth``."""
+    return _BILLS[app]
 
 
 def serving_plan(app: cdk.App) -> ServingPlan:
@@ -222,6 +247,10 @@ if __name__ == "__main__":
         add_gates(cdk_app)
         write_reference_manifests(cdk_app)
         cdk_app.synth()
+        # The price before the deploy, on stderr: cdk synth keeps stdout for templates.
+        print(
+            format_report(app_price(cdk_app), title="What cdk deploy --all runs"), file=sys.stderr
+        )
     except MlccError as error:
         for problem in error.problems:
             print(f"app.py: error: {problem}", file=sys.stderr)

@@ -71,7 +71,7 @@ def peer_objects(count: int, path: str) -> None:
 
     import app as cdk_app
     from benchmarks.plain_cdk_peer import write_objects
-    from stacks import environment_from_context
+    from stacks.app_context import environment_from_context
     from stacks.deployments import app_deployments
 
     scratch = cdk.App(context=_context(count))

@@ -6,7 +6,8 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from mlcc_constructs.aws.buckets import ModelBuckets, ModelBucketsProps
-from stacks.app_context import AppEnvironment
+from mlcc_constructs.core.platform.app_settings import AppEnvironment
+from stacks.app_context import stack_env
 
 
 class BucketsStack(cdk.Stack):
@@ -16,7 +17,7 @@ class BucketsStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name("buckets"),
-            env=environment.env,
+            env=stack_env(environment),
             description="mlcc buckets (names from stacks/buckets.json)",
         )
         self.model_buckets = ModelBuckets(

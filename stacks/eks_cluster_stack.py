@@ -9,18 +9,23 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
+from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from mlcc_constructs.aws.gpu_node_pool import GpuNodePool
-from mlcc_constructs.aws.s3_csi import DEFAULT_READ_BUCKETS, S3CsiDriver
+from mlcc_constructs.aws.s3_csi import DEFAULT_READ_BUCKETS
 from mlcc_constructs.aws.serving_cluster import ServingCluster, ServingClusterProps
+from mlcc_constructs.core.platform.app_settings import (
+    AppEnvironment,
+    EgressSettings,
+    GpuPoolSettings,
+)
 from mlcc_constructs.core.platform.cluster_access import (
     NO_ADMIN_WARNING,
     admin_access_id,
     no_admin_warning,
 )
-from stacks.app_context import AppEnvironment, EgressSettings, GpuPoolSettings
+from mlcc_constructs.core.platform.image_cache import NO_CACHE_NOTE
+from stacks.app_context import stack_env
 
 
 class EksClusterStack(cdk.Stack):
@@ -47,7 +52,7 @@ class EksClusterStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
-            env=environment.env,
+            env=stack_env(environment),
             description=f"mlcc EKS cluster mlcc-{environment.profile}-eks",
         )
         # Answer the availability-zone context lookup with the app's declared zones
@@ -57,6 +62,8 @@ class EksClusterStack(cdk.Stack):
             f"availability-zones:account={environment.account}:region={environment.region}",
             list(environment.availability_zones),
         )
+        if egress is not None and egress.pull_through_secrets is None:
+            cdk.Annotations.of(self).add_info(NO_CACHE_NOTE)
         if (warning := no_admin_warning(environment.admin_role_arns)) is not None:
             cdk.Annotations.of(self).add_warning_v2(NO_ADMIN_WARNING, warning)
         admins = [
@@ -93,31 +100,8 @@ class EksClusterStack(cdk.Stack):
             # (`-c deployments=...`) builds: the stack is the same with one serving stack or all.
             for value in (waiter.service_token, waiter.endpoint, waiter.certificate_authority):
                 self.export_value(value)
+        self.serving_cluster.add_outputs(prefix="")  # KubeconfigCommand, ApiEndpointAccess
         # The VPC id: serving stacks deployed before the waiter moved here import it (their own
         # waiter's security group), and CloudFormation refuses to remove an export in use, so
         # it stays exported (a later release may drop it once every serving stack is updated).
-        self.export_value(self.vpc.vpc_id)
-
-    @property
-    def vpc(self) -> ec2.IVpc:
-        return self.serving_cluster.vpc
-
-    @property
-    def cluster(self) -> eks.Cluster:
-        return self.serving_cluster.cluster
-
-    @property
-    def cluster_name(self) -> str:
-        return self.serving_cluster.cluster_name
-
-    @property
-    def oidc_provider(self) -> iam.IOpenIdConnectProvider:
-        return self.serving_cluster.oidc_provider
-
-    @property
-    def s3_csi(self) -> S3CsiDriver:
-        return self.serving_cluster.s3_csi
-
-    @property
-    def gpu_node_pool(self) -> GpuNodePool | None:
-        return self.serving_cluster.gpu_node_pool
+        self.export_value(self.serving_cluster.vpc.vpc_id)

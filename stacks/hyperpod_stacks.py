@@ -24,29 +24,13 @@ from mlcc_constructs.aws.inference_operator import (
     HyperPodInferenceOperator,
     HyperPodInferenceOperatorProps,
 )
-from mlcc_constructs.core.platform.hyperpod import (
-    GROUPS_KEY,
-    IMPORT_KEY,
-    HyperPodSettings,
-    hyperpod_settings,
-    operator_role_name,
-)
-from stacks.app_context import AppEnvironment
+from mlcc_constructs.core.platform.app_settings import AppEnvironment
+from mlcc_constructs.core.platform.hyperpod import HyperPodSettings, operator_role_name
+from stacks.app_context import stack_env
 from stacks.eks_cluster_stack import EksClusterStack
 
 HYPERPOD_CLUSTER = "hyperpod-cluster"
 INFERENCE_OPERATOR = "inference-operator"
-
-
-def hyperpod_settings_from_context(
-    app: cdk.App, environment: AppEnvironment
-) -> HyperPodSettings | None:
-    """The app's HyperPod settings (``None``: the app has no HyperPod stacks)."""
-    return hyperpod_settings(
-        app.node.try_get_context(GROUPS_KEY),
-        app.node.try_get_context(IMPORT_KEY),
-        profile=environment.profile,
-    )
 
 
 class HyperPodClusterStack(cdk.Stack):
@@ -64,7 +48,7 @@ class HyperPodClusterStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name(HYPERPOD_CLUSTER),
-            env=environment.env,
+            env=stack_env(environment),
             description=f"mlcc SageMaker HyperPod cluster {settings.cluster_name} ({mode})",
         )
         self.hyperpod: HyperPodCluster | ImportedHyperPodCluster
@@ -75,8 +59,9 @@ class HyperPodClusterStack(cdk.Stack):
                 props=ImportedHyperPodClusterProps(cluster_name=settings.cluster_name),
             )
             return
-        cluster = cluster_stack.cluster
-        private = cluster_stack.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
+        serving = cluster_stack.serving_cluster
+        cluster = serving.cluster
+        private = serving.vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
         self.hyperpod = HyperPodCluster(
             self,
             "HyperPodCluster",
@@ -90,7 +75,7 @@ class HyperPodClusterStack(cdk.Stack):
                 # network interfaces and the Auto Mode nodes) reach each other.
                 security_group_ids=[cluster.cluster_security_group_id],
                 profile=environment.profile,
-                eks_cluster_name=cluster_stack.cluster_name,
+                eks_cluster_name=serving.cluster_name,
                 # Problems of a group name the context value it came from.
                 groups_where=settings.where,
                 groups_pointer=settings.pointer,
@@ -114,22 +99,23 @@ class InferenceOperatorStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name(INFERENCE_OPERATOR),
-            env=environment.env,
+            env=stack_env(environment),
             description="mlcc SageMaker HyperPod inference operator (EKS add-on)",
         )
+        serving = cluster_stack.serving_cluster
         self.operator = HyperPodInferenceOperator(
             self,
             "InferenceOperator",
             props=HyperPodInferenceOperatorProps(
-                cluster=cluster_stack.cluster,
-                oidc_provider=cluster_stack.oidc_provider,
+                cluster=serving.cluster,
+                oidc_provider=serving.oidc_provider,
                 hyperpod_cluster=hyperpod_stack.hyperpod,
                 role_name=operator_role_name(environment.profile, environment.region),
                 profile=environment.profile,
-                eks_cluster_name=cluster_stack.cluster_name,
+                eks_cluster_name=serving.cluster_name,
                 inference_gateway=inference_gateway,
                 # The eks-cluster stack installs KEDA: one KEDA per cluster.
-                install_keda=cluster_stack.serving_cluster.metrics is None,
+                install_keda=serving.metrics is None,
             ),
         )
         # The operator serves on the HyperPod cluster: deployed after it, removed before it.

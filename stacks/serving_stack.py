@@ -13,9 +13,10 @@ from mlcc_constructs.aws.imported_cluster import IServingCluster
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.aws.served_model import ServedModel, ServedModelProps
+from mlcc_constructs.core.platform.app_settings import AppEnvironment
 from mlcc_constructs.core.serving.plan import SERVING, ServingPlan, ServingUnit
 from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment
-from stacks.app_context import AppEnvironment
+from stacks.app_context import stack_env
 
 
 class ServingNamespacesStack(cdk.Stack):
@@ -33,7 +34,7 @@ class ServingNamespacesStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name(SERVING),
-            env=environment.env,
+            env=stack_env(environment),
             description="mlcc serving: the namespaces of the app's deployments",
         )
         self.objects = KubernetesObjects(
@@ -68,7 +69,7 @@ class DeploymentServingStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name(unit.suffix),
-            env=environment.env,
+            env=stack_env(environment),
             # Only what identifies the deployment: its place in cdk.json may change.
             description=f"mlcc serving: the objects of deployment {unit.suffix}",
         )
@@ -85,3 +86,4 @@ class DeploymentServingStack(cdk.Stack):
             ),
         )
         self.objects = self.model.objects
+        self.model.add_outputs(prefix="")  # EndpointUrl, CheckCommand...: where it is, how to call

@@ -256,8 +256,7 @@ def test_an_iec_lists_the_fallbacks_as_its_instance_types() -> None:
 
 
 def test_the_gpu_node_pool_offers_the_fallback_families() -> None:
-    from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment
-    from stacks.deployments import gpu_instance_types
+    from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment, gpu_instance_types
 
     prepared = _prepare(instance_types=("g6e.12xlarge",))
     deployment = AppDeployment(where="here", context=DEV, prepared=prepared)

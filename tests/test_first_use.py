@@ -67,7 +67,7 @@ def test_the_cdk_cli_reads_cdk_json_without_a_warning() -> None:
 def test_the_app_turns_stack_traces_off_unless_the_context_says(
     given: dict[str, bool], expected: bool
 ) -> None:
-    from stacks.app_context import TRACE_CONTEXT, quiet_stack_traces
+    from mlcc_constructs.aws.stable_synth import TRACE_CONTEXT, quiet_stack_traces
 
     app = cdk.App(context=given)
     quiet_stack_traces(app)

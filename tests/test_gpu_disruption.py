@@ -29,10 +29,10 @@ def test_the_limit_counts_an_autoscaled_deployment_at_its_max_replicas() -> None
     from types import SimpleNamespace
 
     from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.spec.app_deployments import gpu_demand
     from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
     from mlcc_constructs.core.serving.spec.context import RenderContext
     from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
-    from stacks.deployments import gpu_demand
 
     context = RenderContext(
         region="us-east-1",

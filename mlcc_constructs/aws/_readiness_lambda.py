@@ -19,8 +19,10 @@ standard library and the botocore of the Lambda Python runtime (to sign the EKS 
 
 Resource properties (strings, as CloudFormation passes them): ``ClusterName``, ``Endpoint``
 (``https://...``), ``CertificateAuthority`` (base64 PEM, EKS ``certificateAuthority.data``),
-``Kind``, ``Namespace``, ``Name``, ``Path`` (the object's API path), ``DeadlineSeconds``; others
-(``Digest``) exist only so that CloudFormation updates the resource when the objects change.
+``Kind``, ``Namespace``, ``Name``, ``Path`` (the object's API path), ``DeadlineSeconds``, and with
+a load balancer ``AddressKind``, ``AddressName``, ``AddressPath`` (its Ingress: the resource
+completes once that has an address, returned as the attribute ``Address``); others (``Digest``)
+exist only so that CloudFormation updates the resource when the objects change.
 """
 
 from __future__ import annotations
@@ -36,7 +38,13 @@ import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from mlcc_constructs.core.serving.kinds._readiness import RULES, Blocker, blocker, fatal
+from mlcc_constructs.core.serving.kinds._readiness import (
+    ADDRESS_RULES,
+    RULES,
+    Blocker,
+    blocker,
+    fatal,
+)
 
 TOKEN_PREFIX = "k8s-aws-v1."
 TOKEN_EXPIRES_S = 60
@@ -201,7 +209,7 @@ def judge(
     state, detail = ("absent", "not found") if obj is None else rules.readiness(obj)
     print(json.dumps({"workload": workload, "state": state, "detail": detail}))
     if state == "ready":
-        return {"IsComplete": True, "Data": {"Readiness": detail}}
+        return _with_address(props, api, detail, waited=waited, deadline=deadline)
     why = _why(api, obj, props, workload)
     reason = f"; {why.reason}" if why is not None else ""
     if state == "failed":
@@ -212,5 +220,35 @@ def judge(
     if waited >= deadline:
         raise NotReady(
             _message(f"{workload} not ready after {deadline} s ({detail}){reason or ': no reason'}")
+        )
+    return {"IsComplete": False}
+
+
+def _with_address(
+    props: Mapping[str, Any], api: KubernetesApi, detail: str, *, waited: float, deadline: int
+) -> dict[str, Any]:
+    """Complete, with where the endpoint answers (``Address``) when the deployment has an
+    object that says it (``AddressKind``/``AddressPath``: its Ingress): a ready workload
+    behind a load balancer that has no address yet is not an endpoint yet."""
+    data = {"Readiness": detail}
+    kind = str(props.get("AddressKind") or "")
+    if not kind:
+        return {"IsComplete": True, "Data": data}
+    described = f"{kind} {props['Namespace']}/{props.get('AddressName', '')}"
+    try:
+        obj = api.get(str(props["AddressPath"]))
+    except ApiError as error:
+        obj = None
+        print(json.dumps({"address": described, "error": str(error)}))
+    address = ADDRESS_RULES[kind](obj) if obj is not None else None
+    print(json.dumps({"address": described, "found": address}))
+    if address is not None:
+        return {"IsComplete": True, "Data": {**data, "Address": address}}
+    if waited >= deadline:
+        raise NotReady(
+            _message(
+                f"{described} has no load balancer address after {deadline} s: the load "
+                "balancer controller made none (kubectl describe ingress shows its events)"
+            )
         )
     return {"IsComplete": False}

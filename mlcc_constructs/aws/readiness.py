@@ -387,7 +387,21 @@ class WorkloadReadiness(Construct):
                 "DeadlineSeconds": str(target.timing.deadline_s),
                 "ReadyTimeoutSeconds": str(target.timeout_s),
                 "Digest": target.digest,
+                **(
+                    {
+                        "AddressKind": target.address.kind,
+                        "AddressName": target.address.name,
+                        "AddressPath": target.address.path,
+                    }
+                    if target.address is not None
+                    else {}
+                ),
             },
         )
+        self.address: str | None = (
+            self.resource.get_att_string("Address") if target.address is not None else None
+        )
+        """Where the endpoint answers (the load balancer's DNS name), read once ready; ``None``
+        when the deployment has no load balancer of the cluster's."""
         # Readable only once the access entry maps the group and the Role binds it.
         self.resource.node.add_dependency(self.access, provider.access_entry)

@@ -78,7 +78,13 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
 
 import aws_cdk as cdk
-from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_kms as kms
+from aws_cdk import (
+    aws_ec2 as ec2,
+    aws_eks_v2 as eks,
+    aws_iam as iam,
+    aws_kms as kms,
+    aws_route53 as route53,
+)
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws._iam import grant
@@ -91,8 +97,13 @@ from mlcc_constructs.aws.readiness import (
     WorkloadReadinessProps,
 )
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from mlcc_constructs.core.platform.load_balancing import alb_hosted_zone
 from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
 from mlcc_constructs.core.serving.cluster_fit import gpu_pool_problems, load_balancer_problems
+from mlcc_constructs.core.serving.endpoint.outputs import (
+    endpoint_url,
+    serving_outputs,
+)
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
@@ -209,7 +220,7 @@ class ServedModel(Construct):
 
     def __init__(self, scope: Construct, id: str, *, props: ServedModelProps) -> None:
         super().__init__(scope, id)
-        prepared = props.deployment
+        prepared = self._prepared = props.deployment
         given = props.cluster
         serving = given if _is_serving_cluster(given) else None
         cluster = serving.cluster if serving is not None else cast(eks.ICluster, given)
@@ -316,6 +327,57 @@ class ServedModel(Construct):
             self.readiness.node.add_dependency(self.objects)
             if self.namespace is not None:
                 self.readiness.node.add_dependency(self.namespace)
+        self.endpoint_address: str | None = (
+            self.readiness.address if self.readiness is not None else None
+        )
+        """The load balancer's DNS name, read from the Ingress once the workload is ready (a
+        deploy-time value); ``None`` without a load balancer of the cluster's or a wait."""
+        self.endpoint_url: str | None = endpoint_url(prepared, self.endpoint_address)
+        """The endpoint's base URL (``https://<hostname>``, else the load balancer's), or
+        ``None`` (:func:`~mlcc_constructs.core.serving.endpoint.outputs.endpoint_url`)."""
+        self.alias_record = self._alias_record(prepared)
+
+    def add_outputs(self, *, prefix: str | None = None) -> list[cdk.CfnOutput]:
+        """Stack outputs that say where the endpoint is and how to call it (``EndpointUrl``,
+        ``ServedModelName``, the API key's secret and command, ``CheckCommand``, the
+        port-forward way in: :func:`~mlcc_constructs.core.serving.endpoint.outputs.
+        serving_outputs`), children of this model, their logical ids ``<prefix><key>``
+        (default: this model's construct id, ``ModelEndpointUrl``); ``cdk deploy`` prints
+        them."""
+        found = serving_outputs(
+            self._prepared, address=self.endpoint_address, region=cdk.Stack.of(self).region
+        )
+        return [cdk.CfnOutput(self, o.key, value=o.value, description=o.description) for o in found]
+
+    def _alias_record(self, prepared: PreparedDeployment) -> route53.CfnRecordSet | None:
+        """With ``endpoint.hosted_zone_id``: an A alias record of ``endpoint.hostname`` to the
+        load balancer, made once the deploy read its address."""
+        endpoint = prepared.spec.endpoint
+        if endpoint.hosted_zone_id is None or endpoint.hostname is None:
+            return None
+        if self.endpoint_address is None:
+            raise fail(
+                "an alias record needs the load balancer's address, which this model's deploy "
+                "does not read (wait_for_ready=False)",
+                where=self.node.path,
+                pointer="/deployment/spec/endpoint/hosted_zone_id",
+                value=endpoint.hosted_zone_id,
+                fix="keep wait_for_ready=True, or drop endpoint.hosted_zone_id",
+            )
+        region = cdk.Stack.of(self).region
+        zone = alb_hosted_zone(
+            region, where=self.node.path, pointer="/deployment/spec/endpoint/hosted_zone_id"
+        )
+        return route53.CfnRecordSet(
+            self,
+            "Alias",
+            hosted_zone_id=endpoint.hosted_zone_id,
+            name=endpoint.hostname,
+            type="A",
+            alias_target=route53.CfnRecordSet.AliasTargetProperty(
+                dns_name=self.endpoint_address, hosted_zone_id=zone, evaluate_target_health=True
+            ),
+        )
 
     def _pod_role(self, prepared: PreparedDeployment, cluster_name: str) -> iam.Role:
         """The role the pods act as (module doc): their synced secrets, their streamed model."""

@@ -125,6 +125,7 @@ from mlcc_constructs.core.platform.gpu_capacity import s3_csi_addon_configuratio
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.platform.vpc_network import VPC_CIDR, default_nat_gateways
+from mlcc_constructs.core.serving.endpoint.outputs import cluster_outputs
 from mlcc_constructs.core.support.errors import fail
 
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.
@@ -162,7 +163,7 @@ class ServingCluster(Construct):
         self, scope: Construct, id: str, *, props: ServingClusterProps | None = None
     ) -> None:
         super().__init__(scope, id)
-        props = props or ServingClusterProps()
+        props = self._props = props or ServingClusterProps()
         # Where the children go: this construct, or its scope (``in_parent_scope``).
         owner: Construct = scope if props.in_parent_scope else self
         self.vpc: ec2.IVpc = props.vpc or _new_vpc(
@@ -316,6 +317,19 @@ class ServingCluster(Construct):
                 Mapping[LoadBalancerScheme, Sequence[ec2.ISubnet]], self.load_balancer_subnets
             ),
         )
+
+    def add_outputs(self, *, prefix: str | None = None) -> list[cdk.CfnOutput]:
+        """Stack outputs that say how to reach the cluster with kubectl (``KubeconfigCommand``
+        for its first admin role, ``ApiEndpointAccess``:
+        :func:`~mlcc_constructs.core.serving.endpoint.outputs.cluster_outputs`), their logical
+        ids ``<prefix><key>`` (default: this construct's id)."""
+        found = cluster_outputs(
+            cluster_name=self.cluster_name,
+            region=cdk.Stack.of(self).region,
+            admin_role_arns=[role.role_arn for role in self._props.admin_roles],
+            public_cidrs=self._props.endpoint_public_cidrs,
+        )
+        return [cdk.CfnOutput(self, o.key, value=o.value, description=o.description) for o in found]
 
     @staticmethod
     def from_cluster_attributes(

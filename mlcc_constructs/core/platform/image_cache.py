@@ -28,6 +28,12 @@ from mlcc_constructs.core.support.errors import Problem, fail, json_pointer
 CACHE_FILE = "pull_through_cache.json"
 SECRETS_KEY = "ecr_pull_through_secrets"
 """CDK context key: ``{upstream: secret name or ARN}`` for the upstreams needing credentials."""
+NO_CACHE_NOTE = (
+    f"no {SECRETS_KEY}: the engine images are pulled from their registries through the NAT "
+    "gateway (Docker Hub's anonymous pull limits apply); to cache them in ECR, create the Docker "
+    f"Hub secret and set {SECRETS_KEY} (README, Images through the ECR pull-through cache)"
+)
+"""What an app without the pull through cache's secrets is told (it makes no cache)."""
 SECRET_PREFIX = "ecr-pullthroughcache/"
 _SECRET_NAME = re.compile(r"^ecr-pullthroughcache/[a-zA-Z0-9/_+=.@-]+$")
 _SECRET_ARN = re.compile(

@@ -32,7 +32,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from mlcc_constructs.core.platform.labels import MANAGED_BY
-from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.errors import Problem, fail
 
 LoadBalancerScheme = Literal["internal", "internet-facing"]
 SCHEMES: tuple[LoadBalancerScheme, ...] = ("internal", "internet-facing")
@@ -282,3 +282,37 @@ def load_balancer_cidrs(
     :data:`REFERENCE_CIDRS`."""
     source = REFERENCE_CIDRS if cidrs is None else cidrs
     return tuple(source.get(scheme, ()))
+
+
+# The Route 53 hosted zone of Application Load Balancers per region: what an alias record to an
+# ALB names as its target's zone ("Route 53 Hosted Zone ID (Application Load Balancers, Classic
+# Load Balancers)", https://docs.aws.amazon.com/general/latest/gr/elb.html, read 2026-12-06).
+# Only the regions read there; another region's alias is refused, never guessed.
+ALB_HOSTED_ZONES: Mapping[str, str] = MappingProxyType(
+    {
+        "us-east-1": "Z35SXDOTRQ7X7K",
+        "us-east-2": "Z3AADJGX6KTTL2",
+        "us-west-1": "Z368ELLRRE2KJ0",
+        "us-west-2": "Z1H1FL5HABSF5",
+        "af-south-1": "Z268VQBMOI5EKX",
+        "ap-east-1": "Z3DQVH9N71FHZ0",
+    }
+)
+
+
+def alb_hosted_zone(region: str, *, where: str, pointer: str) -> str:
+    """The ALB hosted zone of ``region`` (:data:`ALB_HOSTED_ZONES`); another region is refused,
+    naming the page that lists it."""
+    zone = ALB_HOSTED_ZONES.get(region)
+    if zone is None:
+        raise fail(
+            f"no Application Load Balancer hosted zone id of region {region} is on record, so "
+            "no alias record can point at the load balancer",
+            where=where,
+            pointer=pointer,
+            value=region,
+            allowed=", ".join(sorted(ALB_HOSTED_ZONES)),
+            fix="add the region's zone from https://docs.aws.amazon.com/general/latest/gr/elb.html "
+            "to ALB_HOSTED_ZONES, or drop endpoint.hosted_zone_id and point the name yourself",
+        )
+    return zone

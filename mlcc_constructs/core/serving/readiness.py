@@ -28,6 +28,7 @@ from typing import Any
 
 from mlcc_constructs.core.platform.iam_statement import Statement
 from mlcc_constructs.core.platform.labels import MANAGED_BY
+from mlcc_constructs.core.serving.kinds._readiness import ADDRESS_RULES
 from mlcc_constructs.core.serving.kinds.registry import RenderedObject, kind_named, of_kind
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.prepare.ready_timeout import WaiterTiming, waiter_timing
@@ -53,6 +54,9 @@ class ReadinessTarget:
     ``timing``: the waiter's deadline and the resource's ServiceTimeout for it.
     ``digest``: a SHA-256 of every object of the deployment: the waiter's resource changes
         (and so waits again) whenever one of them does.
+    ``address``: the object whose status says where the endpoint answers (its kind and API
+        path: the Ingress), read once the workload is ready; ``None``: none (no load balancer
+        of the cluster's, or the operator makes it).
     """
 
     kind: str
@@ -64,6 +68,17 @@ class ReadinessTarget:
     timeout_s: int
     timing: WaiterTiming
     digest: str
+    address: AddressSource | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class AddressSource:
+    """Where a deployment's endpoint address is read: ``kind``, ``name`` and API ``path`` of the
+    object (:data:`~mlcc_constructs.core.serving.kinds._readiness.ADDRESS_RULES`)."""
+
+    kind: str
+    name: str
+    path: str
 
 
 def api_path(api_version: str, plural: str, namespace: str, name: str) -> str:
@@ -73,11 +88,14 @@ def api_path(api_version: str, plural: str, namespace: str, name: str) -> str:
 
 
 def access_objects(
-    *, kind_name: str, namespace: str, name: str, group: str
+    *, kind_name: str, namespace: str, name: str, group: str, address: AddressSource | None = None
 ) -> tuple[RenderedObject, ...]:
-    """The ``Role`` (get the workload by name; list pods and events) and its ``RoleBinding``."""
+    """The ``Role`` (get the workload by name, and the ``address`` object; list pods and
+    events) and its ``RoleBinding``."""
     kind = kind_named(kind_name)
-    api_group = kind.api_version.rpartition("/")[0]
+    reads = [(kind, name)]
+    if address is not None:
+        reads.append((kind_named(address.kind), address.name))
     # The kind is in the name: deployments of one name and namespace on two targets (an eks
     # Deployment and a hyperpod-eks IEC) each have their own Role, which neither stack's
     # removal deletes under the other.
@@ -88,12 +106,15 @@ def access_objects(
         "kind": "Role",
         "metadata": dict(metadata, labels=dict(MANAGED_BY)),
         "rules": [
-            {
-                "apiGroups": [api_group],
-                "resources": [kind.plural],
-                "resourceNames": [name],
-                "verbs": ["get"],
-            },
+            *(
+                {
+                    "apiGroups": [read.api_version.rpartition("/")[0]],
+                    "resources": [read.plural],
+                    "resourceNames": [read_name],
+                    "verbs": ["get"],
+                }
+                for read, read_name in reads
+            ),
             {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["list"]},
         ],
     }
@@ -127,17 +148,34 @@ def readiness_target(prepared: PreparedDeployment) -> ReadinessTarget | None:
     name = str(workload["metadata"]["name"])
     group = WAITER_GROUP
     seconds = prepared.ready_timeout.seconds
+    address = _address(objects, namespace)
     return ReadinessTarget(
         kind=kind_name,
         namespace=namespace,
         name=name,
         path=api_path(kind.api_version, kind.plural, namespace, name),
         group=group,
-        access=access_objects(kind_name=kind_name, namespace=namespace, name=name, group=group),
+        access=access_objects(
+            kind_name=kind_name, namespace=namespace, name=name, group=group, address=address
+        ),
         timeout_s=seconds,
         timing=waiter_timing(seconds),
         digest=digest(prepared.objects),
+        address=address,
     )
+
+
+def _address(objects: Sequence[dict[str, Any]], namespace: str) -> AddressSource | None:
+    """The deployment's object whose status holds its endpoint address (one of
+    :data:`ADDRESS_RULES`' kinds), if it has one."""
+    for kind_name in ADDRESS_RULES:
+        found = of_kind(objects, kind_name)
+        if found:
+            kind = kind_named(kind_name)
+            name = str(found[0]["metadata"]["name"])
+            path = api_path(kind.api_version, kind.plural, namespace, name)
+            return AddressSource(kind=kind_name, name=name, path=path)
+    return None
 
 
 def waiter_statements(log_group_arn: str) -> list[Statement]:

@@ -293,3 +293,21 @@ RULES: Mapping[str, WorkloadRules] = {
     "LeaderWorkerSet": WorkloadRules(lws_readiness, lws_pod_selector, None),
 }
 """The workload kinds a target names (``targets/<t>/manifest.json`` ``workload``), by kind."""
+
+
+def ingress_address(obj: Mapping[str, Any]) -> str | None:
+    """The address an Ingress's load balancer answers on, once its controller has made it
+    (``status.loadBalancer.ingress[0]``: a DNS name for an ALB, else an IP); ``None`` until
+    then."""
+    status = obj.get("status") or {}
+    entries = (status.get("loadBalancer") or {}).get("ingress") or []
+    first = entries[0] if entries else {}
+    address = first.get("hostname") or first.get("ip")
+    return str(address) if address else None
+
+
+ADDRESS_RULES: Mapping[str, Callable[[Mapping[str, Any]], str | None]] = {
+    "Ingress": ingress_address,
+}
+"""The kinds whose status says where a deployment's endpoint answers, by kind: the readiness
+Lambda reads it once the workload is ready and returns it to the stack (``Address``)."""

@@ -277,6 +277,17 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
                 fix="drop endpoint.group, or " + fix,
             )
         )
+    if endpoint.hosted_zone_id is not None:
+        problems.append(
+            Problem(
+                message="the inference operator makes the load balancer, and no readiness read "
+                "of the stack sees its address to point a record at",
+                pointer="/endpoint/hosted_zone_id",
+                value=endpoint.hosted_zone_id,
+                fix="drop endpoint.hosted_zone_id and point endpoint.hostname at the operator's "
+                "load balancer yourself, or " + fix,
+            )
+        )
     if endpoint.certificate_arn is not None and (
         endpoint.hostname is None or endpoint.hostname.startswith("*.")
     ):

@@ -57,7 +57,7 @@ from mlcc_constructs.core.serving.spec.autoscaling import autoscaling_problems
 from mlcc_constructs.core.serving.spec.checks import spec_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
-from mlcc_constructs.core.serving.spec.endpoint import endpoint_problems
+from mlcc_constructs.core.serving.spec.endpoint import endpoint_problems, endpoint_warnings
 from mlcc_constructs.core.serving.spec.model_bucket import place_model
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 from mlcc_constructs.core.support.tokens import has_token
@@ -207,6 +207,7 @@ def prepare(
     problems += endpoint_problems(
         spec.endpoint, api_key=spec.api_key_secret is not None, region=region
     )
+    warnings += endpoint_warnings(spec.endpoint, api_key=spec.api_key_secret is not None)
     if target is not None:
         problems += gateway_target_problems(spec, target)
     for index, namespace in enumerate(spec.allow_from):

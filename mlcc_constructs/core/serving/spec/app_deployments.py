@@ -10,15 +10,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
+from mlcc_constructs.core.platform.context_values import context_source, decode_context
 from mlcc_constructs.core.platform.load_balancing import SCHEMES
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.render import Rendered
 from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.files import spec_from_mapping
-from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
+from mlcc_constructs.core.serving.spec.files import load_spec_documents, spec_from_mapping
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, raise_if_any
 
 CONTEXT_KEY = "reference_deployments"
+FILE_KEY = "deployments_file"
+"""cdk.json / ``-c`` key: a spec list file (``mlcc render -f`` format) whose deployments replace
+:data:`CONTEXT_KEY`'s, e.g. ``examples/reference.yaml`` (the reference set)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,3 +184,56 @@ def served_load_balancers(deployments: Sequence[AppDeployment]) -> dict[str, tup
             if endpoint.group:
                 groups.add(endpoint.group)
     return {scheme: tuple(sorted(served[scheme])) for scheme in SCHEMES if scheme in served}
+
+
+def gpu_instance_types(deployments: Sequence[AppDeployment]) -> tuple[str, ...]:
+    """The instance types of the deployments whose pods run on the cluster's own nodes, their
+    fallback ``instance_types`` included (the GPU NodePool offers every family of them)."""
+    return tuple(
+        instance.name
+        for d in deployments
+        if d.prepared.target.cluster_gpu_nodes
+        for instance in d.prepared.instance_types
+    )
+
+
+def gpu_demand(deployments: Sequence[AppDeployment]) -> tuple[tuple[int, int], ...]:
+    """``(max replicas, GPUs per replica)`` of each deployment whose pods run on the cluster's
+    own GPU nodes (what the GPU NodePool's limit covers): a replica over several nodes is a
+    LeaderWorkerSet group of one pod per node."""
+    return tuple(
+        (
+            d.prepared.max_replicas,
+            int(d.prepared.container.requests[GPU_RESOURCE]) * d.prepared.resolution.nodes,
+        )
+        for d in deployments
+        if d.prepared.target.cluster_gpu_nodes
+    )
+
+
+def wants_inference_gateway(deployments: Sequence[AppDeployment]) -> bool:
+    """Some deployment asks for the HyperPod Inference Gateway (``endpoint.gateway``): the
+    inference-operator stack turns it on."""
+    return any(d.prepared.spec.endpoint.gateway is not None for d in deployments)
+
+
+def context_entries(get: Callable[[str], object]) -> list[tuple[str, Any]]:
+    """The app's deployment entries, each with where it is declared, from its CDK context
+    (``get``: a key -> its value): the :data:`FILE_KEY` spec list file's (``FILE#<i>``), else
+    :data:`CONTEXT_KEY`'s list (``cdk.json:/context/reference_deployments/<i>``, or ``-c
+    reference_deployments/<i>`` for JSON text given on the command line)."""
+    file = get(FILE_KEY)
+    if file:
+        return load_spec_documents(str(file))
+    raw = get(CONTEXT_KEY)
+    entries = decode_context(raw, CONTEXT_KEY) or []
+    where = context_source(raw, CONTEXT_KEY, otherwise=f"cdk.json:/context/{CONTEXT_KEY}")
+    if not isinstance(entries, list):
+        raise fail(
+            f"{CONTEXT_KEY} must be a list of deployment entries",
+            where=where,
+            value=raw,
+            allowed="a JSON list of entries, as in the mlcc render -f spec",
+            fix=f"edit {CONTEXT_KEY} in cdk.json, or pass -c {CONTEXT_KEY}='[{{...}}]'",
+        )
+    return [(f"{where}/{index}", entry) for index, entry in enumerate(entries)]

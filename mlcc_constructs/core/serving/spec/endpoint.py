@@ -39,6 +39,8 @@ HOSTNAME = re.compile(
     r"^(\*\.)?([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\.)+[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
 )
 PARTITIONS = {"cn-": "aws-cn", "us-gov-": "aws-us-gov"}
+# Route 53 zone ids as the API prints them after /hostedzone/ (the HostedZone Id shape).
+HOSTED_ZONE_ID = re.compile(r"^Z[A-Z0-9]{1,31}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -60,6 +62,9 @@ class Endpoint:
     ``gateway``: The HyperPod Inference Gateway in front of the deployment, checking a JWT
         bearer token on every request (:class:`Gateway`); only on targets whose manifest says
         ``inference_gateway``. Default: none.
+    ``hosted_zone_id``: A Route 53 hosted zone holding ``hostname``: ``ServedModel`` points the
+        name at the load balancer with an alias record once it has its address. Default: none
+        (no record: point your DNS name at the load balancer yourself).
     """
 
     scheme: EndpointScheme = "internal"
@@ -67,6 +72,7 @@ class Endpoint:
     hostname: str | None = None
     group: str | None = None
     gateway: Gateway | None = None
+    hosted_zone_id: str | None = None
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -160,6 +166,7 @@ def endpoint_problems(
         )
     if endpoint.gateway is not None:
         problems += gateway_problems(endpoint.gateway, pointer=f"{pointer}/gateway")
+    problems += _zone_problems(endpoint, f"{pointer}/hosted_zone_id")
     if not endpoint.exposed and (certificate or endpoint.hostname or endpoint.group):
         problems.append(
             Problem(
@@ -171,6 +178,48 @@ def endpoint_problems(
             )
         )
     return problems
+
+
+def _zone_problems(endpoint: Endpoint, pointer: str) -> list[Problem]:
+    """A hosted zone needs the exact name it records (not a wildcard: an alias names one host)
+    and a zone id as Route 53 prints it."""
+    zone = endpoint.hosted_zone_id
+    if zone is None:
+        return []
+    if not HOSTED_ZONE_ID.match(zone):
+        return [
+            Problem(
+                message="not a Route 53 hosted zone id",
+                pointer=pointer,
+                value=zone,
+                allowed="Z followed by 1-31 upper-case letters and digits",
+                fix="copy the Id from `aws route53 list-hosted-zones-by-name` (without "
+                "/hostedzone/)",
+            )
+        ]
+    if endpoint.hostname is None or endpoint.hostname.startswith("*."):
+        return [
+            Problem(
+                message="an alias record needs the one hostname it points at the load balancer",
+                pointer=pointer,
+                value=zone,
+                allowed="hosted_zone_id with endpoint.hostname (not a *. wildcard)",
+                fix="set endpoint.hostname to a name of the zone, e.g. llm.example.com",
+            )
+        ]
+    return []
+
+
+def endpoint_warnings(endpoint: Endpoint, *, api_key: bool) -> list[str]:
+    """What an endpoint allows but should not: an API key sent over plain HTTP inside the VPC
+    (an internet-facing one is refused: :func:`endpoint_problems`)."""
+    if api_key and endpoint.exposed and not endpoint.https:
+        return [
+            f"the API key crosses the {endpoint.scheme} load balancer in clear text (HTTP, no "
+            "endpoint.certificate_arn): anyone who can read VPC traffic can read it; give the "
+            "endpoint an ACM certificate (endpoint.certificate_arn) for HTTPS"
+        ]
+    return []
 
 
 def _certificate_problems(arn: str, region: str | None, pointer: str) -> list[Problem]:
