@@ -102,17 +102,20 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, Any, str]:
 
 
 class FakePod:
-    """A serving pod: records LoRA calls, answers the model list with ``models``."""
+    """A serving pod: records LoRA calls, answers them with ``status`` (and ``body``), and
+    the model list with ``models``."""
 
     def __init__(
         self,
         models: list[dict[str, Any]] | None = None,
         status: int = 200,
         api_key: str | None = None,
+        body: bytes | None = None,
     ) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.models = models or []
         self.status = status
+        self.body = body  # a LoRA call's answer (default: "Success" on 200, else "boom")
         self.api_key = api_key  # an engine started with an API key: 401 without it
         pod = self
 
@@ -145,7 +148,8 @@ class FakePod:
                 pod.calls.append(("POST", self.path, json.loads(body)))
                 self.send_response(pod.status)
                 self.end_headers()
-                self.wfile.write(b"Success" if pod.status == 200 else b"boom")
+                default = b"Success" if pod.status == 200 else b"boom"
+                self.wfile.write(default if pod.body is None else pod.body)
 
             def log_message(self, *args: Any) -> None:
                 return None

@@ -75,6 +75,7 @@ def test_env_vllm_lora_has_no_companion_defaults_and_argv_has_bare_flag() -> Non
         "VLLM_TENSOR_PARALLEL_SIZE=4",
         "VLLM_ENABLE_LORA=true",
         "VLLM_LOAD_FORMAT=runai_streamer",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING=true",  # eks pods load adapters at runtime
     ]
     argv = json.loads(run("argv", *vllm).stdout)
     assert "--enable-lora" in argv

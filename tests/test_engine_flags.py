@@ -65,7 +65,7 @@ REFUSED = [
     ("sglang", None, "SGLANG_LOG_REQUESTS_FORMAT", "xml",
      ["'xml' is not a choice of --log-requests-format", "allowed: text, json"]),
     ("sglang", None, "SGLANG_MAX_RUNNING_REQUESTS", '["1", "2"]', ["takes one value, not a list"]),
-    ("sglang", None, "SGLANG_TENSOR_PARALLEL_SIZE", "four", ["takes an integer"]),  # an alias
+    ("sglang", None, "SGLANG_DATA_PARALLEL_SIZE", "four", ["takes an integer"]),  # an alias
 ]  # fmt: skip
 
 

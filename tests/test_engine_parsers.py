@@ -147,14 +147,14 @@ CASES: dict[str, dict[str, Any]] = {
         "engine": "vllm",
         "lora": True,
         "env": {
-            "VLLM_SERVED_MODEL_NAME": '["llama", "llama-3.1"]',
+            "VLLM_IGNORE_PATTERNS": '["*.pt", "original/*"]',
             "VLLM_LORA_MODULES": '["support=/opt/ml/model/a", {"name": "b", "path": "/p"}]',
         },
     },
     "vllm-own-env": {
         "engine": "vllm",
         "lora": True,
-        "env": {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "True", "VLLM_LOGGING_LEVEL": "DEBUG"},
+        "env": {"VLLM_NO_USAGE_STATS": "1", "VLLM_LOGGING_LEVEL": "DEBUG"},
     },
     "sglang-lora": {"engine": "sglang", "lora": True, "quantization": "fp8"},
     "sglang-lists": {
@@ -171,7 +171,7 @@ CASES: dict[str, dict[str, Any]] = {
 EXPECTED: dict[str, dict[str, Any]] = {
     "vllm-prefix-caching-off": {"enable_prefix_caching": False, "enforce_eager": True},
     "vllm-lists": {
-        "served_model_name": ["llama", "llama-3.1"],
+        "ignore_patterns": ["*.pt", "original/*"],
         "lora_modules": ["support=/opt/ml/model/a", '{"name":"b","path":"/p"}'],
         "enable_lora": True,
     },
@@ -223,6 +223,8 @@ def test_the_engine_gets_one_argv_its_parser_takes_and_a_clean_env(
 
     user_env = CASES[case].get("env", {})
     own = {k: v for k, v in user_env.items() if k in manifest.engine_env}
+    if CASES[case].get("lora"):  # both targets load adapters at runtime: the engine's switch
+        own |= manifest.adapter_runtime_env
     # where pods take volumes, the declared cache directories arrive as env too (engine_cache)
     caches = dict(cache_env(manifest, user_env)) if target == "eks" else {}
     assert caches or target != "eks", "vLLM and SGLang declare cache directories"

@@ -141,6 +141,7 @@ def test_composable_config_map_and_deployment() -> None:
         "VLLM_SERVED_MODEL_NAME": "llama-vllm",
         "VLLM_ENABLE_LORA": "true",
         "VLLM_LOAD_FORMAT": "runai_streamer",
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "true",  # lora on eks: adapters load at runtime
     }
     # one engine-env ConfigMap (the one passed in) and the deployment's wrapper ConfigMap
     assert [o.kind for o in api_objects(chart)].count("ConfigMap") == 2

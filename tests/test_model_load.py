@@ -99,10 +99,6 @@ REFUSALS = [
     ),
     ({"engine": "sglang"}, "sglang declares no streaming load format"),
     ({"engine_version": "0.6.0"}, "vllm streams (--load-format runai_streamer) from 0.6.6"),
-    (
-        {"env": {"VLLM_LOAD_FORMAT": "pt"}},
-        "env sets VLLM_LOAD_FORMAT: the load format is the user's",
-    ),
 ]
 
 
@@ -188,9 +184,42 @@ def test_a_mounted_pod_keeps_its_mount_and_no_https_egress() -> None:
     assert [r for r in egress if "to" in r] == []  # no Pod Identity agent: no AWS call
 
 
-def test_the_users_region_variable_wins() -> None:
-    prepared = prepare(_spec(env={"AWS_REGION": "us-west-2"}), context=CONTEXT)
-    assert [k for k, _ in prepared.resolution.plain].count("AWS_REGION") == 1
+STREAM_OWNED = [
+    # (spec fields, the refusal): what streaming sets is Tier 1 closed while it streams
+    (
+        {"model_load": "stream", "env": {"VLLM_LOAD_FORMAT": "pt"}},
+        "/env/VLLM_LOAD_FORMAT: VLLM_LOAD_FORMAT sets --load-format, which is Tier 1: the "
+        "library passes --load-format runai_streamer while it streams the model (model_load "
+        "stream; manifest model_load.stream) (got 'pt'; fix: remove it, or set model_load "
+        "(--model-load; DeploymentSpec.model_load) to mount to choose the load format yourself)",
+    ),
+    (
+        {"env": {"AWS_REGION": "us-west-2"}},
+        "/env/AWS_REGION: AWS_REGION sets the model bucket's region, which is Tier 1: the "
+        "library sets it while it streams the model (manifest model_load.stream.env: "
+        "model_region) (got 'us-west-2'; fix: remove it; set region (--region; "
+        "DeploymentSpec.region), or model_load: mount)",
+    ),
+    (
+        {"env": {"AWS_DEFAULT_REGION": "us-east-1"}},  # the same value too: the library's
+        "/env/AWS_DEFAULT_REGION: AWS_DEFAULT_REGION sets the model bucket's region, which is "
+        "Tier 1: the library sets it while it streams the model (manifest "
+        "model_load.stream.env: model_region) (got 'us-east-1'; fix: remove it; set region "
+        "(--region; DeploymentSpec.region), or model_load: mount)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("values", "refusal"), STREAM_OWNED)
+def test_what_streaming_sets_is_not_set_by_hand(values: dict[str, Any], refusal: str) -> None:
+    with pytest.raises(MlccError) as caught:
+        prepare(_spec(**values), context=CONTEXT)
+    assert [str(p) for p in caught.value.problems] == [refusal]
+
+
+def test_the_users_region_variable_stays_with_a_mounted_model() -> None:
+    # not streamed: the library sets no region, the variable is the user's plain env
+    prepared = prepare(_spec(model_load="mount", env={"AWS_REGION": "us-west-2"}), context=CONTEXT)
     assert dict(prepared.resolution.plain)["AWS_REGION"] == "us-west-2"
 
 

@@ -115,7 +115,26 @@ CASES: list[tuple[str, list[dict[str, Any]], int | None, str, str]] = [
         "",
         "",
     ),
-]
+    (
+        "a runtime switch under the prefix that would become a flag",
+        [_with(adapter_api={"load": "/a/load", "unload": "/a/unload",
+                            "runtime_env": {"HYPER_RUNTIME_ADAPTERS": "1"}})],
+        0,
+        "/adapter_api/runtime_env/HYPER_RUNTIME_ADAPTERS",
+        "HYPER_RUNTIME_ADAPTERS has the engine's prefix but engine_env does not list "
+        "RUNTIME_ADAPTERS: the wrapper would pass it as a flag, not as env (got "
+        "'HYPER_RUNTIME_ADAPTERS'; fix: add 'RUNTIME_ADAPTERS' to engine_env",
+    ),
+    (
+        "a runtime switch the engine reads from its environment",
+        [_with(adapter_api={"load": "/a/load", "unload": "/a/unload",
+                            "runtime_env": {"HYPER_RUNTIME_ADAPTERS": "1"}},
+               engine_env=["RUNTIME_ADAPTERS"])],
+        None,
+        "",
+        "",
+    ),
+]  # fmt: skip
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -119,7 +119,8 @@ LOADS: list[tuple[str, Behaviour, bool, str]] = [
     ("303", answer(303, b"", {"Location": "http://x/y"}), False, "HTTP 303: redirected to"),
     ("307 without Location", answer(307), False, "redirected to (no Location)"),
     ("500", answer(500, b"  CUDA out of\nmemory  "), False, "HTTP 500: CUDA out of memory"),
-    ("400 long body", answer(400, b"x" * 5000), False, "HTTP 400: " + "x" * 200 + "..."),
+    ("400 long body", answer(400, b"x" * 5000), False,
+     "HTTP 400: the engine refused the load: " + "x" * 200 + "...; fix: "),
     ("404 on load", answer(404, b"no route"), False, "HTTP 404: no route"),
     ("dripped body", drip(200, b"Success" * 40, 0.02), False, "timed out: no complete answer"),
     ("dripped headers", drip(200, b"", 0.02, in_headers=True), False, "timed out"),
@@ -142,6 +143,83 @@ def test_a_load_is_ok_only_on_a_2xx_and_a_failure_says_why(
     assert (result.reason == "") is ok
     assert reason in result.reason
     assert [r.split(b" ")[0] for r in pod.requests] == [b"POST"]  # never followed
+
+
+# A refused load names its cause and the fix (core/adapters/load_refusal.py): the stand-in
+# pods answer as vLLM and SGLang do.
+VLLM_RUNTIME = {"VLLM_ALLOW_RUNTIME_LORA_UPDATING": "true"}
+FIX_400 = (
+    "; fix: correct what the engine names (the adapter's rank against the pods' max LoRA rank, "
+    "its target modules, its base model, its path in the pod), then run the command again"
+)
+REFUSED_LOADS: list[tuple[str, Behaviour, dict[str, str], str]] = [
+    (
+        "vllm without runtime updating",  # FastAPI's answer for a route it does not serve
+        answer(404, b'{"detail":"Not Found"}'),
+        VLLM_RUNTIME,
+        'HTTP 404: {"detail":"Not Found"}; the pod serves no /v1/load_lora_adapter route: '
+        "runtime adapter loading is off (the engine runs without "
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING=true) or the engine build lacks the endpoint; fix: "
+        "render the deployment with lora: true (it sets VLLM_ALLOW_RUNTIME_LORA_UPDATING=true, "
+        "engine manifest adapter_api.runtime_env) and roll out its pods, or use an image whose "
+        "engine serves /v1/load_lora_adapter",
+    ),
+    (
+        "an engine that needs no switch",
+        answer(404, b"{}"),
+        {},
+        "HTTP 404: {}; the pod serves no /v1/load_lora_adapter route: the engine build lacks "
+        "the endpoint; fix: use an image whose engine serves /v1/load_lora_adapter",
+    ),
+    (
+        "vllm error, top-level message",
+        answer(400, json.dumps({"object": "error", "message": "LoRA rank 64 is greater than "
+               "max_lora_rank 16.", "type": "BadRequestError", "code": 400}).encode()),
+        VLLM_RUNTIME,
+        "HTTP 400: the engine refused the load: LoRA rank 64 is greater than max_lora_rank 16."
+        + FIX_400,
+    ),
+    (
+        "vllm error, nested",
+        answer(400, json.dumps({"error": {"message": "The lora adapter 'bot' has already "
+               "been loaded.", "type": "InvalidUserInput", "code": 400}}).encode()),
+        VLLM_RUNTIME,
+        "HTTP 400: the engine refused the load: The lora adapter 'bot' has already been "
+        "loaded." + FIX_400,
+    ),
+    (
+        "sglang error",
+        answer(400, json.dumps({"success": False, "error_message": "LoRA is not enabled"})
+               .encode()),
+        {},
+        "HTTP 400: the engine refused the load: LoRA is not enabled" + FIX_400,
+    ),
+    (
+        "400 with no body",
+        answer(400),
+        VLLM_RUNTIME,
+        "HTTP 400: the engine refused the load: (no message)" + FIX_400,
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("behaviour", "runtime_env", "reason"),
+    [row[1:] for row in REFUSED_LOADS],
+    ids=[row[0] for row in REFUSED_LOADS],
+)
+def test_a_refused_load_names_its_cause_and_the_fix(
+    stand_in: Callable[[Behaviour], StandInPod],
+    behaviour: Behaviour,
+    runtime_env: dict[str, str],
+    reason: str,
+) -> None:
+    pod = stand_in(behaviour)
+    client = PodClient(API, timeout=1, runtime_env=runtime_env)
+    result = client.load(pod.url, "bot", "/opt/ml/model/x")
+    assert (result.ok, result.reason) == (False, reason)
+    unloaded = client.unload(pod.url, "bot")  # an unload's 404 stays "not loaded": done
+    assert unloaded.ok is (unloaded.status == 404)
 
 
 def test_an_unload_of_an_adapter_not_loaded_is_done(
@@ -246,6 +324,48 @@ def test_each_failing_pod_says_why_on_stderr(
         in (lines[0])
     )
     assert lines[1].startswith(f"mlcc: error: pod {dead} failed: load: connection failed: ")
+
+
+@pytest.mark.parametrize(
+    ("engine", "status", "body", "cause"),
+    [
+        (
+            "vllm", 404, b'{"detail":"Not Found"}',
+            'load: HTTP 404: {"detail":"Not Found"}; the pod serves no /v1/load_lora_adapter '
+            "route: runtime adapter loading is off (the engine runs without "
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=true) or the engine build lacks the endpoint; fix: "
+            "render the deployment with lora: true (it sets "
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING=true, engine manifest adapter_api.runtime_env) and "
+            "roll out its pods, or use an image whose engine serves /v1/load_lora_adapter",
+        ),
+        (
+            "sglang", 400, b'{"success": false, "error_message": "LoRA is not enabled"}',
+            "load: HTTP 400: the engine refused the load: LoRA is not enabled" + FIX_400,
+        ),
+    ],
+)  # fmt: skip
+def test_adapter_add_names_why_a_pod_refused_the_load(
+    moto_s3: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: Any,
+    engine: str,
+    status: int,
+    body: bytes,
+    cause: str,
+) -> None:
+    s3 = s3_client(moto_s3, monkeypatch)
+    pod = FakePod(status=status, body=body)
+    try:
+        code, report, err = run(
+            capsys, "adapter", "add", "bot", "--project", "acme", "--engine", engine,
+            "--from", raw(s3, "job-1", adapter_files()), "--model", MODEL.uri,
+            "--pod-url", pod.url, *BUCKET_ARGS, "--endpoint-url", moto_s3,
+        )  # fmt: skip
+    finally:
+        pod.close()
+    assert code == 1
+    assert report["failed_pods"] == [pod.url]
+    assert err.splitlines() == [f"mlcc: error: pod {pod.url} failed: {cause}"]
 
 
 # --- fuzzing the answers -------------------------------------------------------------------

@@ -155,8 +155,13 @@ def test_spec_file_takes_a_cache_backend(tmp_path: Path) -> None:
             ["--tensor-parallel-size=2"],
             0,
             "--tensor-parallel-size",
-            "VLLM_TENSOR_PARALLEL_SIZE",
+            "the spec field tensor_parallel_degree",  # Tier 1: not through its env key
         ),
+        # the wrapper adds the multi-node launch at pod start: still the library's (nodes)
+        ("args", ["--headless"], 0, "--headless", "the spec field nodes"),
+        ("suppressArgs", ["--nnodes"], 0, "--nnodes", "the spec field nodes"),
+        ("args", ["--api-key", "k"], 0, "--api-key", "the spec field api_key_secret"),
+        ("args", ["--load-format", "pt"], 0, "--load-format", "the spec field model_load"),
         ("suppressArgs", ["--enable-lora"], 0, "--enable-lora", "VLLM_ENABLE_LORA"),
         (
             "args",
@@ -186,6 +191,29 @@ def test_overrides_may_not_touch_flags_the_config_sets(
         f"{owner} sets: an override would conflict with it (the probes, Service and GPU requests "
         f"follow the config) (got {tokens[index]!r}; fix: set it through {owner} instead, or drop "
         "the override)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "field", "sets", "extra"),
+    [
+        ("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "lora", "runtime adapter loading", {"lora": True}),
+        ("AWS_REGION", "region", "the model bucket's region", {}),  # eks streams the model
+        ("VLLM_API_KEY", "api_key_secret", "the API key", {}),
+    ],
+)
+def test_overrides_may_not_set_a_variable_the_library_computes(
+    name: str, field: str, sets: str, extra: dict[str, Any]
+) -> None:
+    document = seed_safe_spec("VLLM")
+    document["integration"]["engineOverrides"] = {"env": [{"name": name, "value": "x"}]}
+    spec = _spec("vllm", "VLLM", cache_backend=CacheBackendSpec.from_dict(document), **extra)
+    with pytest.raises(MlccError) as caught:
+        render(spec, context=CONTEXT)
+    assert str(caught.value) == (
+        f"/cache_backend/integration/engineOverrides/env/0: overrides {name}, which the spec "
+        f"field {field} sets (Tier 1: {sets}) (got {name!r}; fix: set it through the spec field "
+        f"{field} instead, or drop the override)"
     )
 
 

@@ -136,8 +136,10 @@ def test_vllm_tier1_keys_are_exactly_the_pinned_set(
 ) -> None:
     spec = make_spec("vllm", target, env={"VLLM_MAX_NUM_SEQS": "64"}, **extra)
     rendered = render(spec, context=CONTEXT)
-    # eks streams the s3:// model (model_load's default there): the load format is Tier 1 too.
+    # eks streams the s3:// model (model_load's default there): the load format is Tier 1 too;
+    # with lora both targets load adapters at runtime: vLLM's runtime LoRA switch comes last.
     expected = [*expected, *(["VLLM_LOAD_FORMAT"] if target == "eks" else [])]
+    expected += ["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] if "lora" in extra else []
     assert [k for k, _ in rendered.prepared.resolution.tier1] == expected
     obj = (
         rendered.objects[0]
@@ -149,6 +151,7 @@ def test_vllm_tier1_keys_are_exactly_the_pinned_set(
     assert list(env)[len(expected)] == "VLLM_MAX_NUM_SEQS"  # Tier 2 after Tier 1
     if "lora" in extra:
         assert env["VLLM_ENABLE_LORA"] == "true"
+        assert env["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "true"
     assert env["VLLM_TENSOR_PARALLEL_SIZE"] == "4"
 
 
@@ -252,7 +255,10 @@ def test_the_mounted_wrapper_runs_on_its_own_in_a_stock_image(tmp_path: Path) ->
     env = {e["name"]: e["value"] for e in container["env"] if "value" in e}
     env["MLCC_ENGINE_MANIFEST"] = str(tmp_path / "manifest.json")
     assert env["USER"] == "mlcc"  # UID 1000 has no passwd entry in the images
-    assert env["MLCC_ENGINE_KEYS"].split(",") == list(config["data"])
+    # every ConfigMap key but the engine's own variables (the runtime LoRA switch) is a flag
+    own = EngineRegistry.load(use_env=False).get("vllm").engine_env
+    assert config["data"]["VLLM_ALLOW_RUNTIME_LORA_UPDATING"] == "true"
+    assert env["MLCC_ENGINE_KEYS"].split(",") == [k for k in config["data"] if k not in own]
     # The stock vLLM image sets VLLM_USAGE_SOURCE itself; it must not become a flag.
     image_env = {"VLLM_USAGE_SOURCE": "production-docker-image", "VLLM_FROM_IMAGE": "x"}
     out = subprocess.run(

@@ -48,6 +48,8 @@ def test_vllm_lora_stays_bare_with_no_companion_defaults() -> None:
         "VLLM_MODEL": "/opt/ml/model",
         "VLLM_TENSOR_PARALLEL_SIZE": "4",
         "VLLM_ENABLE_LORA": "true",
+        # eks pods load adapters at runtime: vLLM serves its load route only with this
+        "VLLM_ALLOW_RUNTIME_LORA_UPDATING": "true",
     }
     assert "--enable-lora" in resolution.argv()
     assert resolution.argv()[resolution.argv().index("--enable-lora") + 1].startswith("--")
@@ -61,9 +63,7 @@ def test_huggingface_model_is_passed_by_id() -> None:
 def test_tensor_parallel_defaults_to_gpus_and_a_user_value_wins() -> None:
     assert resolve(spec(instance_type="g5.48xlarge")).env["VLLM_TENSOR_PARALLEL_SIZE"] == "8"
     assert resolve(spec(tensor_parallel_degree=2)).env["VLLM_TENSOR_PARALLEL_SIZE"] == "2"
-    via_env = resolve(spec(env={"VLLM_TENSOR_PARALLEL_SIZE": "2"}))
-    assert via_env.tier1[1] == ("VLLM_TENSOR_PARALLEL_SIZE", "2")
-    assert via_env.tier2 == ()
+    # the env key is Tier 1 closed (tests/test_tier1_closed.py): the spec field sets it
 
 
 def test_quantization_only_when_set() -> None:
@@ -179,8 +179,8 @@ def test_the_model_variable_is_tier1_and_not_set_by_hand(engine: str, key: str) 
     with pytest.raises(MlccError) as caught:
         resolve(spec(engine=engine, engine_version=version, env={key: "org/other"}))
     assert str(caught.value) == (
-        f"/env/{key}: the model is Tier 1: it is computed from the model source "
-        "(got 'org/other'; fix: set the model with --model (DeploymentSpec.model), not the env)"
+        f"/env/{key}: {key} sets the model, which is Tier 1: the library computes it from the "
+        "model source (got 'org/other'; fix: set model (--model; DeploymentSpec.model) instead)"
     )
 
 
@@ -344,10 +344,10 @@ BAD_SPECS = [
     (
         "secret-like engine key",
         {"env": {"VLLM_API_KEY": "abc"}},
-        "/env/VLLM_API_KEY: looks like a credential: it would be stored in plain text in a "
-        "ConfigMap or the pod spec (got 'VLLM_API_KEY'; fix: reference a Kubernetes Secret "
-        "instead (secret_env={'VLLM_API_KEY': SecretRef(name=..., key=...)}, or --secret-env "
-        "VLLM_API_KEY=SECRET:KEY))",
+        "/env/VLLM_API_KEY: VLLM_API_KEY sets the API key, which is Tier 1: the library "
+        "delivers it from a secret, never from env (manifest api_key) (got 'VLLM_API_KEY'; fix: "
+        "remove it; set api_key_secret (--api-key-secret; DeploymentSpec.api_key_secret), or "
+        "give VLLM_API_KEY from a Kubernetes Secret in secret_env)",
     ),
     (
         "value outside allowed",
@@ -372,8 +372,9 @@ BAD_SPECS = [
     (
         "model through the env",
         {"env": {"VLLM_MODEL": "/elsewhere"}},
-        "/env/VLLM_MODEL: the model is Tier 1: it is computed from the model source (got "
-        "'/elsewhere'; fix: set the model with --model (DeploymentSpec.model), not the env)",
+        "/env/VLLM_MODEL: VLLM_MODEL sets the model, which is Tier 1: the library computes it "
+        "from the model source (got '/elsewhere'; fix: set model (--model; DeploymentSpec.model) "
+        "instead)",
     ),
     (
         "port owned by the launch section",
@@ -391,15 +392,15 @@ BAD_SPECS = [
     ),
     (
         "malformed list value",
-        {"env": {"VLLM_SERVED_MODEL_NAME": '["a", b]'}},
-        "/env/VLLM_SERVED_MODEL_NAME: starts with '[' but is not a JSON array (Expecting value: "
+        {"env": {"VLLM_IGNORE_PATTERNS": '["a", b]'}},
+        "/env/VLLM_IGNORE_PATTERNS: starts with '[' but is not a JSON array (Expecting value: "
         "line 1 column 7 (char 6)) (got '[\"a\", b]'; fix: write several values as a JSON "
         'array, e.g. ["a","b"])',
     ),
     (
         "empty list value",
-        {"env": {"VLLM_SERVED_MODEL_NAME": "[]"}},
-        "/env/VLLM_SERVED_MODEL_NAME: is an empty JSON array: a list flag needs at least one "
+        {"env": {"VLLM_IGNORE_PATTERNS": "[]"}},
+        "/env/VLLM_IGNORE_PATTERNS: is an empty JSON array: a list flag needs at least one "
         "value (got '[]'; fix: remove the key to leave the flag unset)",
     ),
     (
@@ -425,10 +426,10 @@ BAD_SPECS = [
     ),
     (
         "set twice with different values",
-        {"tensor_parallel_degree": 2, "env": {"VLLM_TENSOR_PARALLEL_SIZE": "1"}},
-        "/tensor_parallel_degree: capability 'tensor_parallel_degree' is set twice with "
-        "different values (env/VLLM_TENSOR_PARALLEL_SIZE='1') (got '2'; fix: set it once, "
-        "either env/VLLM_TENSOR_PARALLEL_SIZE or tensor_parallel_degree)",
+        {"quantization": "awq", "env": {"VLLM_QUANTIZATION": "fp8"}},
+        "/quantization: capability 'quantization' is set twice with different values "
+        "(env/VLLM_QUANTIZATION='fp8') (got 'awq'; fix: set it once, either env/VLLM_QUANTIZATION "
+        "or quantization)",
     ),
     (
         "invalid env name",

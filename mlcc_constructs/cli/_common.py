@@ -108,7 +108,8 @@ def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = 
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="engine env: <PREFIX>* keys (Tier 2, or Tier-1 overrides) or plain env; repeatable",
+        help="engine env: <PREFIX>* keys (Tier 2; a key setting a computed Tier-1 value is "
+        "refused, naming the field to use) or plain env; repeatable",
     )
     parser.add_argument("--engine-version", default=None, help="engine version for version gates")
     parser.add_argument(

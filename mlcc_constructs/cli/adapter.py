@@ -28,7 +28,8 @@ live ``InferenceEndpointConfig`` named ``--deployment-name``. Without discovery 
 can be given with ``--pod-env KEY=VALUE`` and ``--iec FILE``. A pod given twice (or given and
 discovered) is called once, with a warning. ``--timeout`` bounds each pod call in all
 (connect and every read); a redirect is never followed, it fails the call; a failing pod's
-``mlcc: error:`` line says why (status and answer, redirect, timeout or connection error).
+``mlcc: error:`` line says why (status and answer, redirect, timeout or connection error;
+a load refused with 404 or 400 names its cause and the fix).
 
 Every value is checked before anything is written or any pod is called; the report is JSON
 on stdout, on failure too (``{"command", "ok": false, "errors"}``), with one ``mlcc: error:``
@@ -272,7 +273,12 @@ def run_deliver(args: argparse.Namespace) -> int:
     if args.action == "plan" or args.dry_run:
         emit(args, {**plan.to_json(), "pods": pods})
         return 0
-    client = PodClient(deployment.adapter_api, timeout=inputs.timeout, api_key=inputs.api_key)
+    client = PodClient(
+        deployment.adapter_api,
+        timeout=inputs.timeout,
+        api_key=inputs.api_key,
+        runtime_env=deployment.runtime_env,
+    )
     applied = apply_delivery(s3, plan, deployment, base_model=args.base_model)
     results = roll_out(
         client, pods, name=args.name, path=applied.path, unload_first=operation == "update"

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from mlcc_constructs.core.adapters.load_refusal import load_refusal
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.ops.pod_http import HttpAnswer, call
 
@@ -92,7 +93,10 @@ class PodClient:
 
     ``pod`` is a base URL such as ``http://10.0.0.12:8000``. vLLM and SGLang both take
     ``{"lora_name", "lora_path"}`` to load and ``{"lora_name"}`` to unload. An unload that
-    answers 404 (not loaded) counts as done: the goal, "not loaded", holds. ``api_key``: sent
+    answers 404 (not loaded) counts as done: the goal, "not loaded", holds. A load refused
+    with 404 or 400 says the cause and the fix
+    (:func:`~mlcc_constructs.core.adapters.load_refusal.load_refusal`; ``runtime_env``: the
+    manifest's ``adapter_api.runtime_env``, named in a 404's fix). ``api_key``: sent
     as ``Authorization: Bearer`` (an engine with an API key guards these routes too).
     ``timeout``: seconds for each call in all (connect and every read; :mod:`.pod_http`); a
     redirect is never followed.
@@ -104,6 +108,7 @@ class PodClient:
         *,
         timeout: float = 60.0,
         api_key: str | None = None,
+        runtime_env: Mapping[str, str] | None = None,
     ) -> None:
         if not adapter_api.get("load") or not adapter_api.get("unload"):
             raise fail(
@@ -113,6 +118,7 @@ class PodClient:
                 fix="use an engine whose manifest has adapter_api.load and adapter_api.unload",
             )
         self._api = dict(adapter_api)
+        self._runtime_env = dict(runtime_env or {})
         self._timeout = timeout
         self._auth = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
@@ -155,6 +161,16 @@ class PodClient:
             headers={"Content-Type": "application/json", **self._auth},
         )
         reason = failure_reason(answer, ok_statuses=(404,) if action == "unload" else ())
+        if reason and action == "load" and answer.status is not None and answer.error is None:
+            why = load_refusal(
+                answer.status,
+                answer.body.decode("utf-8", "replace"),
+                load_path=self._api["load"],
+                runtime_env=self._runtime_env,
+                limit=EXCERPT,
+            )
+            if why is not None:  # the status alone does not say why (load_refusal's doc)
+                reason = f"{reason}; {why}" if answer.status == 404 else f"HTTP 400: {why}"
         return PodResult(
             pod=pod,
             action=action,

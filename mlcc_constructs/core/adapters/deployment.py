@@ -59,6 +59,9 @@ class Deployment:
     adapter_api: Mapping[str, str] = field(default_factory=dict)
     """``{"load": path, "unload": path, "list": path}`` from the engine manifest (``list``
     defaults to the OpenAI-compatible model list, :data:`MODEL_LIST_PATH`)."""
+    runtime_env: Mapping[str, str] = field(default_factory=dict)
+    """What the engine needs to serve ``adapter_api`` (the manifest's
+    ``adapter_api.runtime_env``), named when a pod answers a load with 404."""
     base_model: str | None = None
     """Base id served. Default: read from a canonical ``models/<org>/<base>/`` model prefix."""
     base_revision: str | None = None
@@ -89,6 +92,7 @@ class Deployment:
             adapter_api=(
                 {"list": MODEL_LIST_PATH, **manifest.adapter_api} if manifest.adapter_api else {}
             ),
+            runtime_env=dict(manifest.adapter_runtime_env),
             base_model=base_model,
             base_revision=base_revision,
         )

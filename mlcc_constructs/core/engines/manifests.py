@@ -34,6 +34,8 @@ ENGINE_PATH_ENV = PATH_ENV
 _VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:\.(\d+))?")
 
 ValueType = Literal["valued", "boolean"]
+ADAPTER_API_PATHS = ("load", "unload", "list")
+"""The HTTP paths of a manifest's ``adapter_api`` (:attr:`EngineManifest.adapter_api`)."""
 
 
 def parse_version(text: str) -> tuple[int, int, int] | None:
@@ -98,6 +100,7 @@ class EngineManifest:
     capabilities: tuple[Capability, ...]
     dimension_map: Mapping[str, str]
     adapter_api: Mapping[str, str] | None
+    """The dynamic LoRA API's paths (``load``, ``unload``, ``list``), or ``None``."""
     source: str
     raw: Mapping[str, Any]
     engine_env: frozenset[str] = frozenset()
@@ -188,6 +191,14 @@ class EngineManifest:
         return tuple(str(path) for path in (self.raw.get("api_paths") or {}).get("paths", ()))
 
     @property
+    def adapter_runtime_env(self) -> Mapping[str, str]:
+        """The variables the engine needs to load and unload adapters at runtime (manifest
+        ``adapter_api.runtime_env``: vLLM serves its load route only with
+        ``VLLM_ALLOW_RUNTIME_LORA_UPDATING`` true); empty when it needs none."""
+        runtime = (self.raw.get("adapter_api") or {}).get("runtime_env") or {}
+        return MappingProxyType({str(k): str(v) for k, v in runtime.items()})
+
+    @property
     def api_key_env(self) -> str | None:
         """The variable the engine reads its API key from (``VLLM_API_KEY``), if it has one."""
         value = (self.raw.get("api_key") or {}).get("env")
@@ -246,7 +257,15 @@ def _build(document: Mapping[str, Any], where: str) -> EngineManifest:
             document["env_var_prefix"] + s for s in document.get("engine_env", ())
         ),
         adapter_api=(
-            MappingProxyType(dict(document["adapter_api"])) if "adapter_api" in document else None
+            MappingProxyType(
+                {
+                    name: path
+                    for name, path in document["adapter_api"].items()
+                    if name in ADAPTER_API_PATHS
+                }
+            )
+            if "adapter_api" in document
+            else None
         ),
         source=where,
         raw=document,

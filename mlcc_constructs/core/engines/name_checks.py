@@ -29,6 +29,7 @@ def name_problems(document: Mapping[str, Any], where: str) -> list[Problem]:
         *_reserved_prefix_problems(document, where),
         *_launch_flag_problems(document, where),
         *_adapter_path_problems(document, where),
+        *_runtime_env_problems(document, where),
     ]
 
 
@@ -93,6 +94,27 @@ def _adapter_path_problems(document: Mapping[str, Any], where: str) -> list[Prob
             allowed=f"an HTTP path other than adapter_api.load ({api['load']})",
             fix="give the engine's unload endpoint, e.g. /v1/unload_lora_adapter",
         )
+    ]
+
+
+def _runtime_env_problems(document: Mapping[str, Any], where: str) -> list[Problem]:
+    """An ``adapter_api.runtime_env`` variable under the engine's prefix that ``engine_env``
+    does not list: the wrapper would turn it into a flag instead of leaving it env."""
+    prefix = document["env_var_prefix"]
+    own = set(document.get("engine_env", ()))
+    runtime = (document.get("adapter_api") or {}).get("runtime_env") or {}
+    return [
+        Problem(
+            message=f"{key} has the engine's prefix but engine_env does not list "
+            f"{key[len(prefix) :]}: the wrapper would pass it as a flag, not as env",
+            where=where,
+            pointer=f"/adapter_api/runtime_env/{key}",
+            value=key,
+            fix=f"add {key[len(prefix) :]!r} to engine_env (the engine reads it from its "
+            "environment)",
+        )
+        for key in runtime
+        if key.startswith(prefix) and key[len(prefix) :] not in own
     ]
 
 

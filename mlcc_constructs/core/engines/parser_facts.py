@@ -127,6 +127,25 @@ def recorded_versions(engine: str) -> list[str]:
     return sorted(names, key=lambda v: tuple(int(x) for x in v.split(".") if x.isdigit()))
 
 
+@cache
+def spellings(engine: str, flag: str) -> tuple[str, ...]:
+    """``flag`` and every long alias of it (``--tp-size``: ``--tensor-parallel-size``) that
+    any recorded release of ``engine`` has, ``flag`` first, the others sorted; off forms are
+    not spellings of the flag. ``(flag,)`` when no release records it."""
+    found: set[str] = set()
+    for version in recorded_versions(engine):
+        facts = parser_facts(engine, version)
+        fact = facts.flags.get(flag) if facts is not None else None
+        if facts is None or fact is None or flag in fact.off:
+            continue
+        found.update(
+            spelling
+            for spelling, other in facts.flags.items()
+            if other.name == fact.name and spelling.startswith("--") and spelling not in fact.off
+        )
+    return (flag, *sorted(found - {flag}))
+
+
 def _number(text: str, kind: type) -> bool:
     try:
         kind(text)

@@ -34,6 +34,13 @@ class AdapterDelivery:
     subdir: str | None = None
     """The adapters' folder under the model prefix. Default: none."""
 
+    @property
+    def loads_at_runtime(self) -> bool:
+        """The serving pods load adapters at runtime, through the engine's dynamic LoRA API
+        (``model-prefix``: ``mlcc adapter add`` calls it); an inference component is made per
+        adapter instead."""
+        return self.strategy == "model-prefix"
+
 
 @dataclass(frozen=True, kw_only=True)
 class TargetDescriptor:

@@ -189,11 +189,9 @@ def prepare(
             )
         )
     if resolution.stream is not None:  # the engine reads S3 itself: the region it needs
-        own = {key for key, _ in resolution.plain}
+        # (the user's env cannot hold these: resolve/model_load.py refuses them)
         needed = stream_env(resolution.stream, model_region=model_region)
-        resolution = dataclasses.replace(
-            resolution, plain=tuple(p for p in needed if p[0] not in own) + resolution.plain
-        )
+        resolution = dataclasses.replace(resolution, plain=needed + resolution.plain)
     tls_uri = None
     if target is not None and target.tls_bucket:
         tls_uri = _tls_uri(spec, context, inferred, model_region, problems)

@@ -9,6 +9,12 @@ from mlcc_constructs.core.cache import Admission, CacheBackendSpec, admit, leadi
 from mlcc_constructs.core.engines.manifests import EngineManifest
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target, target_names
+from mlcc_constructs.core.serving.resolve.computed_keys import (
+    ComputedKey,
+    computed_keys,
+    runtime_adapter_keys,
+    stream_keys,
+)
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
 from mlcc_constructs.core.support.quantity import format_quantity, parse_quantity
@@ -49,6 +55,7 @@ def admit_for_deployment(
                         fix=f"set it through {owned[flag]} instead, or drop the override",
                     )
                 )
+    problems += _env_override_problems(backend, resolution)
     if not target.cache_injection:
         injecting = " or ".join(n for n in target_names() if load_target(n).cache_injection)
         note = target.notes.get("cache_backend")
@@ -145,7 +152,58 @@ def configured_flags(resolution: Resolution) -> dict[str, str]:
     for field in ("port_flag", "host_flag"):
         if field in manifest.launch:
             owned[manifest.launch[field]] = f"the engine manifest's launch.{field}"
+    # Tier 1 closed: a computed flag (and its aliases) is the spec field's, whether the
+    # ConfigMap carries it or the wrapper adds it at pod start (the multi-node launch)
+    for key, computed in tier1_keys(resolution).items():
+        if key.startswith(prefix) and key not in manifest.engine_env:
+            owned[flag_for(key[len(prefix) :], style)] = f"the spec field {computed.field}"
     return owned
+
+
+def tier1_keys(resolution: Resolution) -> dict[str, ComputedKey]:
+    """Every key the library computes for this deployment (:mod:`.computed_keys`): the
+    engine's own, and what streaming and runtime adapter loading set when they are on."""
+    manifest = resolution.manifest
+    keys = dict(computed_keys(manifest))
+    if resolution.stream is not None:
+        keys.update(stream_keys(manifest, resolution.stream))
+    emitted = {key for key, _ in resolution.tier1}
+    keys.update(
+        (key, computed)
+        for key, computed in runtime_adapter_keys(manifest).items()
+        if key in emitted
+    )
+    return keys
+
+
+def _env_override_problems(backend: CacheBackendSpec, resolution: Resolution) -> list[Problem]:
+    """Override env entries naming a variable the library computes for the engine (its API
+    key, the streaming region, the runtime adapter switch): the engine reads these from its
+    environment, and an override would replace the computed value (a ConfigMap one, which
+    the container's own env entry wins over) or be dropped in silence (a container one)."""
+    owned = tier1_keys(resolution)
+    named = [("env", index, entry.name) for index, entry in enumerate(backend.overrides.env)]
+    return [
+        Problem(
+            message=f"overrides {name}, which the spec field {owned[name].field} sets (Tier 1: "
+            f"{owned[name].sets})",
+            pointer=POINTER + json_pointer("integration", "engineOverrides", field, index),
+            value=name,
+            fix=f"set it through the spec field {owned[name].field} instead, or drop the override",
+        )
+        for field, index, name in named
+        if name in owned and _read_from_env(resolution.manifest, name)
+    ]
+
+
+def _read_from_env(manifest: EngineManifest, key: str) -> bool:
+    """Whether the engine reads ``key`` from its environment (a plain variable, an
+    ``engine_env`` one or its API key variable) rather than as a flag the wrapper passes."""
+    return (
+        not key.startswith(manifest.env_var_prefix)
+        or key in manifest.engine_env
+        or key == manifest.api_key_env
+    )
 
 
 def engine_port_problems(

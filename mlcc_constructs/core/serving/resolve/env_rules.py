@@ -17,8 +17,9 @@ Keys (in this order; the first that fails is reported):
 * **Reserved** (:data:`RESERVED`): the wrapper's ``MLCC_*`` variables, the variables every
   pod gets (``HOME``, ``USER``) and EKS Pod Identity's, read from the data that places them
   (:mod:`~mlcc_constructs.core.support.container_env`). The engine's API key variable
-  (``VLLM_API_KEY``) is a credential: the settings reader's secret rule refuses it as plain env
-  and points to ``secret_env``/``api_key_secret``.
+  (``VLLM_API_KEY``) is Tier 1: the settings reader refuses it as env
+  (:mod:`~mlcc_constructs.core.serving.resolve.computed_keys`) and points to
+  ``api_key_secret``/``secret_env``.
 * **Case.** A key whose upper-case form has an engine prefix must be upper-case: the wrapper
   lower-cases the suffix into the flag, so ``VLLM_Tensor_Parallel_Size`` would slip past the
   Tier-1 checks and give the engine a second ``--tensor-parallel-size``, and a lower-case

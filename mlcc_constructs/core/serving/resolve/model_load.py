@@ -3,13 +3,15 @@
 ``stream`` needs every one of: the engine declares a streaming load format (its manifest's
 ``model_load.stream``), the engine version is at least that format's ``since``, the model source
 is one it streams from (``s3://``), the target lets its pods read S3 themselves (its
-``model_streaming``), and the user did not set the load-format flag through Tier 2 (then the
-load format is theirs). The spec's ``model_load`` defaults to ``stream`` where all of them hold
-and to ``mount`` otherwise; an explicit ``stream`` where one fails is refused, naming it.
+``model_streaming``), and, for the default, the user did not set the load-format flag through
+Tier 2 (then the load format is theirs and the model is mounted). The spec's ``model_load``
+defaults to ``stream`` where all of them hold and to ``mount`` otherwise; an explicit ``stream``
+where one fails is refused, naming it.
 
 With ``stream`` the engine is told the model's URI instead of the mount path, and the load format
 (``<PREFIX><FLAG>``, e.g. ``VLLM_LOAD_FORMAT=runai_streamer``) joins Tier 1; the format's plain
-variables (the model bucket's region) join the container's env. The model mount stays only for
+variables (the model bucket's region) join the container's env. Both are then Tier 1 closed: an
+env key setting one of them is refused (:mod:`.computed_keys`). The model mount stays only for
 LoRA adapters (they are delivered under the model prefix: seed section 2).
 """
 
@@ -19,6 +21,11 @@ from dataclasses import dataclass
 
 from mlcc_constructs.core.engines.manifests import EngineManifest, StreamLoad, parse_version
 from mlcc_constructs.core.platform.targets import TargetDescriptor
+from mlcc_constructs.core.serving.resolve.computed_keys import (
+    env_problems,
+    load_format_keys,
+    stream_keys,
+)
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelLoad, ModelSource
 from mlcc_constructs.core.support.errors import Problem
 
@@ -71,9 +78,11 @@ def stream_blockers(
     if target is not None and not target.model_streaming:
         why = target.notes.get("model_load", "its pods read the model from the mount only")
         reasons.append(f"target {target.name!r} cannot stream: {why}")
-    key = manifest.env_var_prefix + stream.suffix()
-    if key in user_keys:
-        reasons.append(f"env sets {key}: the load format is the user's")
+    reasons += [
+        f"env sets {key}: the load format is the user's"
+        for key in load_format_keys(manifest, stream)
+        if key in user_keys
+    ]
     return reasons
 
 
@@ -88,12 +97,14 @@ def decide(
     """The deployment's ``model_load`` (module doc)."""
     if spec.model_load == "mount":
         return LoadDecision(mode="mount")
+    explicit = spec.model_load == "stream"
     blockers = stream_blockers(
         manifest=manifest,
         version=version,
         target=target,
         source=source,
-        user_keys=frozenset(spec.env),
+        # asked for: the load format is the library's, and a user's key is refused below
+        user_keys=frozenset() if explicit else frozenset(spec.env),
     )
     if blockers:
         if spec.model_load != "stream":
@@ -110,7 +121,13 @@ def decide(
     stream = manifest.stream_load
     assert stream is not None  # no blockers: the engine declares one
     key = manifest.env_var_prefix + stream.suffix()
-    return LoadDecision(mode="stream", stream=stream, tier1=((key, stream.value),))
+    return LoadDecision(
+        mode="stream",
+        stream=stream,
+        tier1=((key, stream.value),),
+        # Tier 1 closed: what streaming sets (the load format, the bucket's region)
+        problems=tuple(env_problems(spec.env, stream_keys(manifest, stream))),
+    )
 
 
 def stream_env(

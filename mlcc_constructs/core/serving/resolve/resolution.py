@@ -70,9 +70,10 @@ class Resolution:
 
     @property
     def own_env(self) -> tuple[tuple[str, str], ...]:
-        """The Tier-2 keys the engine reads from its environment itself (manifest
-        ``engine_env``): env under every config delivery, never flags."""
-        return tuple((k, v) for k, v in self.tier2 if k in self.manifest.engine_env)
+        """The Tier-1 and Tier-2 keys the engine reads from its environment itself (manifest
+        ``engine_env``: the runtime adapter switch, the user's engine variables): env under
+        every config delivery, never flags."""
+        return tuple((k, v) for k, v in self.tier1 + self.tier2 if k in self.manifest.engine_env)
 
     @property
     def flag_keys(self) -> tuple[str, ...]:

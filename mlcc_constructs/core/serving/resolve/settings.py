@@ -5,10 +5,11 @@ the GPU memory share, Tier-1 resolution) takes values from there, each with the 
 the user set it at (``/env/VLLM_MAX_LORA_RANK``, ``/tensor_parallel_degree``), and every
 problem of the input is collected, never raised alone.
 
-Each env key is exactly one of: a capability's user value (Tier 1 names it), a Tier-2 key
-forwarded verbatim (the engine's own variables among them), or plain env (no engine prefix).
-Every key and value first passes the one env rule (:mod:`.env_rules`), whatever layer it
-came from.
+Each env key is exactly one of: refused because the library computes it (Tier 1 is closed:
+:mod:`.computed_keys` names the spec field that sets it), a capability's user value (one the
+library does not compute: quantization, the LoRA settings), a Tier-2 key forwarded verbatim
+(the engine's own variables among them), or plain env (no engine prefix). Every key and value
+first passes the one env rule (:mod:`.env_rules`), whatever layer it came from.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from types import MappingProxyType
 from mlcc_constructs.core.engines.manifests import EngineManifest, EngineRegistry, parse_version
 from mlcc_constructs.core.engines.values import TRUE, ValueChecks
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.resolve.computed_keys import computed_keys
 from mlcc_constructs.core.serving.resolve.env_rules import key_problem, value_problem
 from mlcc_constructs.core.serving.resolve.resolution import is_secret_name
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
@@ -88,6 +90,7 @@ class _Reader:
         self.tier2: list[tuple[str, str]] = []
         self.plain: list[tuple[str, str]] = []
         self.version = self._version()
+        self.computed = computed_keys(self.manifest)
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
@@ -162,11 +165,6 @@ class _Reader:
             return
         self._set(capability, value, pointer)
 
-    def _model_keys(self) -> set[str]:
-        model = self.manifest.capability("model")
-        keys = {self.manifest.key(model)} if model else set()
-        return keys | ({self.manifest.hub_model_env} if self.manifest.hub_model_env else set())
-
     def _key_problem(self, key: str, value: str, pointer: str) -> Problem | None:
         """Why ``key`` cannot be an engine setting at all, if it cannot."""
         manifest = self.manifest
@@ -175,6 +173,9 @@ class _Reader:
         )
         if shape is not None:
             return shape
+        computed = self.computed.get(key)
+        if computed is not None:  # Tier 1 closed: the spec field sets it
+            return computed.problem(value, pointer)
         if is_secret_name(key):
             return Problem(
                 message="looks like a credential: it would be stored in plain text in a "
@@ -204,13 +205,6 @@ class _Reader:
                 pointer=pointer,
                 value=value,
                 fix="remove the key to leave the setting unset, or give it a value",
-            )
-        if key in self._model_keys():
-            return Problem(
-                message="the model is Tier 1: it is computed from the model source",
-                pointer=pointer,
-                value=value,
-                fix="set the model with --model (DeploymentSpec.model), not the env",
             )
         reserved = manifest.reserved_keys
         if owner is not None and key in reserved:

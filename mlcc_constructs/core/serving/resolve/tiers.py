@@ -4,8 +4,10 @@
 exact env the engine receives:
 
 * Tier 1 — values the library computes and must place: the model, the tensor-parallel degree
-  (from the instance catalog) and the LoRA companion contract. Names come only from the
-  manifest; this module never branches on an engine name, only on capability names.
+  (from the instance catalog), the LoRA companion contract, the load format while it streams
+  and the runtime adapter switch while adapters are loaded at runtime. Names come only from
+  the manifest; this module never branches on an engine name, only on capability names. Tier 1
+  is closed: an env key setting a computed value is refused (:mod:`.computed_keys`).
 * Tier 2 — every other ``<PREFIX>*`` key the user sets, forwarded verbatim, in the user's order.
 * Plain env — keys with no engine prefix (``NCCL_DEBUG``...), forwarded after Tier 2.
 
@@ -40,6 +42,7 @@ from mlcc_constructs.core.platform.efa import (
 )
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.platform.versions import pinned
+from mlcc_constructs.core.serving.resolve.computed_keys import env_problems, runtime_adapter_keys
 from mlcc_constructs.core.serving.resolve.model_load import LoadDecision, decide
 from mlcc_constructs.core.serving.resolve.multi_node import multi_node_engines, multi_node_problems
 from mlcc_constructs.core.serving.resolve.node_sizing import (
@@ -107,6 +110,7 @@ class _Resolver:
             self.spec, manifest=manifest, version=self.version, target=self.target, source=source
         )
         self.problems.extend(self.load.problems)
+        runtime = self._runtime_adapters()
         model = manifest.capability("model")
         if model is not None:
             requested["model"] = self._model_path(source)
@@ -151,7 +155,18 @@ class _Resolver:
         emitted = [
             (manifest.key(c), values[c.name]) for c in manifest.capabilities if c.name in values
         ]
-        return emitted + list(self.load.tier1) + hub_model, values, tp
+        return emitted + list(self.load.tier1) + hub_model + runtime, values, tp
+
+    def _runtime_adapters(self) -> list[tuple[str, str]]:
+        """The engine's runtime adapter env (manifest ``adapter_api.runtime_env``: an engine
+        may serve its load route only with it) where adapters are loaded at runtime: ``lora`` on
+        a target whose pods load them through the engine's API. An env key setting one of them
+        is then refused (Tier 1 closed)."""
+        target = self.target
+        if not self.spec.lora or target is None or not target.adapter_delivery.loads_at_runtime:
+            return []
+        self.problems.extend(env_problems(self.spec.env, runtime_adapter_keys(self.manifest)))
+        return list(self.manifest.adapter_runtime_env.items())
 
     def _model_path(self, source: ModelSource) -> str:
         """What the engine is told to load: the target's mount path for an ``s3://`` model or

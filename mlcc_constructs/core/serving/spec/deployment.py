@@ -132,8 +132,10 @@ class DeploymentSpec:
     ``quantization``: Quantization method passed to the engine. Default: none (the flag is
         omitted).
     ``lora``: Serve LoRA adapters (the engine's LoRA companion contract). Default: off.
-    ``env``: User env: ``<PREFIX>*`` keys (Tier-2, or Tier-1 overrides) and plain env. Default:
-        none.
+    ``env``: User env: ``<PREFIX>*`` keys (Tier 2, or the user value of a capability the
+        library does not compute, e.g. the max LoRA rank) and plain env; a key that sets what
+        the library computes is refused, naming the field to use (Tier 1 is closed:
+        :mod:`~mlcc_constructs.core.serving.resolve.computed_keys`). Default: none.
     ``secret_env``: Env values from secrets: a Kubernetes Secret's key
         (``{"HF_TOKEN": SecretRef(...)}``) or an AWS Secrets Manager secret
         (``SecretsManagerSecret(secret="team/hf-token")``, synced into the deployment's own
