@@ -57,8 +57,12 @@ node_modules/.installed: package.json package-lock.json
 # The main job: every CDK stack to cdk.out/ (offline, no AWS credentials) and every
 # reference chart to dist/. FAST=1: the edit loop's synth, without CDK's built-in
 # CloudFormation template validation (cdk synth --no-validation; README, "Fast synth").
+# REFERENCE=1: the reference set instead of the default app (examples/reference-context.json,
+# each key passed as -c KEY=JSON): what the tests and the stack histories synthesise.
+REFERENCE_CONTEXT = $(shell $(PYTHON) -c 'import json; d = json.load(open("examples/reference-context.json")); print(" ".join("-c \x27%s=%s\x27" % (k, v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))) for k, v in d.items()))')
+
 synth: bootstrap
-	$(CDK) synth $(CDK_FLAGS) $(if $(FAST),--no-validation) --quiet
+	$(CDK) synth $(CDK_FLAGS) $(if $(FAST),--no-validation) $(if $(REFERENCE),$(REFERENCE_CONTEXT)) --quiet
 	$(BIN)/mlcc dashboard -o dist/grafana-dashboard.json
 	@ls cdk.out/*.template.json dist/*.k8s.yaml 2>/dev/null || true
 

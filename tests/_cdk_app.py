@@ -22,8 +22,7 @@ _ASSET_HASH = re.compile(r"\b[0-9a-f]{64}\b")
 
 
 REFERENCE_FILE = "examples/reference.yaml"
-REFERENCE_HYPERPOD = REPO / "examples" / "reference-hyperpod.json"
-REFERENCE_ADMIN = "arn:aws:iam::123456789012:role/mlcc-admin"
+REFERENCE_CONTEXT = REPO / "examples" / "reference-context.json"
 
 
 def default_context() -> dict[str, Any]:
@@ -34,18 +33,11 @@ def default_context() -> dict[str, Any]:
 
 
 def reference_context() -> dict[str, Any]:
-    """What the tests add to cdk.json for the reference app: the reference set's spec list and
-    HyperPod instance groups (``make synth REFERENCE=1``), an admin role and the pull through
-    cache's secret (README, *The reference set*)."""
-    groups = json.loads(REFERENCE_HYPERPOD.read_text(encoding="utf-8"))
-    return {
-        "deployments_file": REFERENCE_FILE,
-        "hyperpod_instance_groups": groups,
-        # What the reference app's histories were deployed with: an admin role, the ECR pull
-        # through cache of Docker Hub.
-        "admin_role_arns": [REFERENCE_ADMIN],
-        "ecr_pull_through_secrets": {"docker-hub": "ecr-pullthroughcache/docker-hub"},
-    }
+    """What the reference app adds to cdk.json (``examples/reference-context.json``, what
+    ``make synth REFERENCE=1`` passes): the reference set's spec list, the HyperPod instance
+    groups, an admin role and the pull through cache's secret. The stack histories are its."""
+    context: dict[str, Any] = json.loads(REFERENCE_CONTEXT.read_text(encoding="utf-8"))
+    return context
 
 
 def reference_entries() -> list[dict[str, Any]]:

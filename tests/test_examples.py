@@ -21,7 +21,7 @@ def test_the_examples_ship() -> None:
         "cachebackend.yaml",
         "deployment.yaml",
         "multi-node-vllm.yaml",
-        "reference-hyperpod.json",
+        "reference-context.json",
         "reference.yaml",
     ]
 

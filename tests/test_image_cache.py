@@ -327,7 +327,7 @@ def test_the_vpc_nat_gateway_count(context: dict[str, Any], count: int) -> None:
     ("context", "pointer"),
     [
         ({"nat_gateways": 3}, "/nat_gateways"),
-        ({"ecr_pull_through_secrets": None}, "/ecr_pull_through_secrets/docker-hub"),
+        ({"ecr_pull_through_secrets": {}}, "/ecr_pull_through_secrets/docker-hub"),
         ({"ecr_pull_through_secrets": {"docker-hub": "creds"}},
          "/ecr_pull_through_secrets/docker-hub"),
     ],
@@ -336,6 +336,27 @@ def test_bad_egress_context_is_a_clear_error(context: dict[str, Any], pointer: s
     with pytest.raises(MlccError) as caught:
         build(**context)
     assert [(p.where, p.pointer) for p in caught.value.problems] == [(WHERE, pointer)]
+
+
+def test_without_the_secrets_setting_the_app_makes_no_cache_and_says_so() -> None:
+    """The default app (cdk.json alone) needs no secret: no pull through cache, images as
+    given, and the cluster stack says how to turn the cache on."""
+    import aws_cdk as cdk
+    from _cdk_app import default_context
+
+    from app import build_app
+    from mlcc_constructs.core.platform.image_cache import NO_CACHE_NOTE
+
+    app = build_app(cdk.App(context=default_context()))
+    assembly = app.synth()
+    cluster = assembly.get_stack_by_name("mlcc-dev-eks-cluster")
+    types = {r["Type"] for r in cluster.template["Resources"].values()}
+    assert "AWS::ECR::PullThroughCacheRule" not in types
+    infos = [m.data for m in app.node.find_child("mlcc-dev-eks-cluster").node.metadata]
+    assert NO_CACHE_NOTE in infos
+    serving = assembly.get_stack_by_name("mlcc-dev-serving-eks-inference-qwen3-8b")
+    assert "dkr.ecr" not in json.dumps(serving.template)
+    assert "vllm/vllm-openai:" in json.dumps(serving.template)
 
 
 def test_the_serving_stacks_pull_the_engine_images_through_the_cache() -> None:

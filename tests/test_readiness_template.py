@@ -168,6 +168,12 @@ def test_the_access_entry_maps_only_the_waiters_group_and_the_role_reads_only_it
             "resourceNames": ["llama-vllm"],
             "verbs": ["get"],
         },
+        {  # the Ingress, whose status says the load balancer's address (EndpointUrl)
+            "apiGroups": ["networking.k8s.io"],
+            "resources": ["ingresses"],
+            "resourceNames": ["llama-vllm"],
+            "verbs": ["get"],
+        },
         {"apiGroups": [""], "resources": ["pods", "events"], "verbs": ["list"]},
     ]
     _, iec_role = _manifest(IEC_STACK, "Role")

@@ -88,6 +88,7 @@ from aws_cdk import (
 from constructs import Construct, IDependable
 
 from mlcc_constructs.aws._iam import grant
+from mlcc_constructs.aws._outputs import add_stack_outputs
 from mlcc_constructs.aws.imported_cluster import IServingCluster
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
@@ -347,7 +348,7 @@ class ServedModel(Construct):
         found = serving_outputs(
             self._prepared, address=self.endpoint_address, region=cdk.Stack.of(self).region
         )
-        return [cdk.CfnOutput(self, o.key, value=o.value, description=o.description) for o in found]
+        return add_stack_outputs(self, found, self.node.id if prefix is None else prefix)
 
     def _alias_record(self, prepared: PreparedDeployment) -> route53.CfnRecordSet | None:
         """With ``endpoint.hosted_zone_id``: an A alias record of ``endpoint.hostname`` to the

@@ -92,6 +92,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
+from mlcc_constructs.aws._outputs import add_stack_outputs
 from mlcc_constructs.aws.buckets import BucketRef
 from mlcc_constructs.aws.cluster_dashboard import add_serving_dashboard
 from mlcc_constructs.aws.cluster_endpoint import (
@@ -329,7 +330,7 @@ class ServingCluster(Construct):
             admin_role_arns=[role.role_arn for role in self._props.admin_roles],
             public_cidrs=self._props.endpoint_public_cidrs,
         )
-        return [cdk.CfnOutput(self, o.key, value=o.value, description=o.description) for o in found]
+        return add_stack_outputs(self, found, self.node.id if prefix is None else prefix)
 
     @staticmethod
     def from_cluster_attributes(

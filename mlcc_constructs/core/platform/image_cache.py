@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from mlcc_constructs.core._resources import data_path
+from mlcc_constructs.core.platform.context_values import decode_context
 from mlcc_constructs.core.platform.iam_statement import Arns, Statement
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import Problem, fail, json_pointer
@@ -201,13 +202,14 @@ def direct_pull_warning(image: str, *, registry: str | None) -> str | None:
 def parse_pull_through_secrets(
     value: object, *, account: str | None, region: str | None, where: str
 ) -> tuple[dict[str, str], list[Problem]]:
-    """``{upstream: secret}`` for every cluster upstream needing credentials, from ``value``
-    (the ``ecr_pull_through_secrets`` context value: a mapping, or ``name=secret,...`` text as
-    ``-c`` gives it), and the problems: a missing secret, a name or ARN ECR would refuse, a
-    secret of another account or region (when ``account`` and ``region`` are known), an
-    upstream the cluster does not cache."""
+    """``{upstream: secret}`` for every cluster upstream needing credentials, from ``value`` (the
+    ``ecr_pull_through_secrets`` context value: a mapping, its JSON text, or
+    ``name=secret,...`` text as ``-c`` gives it), and the problems: a missing secret, a
+    name or ARN ECR would refuse, a secret of another account or region (when ``account``
+    and ``region`` are known), an upstream the cluster does not cache."""
     given: dict[str, object] = {}
     problems: list[Problem] = []
+    value = decode_context(value, SECRETS_KEY)  # -c KEY='{"docker-hub": "..."}' is JSON text
     if isinstance(value, str):
         for part in filter(None, (p.strip() for p in value.split(","))):
             key, _, secret = part.partition("=")
