@@ -20,6 +20,7 @@ def test_the_examples_ship() -> None:
     assert sorted(p.name for p in EXAMPLES.iterdir()) == [
         "cachebackend.yaml",
         "deployment.yaml",
+        "https-endpoint.yaml",
         "multi-node-vllm.yaml",
         "reference-context.json",
         "reference.yaml",

@@ -409,3 +409,51 @@ def test_the_digest_follows_the_objects_not_the_token_numbers() -> None:
     assert digest(objects("${Token[TOKEN.812]}", 2)) != digest(objects("${Token[TOKEN.812]}"))
     literal = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1"
     assert digest(objects(literal)) != digest(objects("${Token[TOKEN.812]}"))
+
+
+INGRESS_PATH = f"/apis/networking.k8s.io/v1/namespaces/{NAMESPACE}/ingresses/{NAME}"
+ALB = "internal-k8s-mlccinternal-0123456789-987654321.us-east-1.elb.amazonaws.com"
+
+
+def _ingress(address: str | None) -> dict[str, Any]:
+    status = {"loadBalancer": {"ingress": [{"hostname": address}]}} if address else {}
+    return {"kind": "Ingress", "metadata": {"name": NAME, "namespace": NAMESPACE}, "status": status}
+
+
+@pytest.mark.parametrize(
+    ("address", "waited", "expected"),
+    [
+        (ALB, MINUTE, {"IsComplete": True,
+                       "Data": {"Readiness": "1/1 replicas available, 1 updated", "Address": ALB}}),
+        # Ready pods behind a load balancer without an address are not an endpoint yet...
+        (None, MINUTE, {"IsComplete": False}),
+        # ... and at the deadline the deploy fails saying so.
+        (None, 1800.0, f"NotReady: Ingress {NAMESPACE}/{NAME} has no load balancer address "
+         "after 1800 s: the load balancer controller made none (kubectl describe ingress shows "
+         "its events)"),
+    ],
+)  # fmt: skip
+def test_a_ready_workload_completes_with_its_load_balancers_address(
+    kube: KubeStandIn, address: str | None, waited: float, expected: Any
+) -> None:
+    _serve(kube, (DEPLOYMENT_PATH, READY_DEPLOYMENT), [], [])
+    kube.routes[INGRESS_PATH] = (200, _ingress(address))
+    props = {
+        **_props(),
+        "AddressKind": "Ingress",
+        "AddressName": NAME,
+        "AddressPath": INGRESS_PATH,
+    }
+    try:
+        found: Any = handler.judge(props, kube.api(), now=STARTED + waited, started=STARTED)
+    except handler.NotReady as failed:
+        found = f"NotReady: {failed}"
+    assert found == expected
+    assert INGRESS_PATH in [path for path, _, _ in kube.seen]
+
+
+def test_the_address_rule_reads_a_hostname_or_an_ip() -> None:
+    assert rules.ingress_address(_ingress(ALB)) == ALB
+    ip = {"status": {"loadBalancer": {"ingress": [{"ip": "203.0.113.7"}]}}}
+    assert rules.ingress_address(ip) == "203.0.113.7"
+    assert rules.ingress_address({"status": {"loadBalancer": {}}}) is None
