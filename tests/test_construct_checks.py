@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from _cdk_app import serving_on
+from test_readiness_template import _cluster as _kubectl_cluster, _team_stack
 
 from mlcc_constructs.core.platform.load_balancing import REFERENCE_CIDRS
 from mlcc_constructs.core.support.errors import MlccError
@@ -20,28 +21,11 @@ MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 
 
 def _stack() -> Any:
-    import aws_cdk as cdk
-
-    app = cdk.App()
-    stack = cdk.Stack(app, "Team", env=cdk.Environment(account=ACCOUNT, region=REGION))
-    stack.node.set_context(
-        f"availability-zones:account={ACCOUNT}:region={REGION}", ["us-east-1a", "us-east-1b"]
-    )
-    return stack
+    return _team_stack()
 
 
 def _cluster(stack: Any, id: str = "TeamCluster") -> Any:
-    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
-
-    provider = eks.KubectlProvider.from_kubectl_provider_attributes(
-        stack,
-        f"{id}Kubectl",
-        service_token=f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:team-kubectl",
-        role=iam.Role.from_role_arn(stack, f"{id}Role", f"arn:aws:iam::{ACCOUNT}:role/kubectl"),
-    )
-    return eks.Cluster.from_cluster_attributes(
-        stack, id, cluster_name="team", kubectl_provider=provider
-    )
+    return _kubectl_cluster(stack, id, full=False)
 
 
 def _prepared(

@@ -187,26 +187,17 @@ def _needed(facts: DeploymentFacts) -> list[Flow]:
     flows += _cache_flows(facts)
     flows += _group_flows(facts)
     serving = "serves the API"
-    for cidr in facts.load_balancer_cidrs:
+    balancer = f"the {spec.endpoint.scheme} load balancer"
+    callers = [
+        *((cidr, f"{balancer} in subnet {cidr}") for cidr in facts.load_balancer_cidrs),
+        *(
+            (cidr, f"the cluster's Prometheus scraper in subnet {cidr}: /metrics")
+            for cidr in facts.metrics_scraper_cidrs
+        ),
+    ]
+    for cidr, reason in callers:  # both ends of each subnet, on the engine port
         flows += [
-            Flow(
-                direction="ingress",
-                peer=a,
-                port=port,
-                reason=f"the {spec.endpoint.scheme} load balancer in subnet {cidr}",
-                serving_only=True,
-            )
-            for a in address_representatives(cidr)
-        ]
-    for cidr in facts.metrics_scraper_cidrs:
-        flows += [
-            Flow(
-                direction="ingress",
-                peer=a,
-                port=port,
-                reason=f"the cluster's Prometheus scraper in subnet {cidr}: /metrics",
-                serving_only=True,
-            )
+            Flow(direction="ingress", peer=a, port=port, reason=reason, serving_only=True)
             for a in address_representatives(cidr)
         ]
     for namespace in spec.allow_from:
