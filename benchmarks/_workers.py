@@ -17,12 +17,15 @@ sys.path.insert(0, str(REPO))
 
 
 def _context(count: int | None, targets: tuple[str, ...] = ()) -> dict[str, Any]:
-    """cdk.json's context; with ``count``, that many generated deployments (on ``targets`` in
-    turn, else the default target) instead of the reference ones."""
+    """The reference app's context (cdk.json's with ``examples/reference-context.json``, what
+    ``make synth REFERENCE=1`` passes); with ``count``, that many generated deployments (on
+    ``targets`` in turn, else the default target) instead of the reference ones."""
     context: dict[str, Any] = json.loads((REPO / "cdk.json").read_text())["context"]
+    context |= json.loads((REPO / "examples" / "reference-context.json").read_text())
     if count is not None:
         from benchmarks.specs import deployment_entries
 
+        context["deployments_file"] = None  # the generated list, inline
         context["reference_deployments"] = deployment_entries(count, targets=targets)
     return context
 
@@ -45,7 +48,7 @@ def app(count: int | None = None) -> None:
 
 
 def fleet(count: int | None, out: str, selection: str = "", changed: str = "") -> None:
-    """``python app.py`` with ``count`` generated deployments (``None``: cdk.json's), written
+    """``python app.py`` with ``count`` generated deployments (``None``: the reference set), written
     to ``<out>/cdk.out`` and ``<out>/dist``; ``selection``: the ``deployments`` context;
     ``changed``: the deployment whose ``env`` is changed (the reviewer's loop's edit)."""
     import aws_cdk as cdk

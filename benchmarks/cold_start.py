@@ -1,12 +1,10 @@
-"""The cold start of the reference deployments (cdk.json ``reference_deployments``) as ``mlcc
+"""The cold start of the reference deployments (``examples/reference.yaml``) as ``mlcc
 plan`` estimates it, for ``make bench`` (``--only cold``): estimates, not a timing."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -21,17 +19,13 @@ PLAN_PROMETHEUS = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-
 def cold_start_plans(out: Path) -> dict[str, Any]:
     """``mlcc plan`` of every reference deployment (as ``make synth`` prepares them), its JSON
     written to ``out``; returns one summary row per deployment."""
-    entries = json.loads((REPO / "cdk.json").read_text())["context"]["reference_deployments"]
-    work = Path(tempfile.mkdtemp(prefix="mlcc-bench-plan-"))
-    spec = work / "reference.json"
-    spec.write_text(json.dumps(entries))
-    argv = [str(MLCC_SCRIPT), "plan", "-f", str(spec), "--prometheus-url", PLAN_PROMETHEUS]
+    spec = "examples/reference.yaml"
+    argv = [str(MLCC_SCRIPT), "plan", "-f", spec, "--prometheus-url", PLAN_PROMETHEUS]
     done = subprocess.run(argv, cwd=REPO, env=ENV, capture_output=True, text=True, check=False)
-    shutil.rmtree(work, ignore_errors=True)
     if done.returncode != 0:
         raise SystemExit(f"bench: mlcc plan failed:\n{done.stderr}")
     report = json.loads(done.stdout)
-    report["command"] = "mlcc plan -f <cdk.json reference_deployments>"
+    report["command"] = f"mlcc plan -f {spec}"
     out.write_text(json.dumps(report, indent=2) + "\n")
     return {
         f"{p['name']} ({p['target']})": {

@@ -18,7 +18,7 @@ peer measured side by side in this one run. Prints one table and writes
 - ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
 - libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
   that do its job, end to end (``benchmarks/libraries.py``);
-- the cold start of the reference deployments (cdk.json ``reference_deployments``) as ``mlcc
+- the cold start of the reference deployments (``examples/reference.yaml``) as ``mlcc
   plan`` estimates it, written to ``benchmarks/cold_start.json`` (estimates, not a timing: no
   target, nothing measured; ``--only cold`` runs it alone).
 
