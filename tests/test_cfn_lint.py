@@ -31,3 +31,25 @@ def test_cfn_lint_finds_what_it_should() -> None:
     bad = '{"Resources": {"Q": {"Type": "AWS::SQS::Queue", "Properties": {"DelaySeconds": "x"}}}}'
     matches = lint(bad, config=ManualArgs(regions=["us-east-1"], ignore_checks=IGNORED))
     assert [m.rule.id for m in matches] == ["E3012"]
+
+
+@pytest.mark.parametrize("which", ["default", "https-endpoint"])
+def test_the_first_deploys_templates_are_clean(which: str) -> None:
+    """The default app (cdk.json alone) and its HTTPS variant (examples/https-endpoint.yaml:
+    the Route 53 alias record, the API key's outputs), every stack."""
+    import json
+
+    import aws_cdk as cdk
+    from _cdk_app import default_context
+    from cfnlint.api import ManualArgs, lint
+
+    from app import build_app
+
+    context = default_context()
+    if which == "https-endpoint":
+        context["deployments_file"] = "examples/https-endpoint.yaml"
+    app = build_app(cdk.App(context=context))
+    for stack in app.synth().stacks:
+        text = json.dumps(stack.template, indent=1)
+        matches = lint(text, config=ManualArgs(regions=["us-east-1"], ignore_checks=IGNORED))
+        assert (stack.stack_name, [str(m) for m in matches]) == (stack.stack_name, [])
