@@ -72,8 +72,10 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
     selection = selected_deployments(app, plan)  # an unknown name fails before any stack
     hyperpod = read_hyperpod(app.node.try_get_context, environment)
     if hyperpod is None:  # a hyperpod-eks deployment needs a cluster the app does not have
-        on_hyperpod = [d for d in deployments if _on_hyperpod(d)]
-        raise_if_any(coverage_problems(None, [(d.where, "") for d in on_hyperpod]))
+        needs = [
+            (d.where, d.prepared.resolution.instance.name) for d in deployments if _on_hyperpod(d)
+        ]
+        raise_if_any(coverage_problems(None, needs))
     buckets = BucketsStack(app, environment=environment)
     egress = read_egress(app.node.try_get_context, environment)
     cluster_stack = EksClusterStack(

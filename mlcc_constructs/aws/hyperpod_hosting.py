@@ -71,7 +71,7 @@ class HostedDeployments:
         )
         self.demands.update(new)
         if not self._noted:  # the headroom is said once, of every deployment, at synth
-            Aspects.of(self._owner).add(_SurgeNotes(self))
+            Aspects.of(self._owner).add(_SurgeNotes(self._owner, self))
             self._noted = True
 
     def surge_notes(self) -> list[str]:
@@ -83,12 +83,12 @@ class HostedDeployments:
 class _SurgeNotes:
     """Adds the surge headroom notes to the cluster once, when the app is synthesised."""
 
-    def __init__(self, hosted: HostedDeployments) -> None:
+    def __init__(self, owner: Construct, hosted: HostedDeployments) -> None:
+        self._owner = owner
         self._hosted = hosted
 
     def visit(self, node: IConstruct) -> None:
-        owner = self._hosted._owner
-        if node.node.path != owner.node.path:
+        if node.node.path != self._owner.node.path:
             return
         for note in self._hosted.surge_notes():
-            Annotations.of(owner).add_info(note)
+            Annotations.of(self._owner).add_info(note)

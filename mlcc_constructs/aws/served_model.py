@@ -275,6 +275,10 @@ class ServedModel(Construct):
                 fix="build the operator with HyperPodInferenceOperatorProps("
                 "inference_gateway=True), or drop endpoint.gateway",
             )
+        target = readiness_target(prepared) if props.wait_for_ready else None
+        alias_zone = self._alias_zone(
+            prepared, reads_address=target is not None and target.address is not None
+        )
         if isinstance(props.operator, HyperPodInferenceOperator) and any(waits):
             hyperpod = props.operator.hyperpod_cluster
             if hyperpod is not None:  # its instance groups must hold the deployment
@@ -312,7 +316,6 @@ class ServedModel(Construct):
             if waits_for_operator and operator is not None:
                 manifest.node.add_dependency(operator)
         self.readiness: WorkloadReadiness | None = None
-        target = readiness_target(prepared) if props.wait_for_ready else None
         if target is not None:
             self.readiness = WorkloadReadiness(
                 self,
@@ -336,7 +339,7 @@ class ServedModel(Construct):
         self.endpoint_url: str | None = endpoint_url(prepared, self.endpoint_address)
         """The endpoint's base URL (``https://<hostname>``, else the load balancer's), or
         ``None`` (:func:`~mlcc_constructs.core.serving.endpoint.outputs.endpoint_url`)."""
-        self.alias_record = self._alias_record(prepared)
+        self.alias_record = self._alias_record(prepared, alias_zone)
 
     def add_outputs(self, *, prefix: str | None = None) -> list[cdk.CfnOutput]:
         """Stack outputs that say where the endpoint is and how to call it (``EndpointUrl``,
@@ -350,13 +353,13 @@ class ServedModel(Construct):
         )
         return add_stack_outputs(self, found, self.node.id if prefix is None else prefix)
 
-    def _alias_record(self, prepared: PreparedDeployment) -> route53.CfnRecordSet | None:
-        """With ``endpoint.hosted_zone_id``: an A alias record of ``endpoint.hostname`` to the
-        load balancer, made once the deploy read its address."""
+    def _alias_zone(self, prepared: PreparedDeployment, *, reads_address: bool) -> str | None:
+        """With ``endpoint.hosted_zone_id``: the region's ALB hosted zone the alias record
+        names (checked before anything is made); ``None`` without a record to make."""
         endpoint = prepared.spec.endpoint
         if endpoint.hosted_zone_id is None or endpoint.hostname is None:
             return None
-        if self.endpoint_address is None:
+        if not reads_address:
             raise fail(
                 "an alias record needs the load balancer's address, which this model's deploy "
                 "does not read (wait_for_ready=False)",
@@ -365,10 +368,20 @@ class ServedModel(Construct):
                 value=endpoint.hosted_zone_id,
                 fix="keep wait_for_ready=True, or drop endpoint.hosted_zone_id",
             )
-        region = cdk.Stack.of(self).region
-        zone = alb_hosted_zone(
-            region, where=self.node.path, pointer="/deployment/spec/endpoint/hosted_zone_id"
+        return alb_hosted_zone(
+            cdk.Stack.of(self).region,
+            where=self.node.path,
+            pointer="/deployment/spec/endpoint/hosted_zone_id",
         )
+
+    def _alias_record(
+        self, prepared: PreparedDeployment, zone: str | None
+    ) -> route53.CfnRecordSet | None:
+        """An A alias record of ``endpoint.hostname`` to the load balancer (in ALB hosted zone
+        ``zone``), made once the deploy read its address; ``None`` without a zone."""
+        endpoint = prepared.spec.endpoint
+        if zone is None or self.endpoint_address is None or endpoint.hostname is None:
+            return None
         return route53.CfnRecordSet(
             self,
             "Alias",

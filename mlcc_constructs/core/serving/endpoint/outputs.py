@@ -44,11 +44,6 @@ class StackOutput:
     description: str
 
 
-def served_model_name(deployment: PreparedDeployment) -> str:
-    """What clients send as ``model``: ``served_model_name``, else the deployment's name."""
-    return deployment.spec.served_model_name or deployment.names.base
-
-
 def endpoint_url(deployment: PreparedDeployment, address: str | None) -> str | None:
     """The endpoint's base URL (module doc): the hostname's, else the load balancer's
     ``address``; ``None`` when neither is known (no load balancer, or one the stack does not
@@ -66,7 +61,7 @@ def endpoint_url(deployment: PreparedDeployment, address: str | None) -> str | N
 
 
 def _check(url: str, deployment: PreparedDeployment) -> str:
-    command = ["mlcc", "endpoint", "check", "--url", url, "--model", served_model_name(deployment)]
+    command = ["mlcc", "endpoint", "check", "--url", url, "--model", deployment.served_name]
     if deployment.spec.api_key_secret is not None:
         command += ["--api-key-env", KEY_ENV]
     return " ".join(shlex.quote(part) if "${" not in part else part for part in command)
@@ -97,7 +92,7 @@ def serving_outputs(
     outputs.append(
         StackOutput(
             key="ServedModelName",
-            value=served_model_name(deployment),
+            value=deployment.served_name,
             description=f"{name}: the model clients send (the API's model field)",
         )
     )

@@ -74,7 +74,7 @@ def inference_gateway_config(facts: DeploymentFacts, gateway: Gateway) -> dict[s
     certificate = facts.spec.endpoint.certificate_arn
     scheduler: dict[str, Any] = {
         "name": names.base,
-        "modelName": facts.spec.served_model_name or names.base,
+        "modelName": facts.served_name,
         "modelSelector": {"matchLabels": {label: names.base}},
         "targetPort": box.port,
         "scheduler": SCHEDULER,

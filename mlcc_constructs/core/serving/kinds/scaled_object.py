@@ -76,18 +76,13 @@ def load_balancer_tag(facts: DeploymentFacts) -> tuple[str, str]:
     return LOAD_BALANCER_TAG, f"{facts.names.namespace}.{facts.names.base}"
 
 
-def served_name(facts: DeploymentFacts) -> str:
-    """The name the engine labels its series with (its served model name)."""
-    return facts.spec.served_model_name or facts.names.base
-
-
 def prometheus_query(facts: DeploymentFacts, *, namespace_label: bool) -> str:
     """The PromQL of the deployment's scaling metric, summed over its pods."""
     metric = facts.scaling_metric
     assert metric is not None  # checked: an autoscaled deployment has one
     selectors = []
     if metric.model_label is not None:
-        selectors.append(f"{metric.model_label}={json.dumps(served_name(facts))}")
+        selectors.append(f"{metric.model_label}={json.dumps(facts.served_name)}")
     if namespace_label:
         selectors.append(f"{NAMESPACE_LABEL}={json.dumps(facts.names.namespace)}")
     return f"sum({metric.name}{{{','.join(selectors)}}})"

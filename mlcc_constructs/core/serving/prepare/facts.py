@@ -102,6 +102,12 @@ class DeploymentFacts:
         return self.resolution.source
 
     @property
+    def served_name(self) -> str:
+        """The model clients send (the API's ``model``, what the engine labels its series
+        with): ``served_model_name``, else the deployment's name."""
+        return self.spec.served_model_name or self.names.base
+
+    @property
     def max_replicas(self) -> int:
         """The most replicas the deployment may run (each one instance's GPUs):
         ``autoscaling.max_replicas``, else the fixed ``replicas``."""
