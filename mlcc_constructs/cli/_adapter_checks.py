@@ -24,6 +24,7 @@ from mlcc_constructs.cli._inputs import (
     unique_pods,
     url_problems,
 )
+from mlcc_constructs.cli._parser import Once
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 if TYPE_CHECKING:
@@ -52,6 +53,33 @@ def add_bucket_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", required=True, help="mlcc profile, e.g. dev")
     if not any(a.dest == "endpoint_url" for a in parser._actions):
         parser.add_argument("--endpoint-url", default=None, help="S3 endpoint (default: AWS)")
+
+
+def add_promotion_options(parser: argparse.ArgumentParser, *, source_help: str) -> None:
+    """What every promotion takes beside its name, project and base model: where from, how it
+    was made (the record's provenance) and ``--dry-run``."""
+    parser.add_argument(
+        "--from", action=Once, dest="source", required=True, metavar="SRC", help=source_help
+    )
+    parser.add_argument("--technique", default=None, help="e.g. sft, dpo")
+    parser.add_argument("--source-job", default=None, help="the job that produced it")
+    parser.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
+
+
+def promotion_request(args: argparse.Namespace, inputs: Inputs) -> dict[str, Any]:
+    """The keyword arguments both promotions (``promote``, ``promote_model``) take from a
+    checked command line."""
+    return {
+        "source_uri": args.source,
+        "core_bucket": inputs.core_bucket,
+        "project": args.project,
+        "name": args.name,
+        "base_model": args.base_model,
+        "base_revision": args.base_revision,
+        "technique": args.technique,
+        "source_job": args.source_job,
+        "dry_run": args.dry_run,
+    }
 
 
 def check(

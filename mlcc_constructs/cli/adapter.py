@@ -48,9 +48,11 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from mlcc_constructs.cli._adapter_checks import (
     add_bucket_options,
+    add_promotion_options,
     check,
     deployment_of,
     live_state,
+    promotion_request,
     s3_client,
 )
 from mlcc_constructs.cli._adapter_inventory import no_pods, run_clean, run_list
@@ -76,12 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote = actions.add_parser("promote", help="promote a source to its canonical version")
     _add_adapter(promote)
     add_bucket_options(promote)
-    promote.add_argument(
-        "--from", action=Once, dest="source", required=True, metavar="SRC", help=_FROM
-    )
-    promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
-    promote.add_argument("--source-job", default=None, help="the job that produced it")
-    promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
+    add_promotion_options(promote, source_help=_FROM)
     promote.set_defaults(func=run_promote)
 
     for action, text in (
@@ -234,18 +231,7 @@ def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.promotion import promote
 
     inputs = check(args)
-    promotion = promote(
-        s3_client(args),
-        source_uri=args.source,
-        core_bucket=inputs.core_bucket,
-        project=args.project,
-        name=args.name,
-        base_model=args.base_model,
-        base_revision=args.base_revision,
-        technique=args.technique,
-        source_job=args.source_job,
-        dry_run=args.dry_run,
-    )
+    promotion = promote(s3_client(args), **promotion_request(args, inputs))
     emit(args, promotion.to_json())
     return 0
 

@@ -17,11 +17,13 @@ import argparse
 
 from mlcc_constructs.cli._adapter_checks import (
     add_bucket_options,
+    add_promotion_options,
     check,
+    promotion_request,
     s3_client,
 )
 from mlcc_constructs.cli._inputs import checked
-from mlcc_constructs.cli._parser import Once, ReportingParser, add_format_option, emit
+from mlcc_constructs.cli._parser import ReportingParser, add_format_option, emit
 from mlcc_constructs.core.support.errors import Problem
 
 
@@ -34,23 +36,13 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     promote.add_argument("name", help="the fine-tune's name")
     promote.add_argument("--project", required=True, help="project it belongs to")
     promote.add_argument(
-        "--from",
-        action=Once,
-        dest="source",
-        required=True,
-        metavar="SRC",
-        help="s3://bucket/prefix/ or .tar.gz",
-    )
-    promote.add_argument(
         "--base-model",
         default=None,
         help="Hugging Face id it was fine-tuned from (default: config.json's _name_or_path)",
     )
     promote.add_argument("--base-revision", default=None, help="base model revision, if known")
-    promote.add_argument("--technique", default=None, help="e.g. sft, dpo")
-    promote.add_argument("--source-job", default=None, help="the job that produced it")
+    add_promotion_options(promote, source_help="s3://bucket/prefix/ or .tar.gz")
     add_bucket_options(promote)
-    promote.add_argument("--dry-run", action="store_true", help="hash and report; write nothing")
     add_format_option(promote, default="json")
     promote.set_defaults(func=run_promote)
 
@@ -77,17 +69,6 @@ def run_promote(args: argparse.Namespace) -> int:
     from mlcc_constructs.ops.model_promotion import promote_model
 
     inputs = check(args, source_problems=_source_problems)
-    promotion = promote_model(
-        s3_client(args),
-        source_uri=args.source,
-        core_bucket=inputs.core_bucket,
-        project=args.project,
-        name=args.name,
-        base_model=args.base_model,
-        base_revision=args.base_revision,
-        technique=args.technique,
-        source_job=args.source_job,
-        dry_run=args.dry_run,
-    )
+    promotion = promote_model(s3_client(args), **promotion_request(args, inputs))
     emit(args, promotion.to_json())
     return 0

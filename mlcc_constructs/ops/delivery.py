@@ -37,18 +37,12 @@ from mlcc_constructs.core.adapters.plan import (
 )
 from mlcc_constructs.core.adapters.record import AdapterRecord, adapter_files
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
-from mlcc_constructs.core.support.errors import MlccError, fail
+from mlcc_constructs.core.support.errors import MlccError, Problem
 from mlcc_constructs.ops.adapter_sources import PrefixSource, check_peft_files, open_source
 from mlcc_constructs.ops.integrity import require_intact, version_sizes
-from mlcc_constructs.ops.promotion import (
-    canonical_record,
-    now_utc,
-    promote,
-    read_adapter_record,
-    who,
-    write_version,
-)
-from mlcc_constructs.ops.s3 import S3Client, delete_keys, list_objects, put_json
+from mlcc_constructs.ops.promotion import canonical_record, promote, read_adapter_record
+from mlcc_constructs.ops.publish import now_utc, publish, who
+from mlcc_constructs.ops.s3 import S3Client, delete_keys, list_objects
 
 
 def plan_delivery(
@@ -178,30 +172,33 @@ def _serving_copy(
     now: Callable[[], str],
 ) -> CanonicalAdapter:
     copy = serving_copy_location(canonical, model, record.version)
-    found = read_adapter_record(s3, copy.location)
-    if found is not None:
-        if found.content_hash != record.content_hash:
-            raise fail(
-                "a different adapter already holds this version under the serving prefix",
-                where=copy.location.uri,
-                value=found.content_hash,
-            )
-        require_intact(s3, copy, found, doing="not served")
-        return copy
+    publish(
+        s3,
+        lambda: _adapter_files_of(s3, canonical),
+        copy.location,
+        record_at=layout.record_location(copy.location),
+        found=read_adapter_record(s3, copy.location),
+        planned=replace(
+            record,
+            serving_copy_of=canonical.location.uri,
+            created_by=created_by or who(),
+            created_at=now(),
+        ),
+        taken=lambda found: Problem(
+            message="a different adapter already holds this version under the serving prefix",
+            where=copy.location.uri,
+            value=found.content_hash,
+        ),
+        verify=lambda found: require_intact(s3, copy, found, doing="not served"),
+    )
+    return copy
+
+
+def _adapter_files_of(s3: S3Client, canonical: CanonicalAdapter) -> PrefixSource:
+    """A canonical adapter's own files (its record and anything beside them left out)."""
     source = PrefixSource(s3, canonical.location)
     source.files = adapter_files(canonical, source.files)
-    try:
-        write_version(s3, source, copy.location)
-    finally:
-        source.close()
-    copied = replace(
-        record,
-        serving_copy_of=canonical.location.uri,
-        created_by=created_by or who(),
-        created_at=now(),
-    )
-    put_json(s3, layout.record_location(copy.location), copied.to_json())
-    return copy
+    return source
 
 
 def remove_serving_copies(

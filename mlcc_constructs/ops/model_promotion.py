@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from mlcc_constructs.core.adapters import s3_layout as layout
 from mlcc_constructs.core.adapters.hf_source import is_hf_source
@@ -28,10 +28,10 @@ from mlcc_constructs.core.adapters.record import content_hash
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.ops.adapter_sources import open_source
-from mlcc_constructs.ops.promotion import now_utc, who, write_version
-from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, put_json
+from mlcc_constructs.ops.publish import PublishStatus, now_utc, publish, who
+from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects
 
-ModelPromotionStatus = Literal["created", "unchanged", "dry-run"]
+ModelPromotionStatus = PublishStatus
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -111,24 +111,30 @@ def promote_model(
             created_by=created_by or who(),
             created_at=now(),
         )
-        found = read_model_record(s3, model)
-        if found is not None:
-            if found.content_hash != digest:
-                raise fail(
-                    f"full fine-tune {name} already holds other content (the layout keeps one "
-                    "fine-tune per name and never overwrites it)",
-                    where=model.uri,
-                    value=found.content_hash,
-                    allowed=digest,
-                    fix="promote it under a new name",
-                )
-            return ModelPromotion(status="unchanged", location=model, record=found)
-        _refuse_leftovers(s3, model, set(source.files))
-        if dry_run:
-            return ModelPromotion(status="dry-run", location=model, record=record)
-        copied = write_version(s3, source, model)
-        put_json(s3, layout.model_record_location(model), record.to_json())
-        return ModelPromotion(status="created", location=model, record=record, copied=copied)
+        published = publish(
+            s3,
+            lambda: source,
+            model,
+            record_at=layout.model_record_location(model),
+            found=read_model_record(s3, model),
+            planned=record,
+            taken=lambda found: Problem(
+                message=f"full fine-tune {name} already holds other content (the layout keeps "
+                "one fine-tune per name and never overwrites it)",
+                where=model.uri,
+                value=found.content_hash,
+                allowed=digest,
+                fix="promote it under a new name",
+            ),
+            before_copy=lambda: _refuse_leftovers(s3, model, set(source.files)),
+            dry_run=dry_run,
+        )
+        return ModelPromotion(
+            status=published.status,
+            location=model,
+            record=published.record,
+            copied=published.copied,
+        )
     finally:
         source.close()
 

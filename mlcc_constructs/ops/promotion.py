@@ -15,10 +15,8 @@ here (the user's login, the clock), never in the core.
 
 from __future__ import annotations
 
-import getpass
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from typing import Any, Literal
 
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
@@ -37,8 +35,8 @@ from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 from mlcc_constructs.ops.adapter_sources import PrefixSource, check_peft_files, open_source
 from mlcc_constructs.ops.integrity import require_intact, version_sizes
-from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects, put_json, stream_sha256
-from mlcc_constructs.ops.source import Source
+from mlcc_constructs.ops.publish import now_utc, publish, who
+from mlcc_constructs.ops.s3 import S3Client, get_bytes, list_objects
 
 PromotionStatus = Literal["created", "unchanged", "canonical", "dry-run"]
 
@@ -62,19 +60,6 @@ class Promotion:
             "copied": list(self.copied),
             "record": self.record.to_json(),
         }
-
-
-def now_utc() -> str:
-    """The current time, ISO 8601 in UTC to the second (a record's ``created_at``)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def who() -> str:
-    """The login name (a record's ``created_by``), or ``unknown``."""
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):
-        return "unknown"
 
 
 # --- records ----------------------------------------------------------------------------
@@ -198,23 +183,29 @@ def promote(
             created_by=created_by or who(),
             created_at=now(),
         )
-        found = read_adapter_record(s3, adapter.location)
-        if found is not None:
-            if found.content_hash != digest:
-                raise fail(
-                    "a different adapter already holds this version (12-digit hash collision)",
-                    where=adapter.location.uri,
-                    value=found.content_hash,
-                    fix="promote under another adapter name",
-                )
-            require_intact(s3, adapter, found, doing="not reported unchanged")
-            return Promotion(status="unchanged", adapter=adapter, record=found)
-        if dry_run:
-            return Promotion(status="dry-run", adapter=adapter, record=record)
-        copied = write_version(s3, source, adapter.location)
-        record = replace(record, files=written_files(s3, adapter, source.files))
-        put_json(s3, layout.record_location(adapter.location), record.to_json())
-        return Promotion(status="created", adapter=adapter, record=record, copied=copied)
+        published = publish(
+            s3,
+            lambda: source,
+            adapter.location,
+            record_at=layout.record_location(adapter.location),
+            found=read_adapter_record(s3, adapter.location),
+            planned=record,
+            taken=lambda found: Problem(
+                message="a different adapter already holds this version (12-digit hash collision)",
+                where=adapter.location.uri,
+                value=found.content_hash,
+                fix="promote under another adapter name",
+            ),
+            verify=lambda found: require_intact(s3, adapter, found, doing="not reported unchanged"),
+            written=lambda: replace(record, files=written_files(s3, adapter, source.files)),
+            dry_run=dry_run,
+        )
+        return Promotion(
+            status=published.status,
+            adapter=adapter,
+            record=published.record,
+            copied=published.copied,
+        )
     finally:
         source.close()
 
@@ -235,32 +226,3 @@ def written_files(
             fix="promote the same source again: it completes the version",
         )
     return {n: RecordedFile(size=sizes[n], sha256=d) for n, d in digests.items()}
-
-
-def write_version(s3: S3Client, source: Source, version: S3Location) -> tuple[str, ...]:
-    """Copy the source's files into ``version``; returns the names copied (sorted).
-
-    A file already there is kept when its bytes match (an interrupted copy is completed) and
-    refused when they differ: versions are never overwritten. The record is the caller's.
-    """
-    present = {version.relative(item["Key"]): item for item in list_objects(s3, version)}
-    problems = []
-    copied = []
-    for name in sorted(source.files):
-        dest = S3Location(bucket=version.bucket, key=version.key + name)
-        if name in present:
-            if stream_sha256(s3, dest) != source.files[name]:
-                problems.append(
-                    Problem(
-                        message="an incomplete version holds this file with other bytes; "
-                        "versions are never overwritten",
-                        where=dest.uri,
-                        fix="inspect and delete the incomplete version by hand, then retry",
-                    )
-                )
-            continue
-        source.copy_to(s3, name, dest)
-        copied.append(name)
-    if problems:
-        raise MlccError(problems)
-    return tuple(copied)

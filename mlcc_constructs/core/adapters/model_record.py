@@ -13,20 +13,24 @@ Pure: reading and writing S3 is :mod:`mlcc_constructs.ops.model_promotion`'s job
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from mlcc_constructs.core.adapters import s3_layout as layout
-from mlcc_constructs.core.adapters.record import PEFT_CONFIG, dig, text_field
+from mlcc_constructs.core.adapters.record import (
+    PEFT_CONFIG,
+    dig,
+    header_problems,
+    provenance_fields,
+    text_field,
+)
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 RECORD_FORMAT = "mlcc-model/1"
 MODEL_CONFIG = "config.json"
 WEIGHT_SUFFIXES = (".safetensors", ".bin")
 """A full model's top level holds at least one weights file with one of these suffixes."""
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,41 +73,13 @@ def parse_model_record(document: Any, *, where: str) -> ModelRecord:
         raise fail("not a JSON object", where=where, value=type(document).__name__)
     problems: list[Problem] = []
 
-    def text(*path: str, optional: bool = False) -> str | None:
-        return text_field(document, *path, where=where, problems=problems, optional=optional)
-
-    if document.get("format") != RECORD_FORMAT:
-        problems.append(
-            Problem(
-                message="unknown record format",
-                where=where,
-                pointer="/format",
-                value=document.get("format"),
-                allowed=RECORD_FORMAT,
-            )
-        )
+    problems += header_problems(document, record_format=RECORD_FORMAT, where=where)
     values = {
-        "project": text("project"),
-        "name": text("name"),
-        "content_hash": text("content_hash"),
-        "source_uri": text("source", "uri"),
-        "source_job": text("source", "job", optional=True),
-        "technique": text("technique", optional=True),
-        "base_model": text("base_model", "id"),
-        "base_revision": text("base_model", "revision", optional=True),
-        "created_by": text("created_by"),
-        "created_at": text("created_at"),
+        "project": text_field(document, "project", where=where, problems=problems),
+        "name": text_field(document, "name", where=where, problems=problems),
+        "content_hash": text_field(document, "content_hash", where=where, problems=problems),
+        **provenance_fields(document, where=where, problems=problems),
     }
-    digest = values["content_hash"]
-    if digest is not None and not _HEX64.match(digest):
-        problems.append(
-            Problem(
-                message="not a sha256 hex digest",
-                where=where,
-                pointer="/content_hash",
-                value=digest,
-            )
-        )
     if problems:
         raise MlccError(problems)
     return ModelRecord(**values)  # type: ignore[arg-type]

@@ -68,6 +68,58 @@ def text_field(
     return value
 
 
+_PROVENANCE: tuple[tuple[str, tuple[str, ...], bool], ...] = (
+    ("source_uri", ("source", "uri"), False),
+    ("source_job", ("source", "job"), True),
+    ("technique", ("technique",), True),
+    ("base_model", ("base_model", "id"), False),
+    ("base_revision", ("base_model", "revision"), True),
+    ("created_by", ("created_by",), False),
+    ("created_at", ("created_at",), False),
+)
+"""Every record's provenance: field, its path in the document, optional."""
+
+
+def provenance_fields(
+    document: Any, *, where: str, problems: list[Problem]
+) -> dict[str, str | None]:
+    """The provenance fields every record carries (adapter versions and full fine-tunes
+    alike: where it came from, its base model, who made it and when), read from a record
+    document; a bad one adds its problem to ``problems``."""
+    return {
+        name: text_field(document, *path, where=where, problems=problems, optional=optional)
+        for name, path, optional in _PROVENANCE
+    }
+
+
+def header_problems(
+    document: Mapping[str, Any], *, record_format: str, where: str
+) -> list[Problem]:
+    """The format and content-hash problems every record document shares."""
+    problems = []
+    if document.get("format") != record_format:
+        problems.append(
+            Problem(
+                message="unknown record format",
+                where=where,
+                pointer="/format",
+                value=document.get("format"),
+                allowed=record_format,
+            )
+        )
+    digest = document.get("content_hash")
+    if isinstance(digest, str) and digest and not _HEX64.match(digest):
+        problems.append(
+            Problem(
+                message="not a sha256 hex digest",
+                where=where,
+                pointer="/content_hash",
+                value=digest,
+            )
+        )
+    return problems
+
+
 # --- the record -------------------------------------------------------------------------
 
 
@@ -152,28 +204,15 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
 
     if not isinstance(document, Mapping):
         raise fail("not a JSON object", where=where, value=type(document).__name__)
-    if document.get("format") != RECORD_FORMAT:
-        problems.append(
-            Problem(
-                message="unknown record format",
-                where=where,
-                pointer="/format",
-                value=document.get("format"),
-                allowed=RECORD_FORMAT,
-            )
-        )
+    problems += header_problems(document, record_format=RECORD_FORMAT, where=where)
     project, name = need_str("project"), need_str("name")
     version, digest = need_str("version"), need_str("content_hash")
-    if digest is not None and not _HEX64.match(digest):
-        problems.append(
-            Problem(
-                message="not a sha256 hex digest",
-                where=where,
-                pointer="/content_hash",
-                value=digest,
-            )
-        )
-    elif digest is not None and version is not None and version != path_names.version_id(digest):
+    if (
+        digest is not None
+        and _HEX64.match(digest)
+        and version is not None
+        and version != path_names.version_id(digest)
+    ):
         problems.append(
             Problem(
                 message="version does not match the content hash",
@@ -214,13 +253,7 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
         modules = []
     files = _recorded_files(document.get("files"), digest, where=where, problems=problems)
     record_fields = {
-        "source_uri": need_str("source", "uri"),
-        "source_job": need_str("source", "job", optional=True),
-        "technique": need_str("technique", optional=True),
-        "base_model": need_str("base_model", "id"),
-        "base_revision": need_str("base_model", "revision", optional=True),
-        "created_by": need_str("created_by"),
-        "created_at": need_str("created_at"),
+        **provenance_fields(document, where=where, problems=problems),
         "serving_copy_of": need_str("serving_copy_of", optional=True),
     }
     if problems:
