@@ -33,7 +33,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap synth test lint bench clean node-env
+.PHONY: bootstrap scan-bootstrap test-debs synth test lint bench clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -49,6 +49,18 @@ $(SCAN_VENV)/.installed: requirements-scan.lock
 	test -x $(SCAN_VENV)/bin/python || $(PYTHON) -m venv $(SCAN_VENV)
 	$(SCAN_VENV)/bin/pip install --disable-pip-version-check -q -r requirements-scan.lock
 	touch $@
+
+# Debian packages whose real programs the tests run, as package:command pairs: promtool (from
+# prometheus) parses and evaluates every rendered PromQL query (tests/test_promql.py). Installed
+# where the command is missing (CI: a fresh Debian machine, as root); where apt cannot install
+# them, make says so and the tests that need them skip, naming the package.
+TEST_DEBS := prometheus:promtool
+test-debs:
+	@missing=""; for pair in $(TEST_DEBS); do command -v "$${pair##*:}" >/dev/null || missing="$$missing $${pair%%:*}"; done; \
+	if [ -n "$$missing" ]; then \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
+	  || echo "mlcc: note: could not install$$missing from apt; the tests that run them skip" >&2; \
+	fi
 
 node_modules/.installed: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
@@ -72,7 +84,7 @@ lint: bootstrap
 	$(BIN)/mypy
 
 # -n auto: one pytest worker per core (pytest-xdist); the CDK synths run in node beside them.
-test: bootstrap scan-bootstrap lint
+test: bootstrap scan-bootstrap test-debs lint
 	$(BIN)/pytest -n auto
 
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
