@@ -174,21 +174,24 @@ def test_validate_and_render_give_one_verdict(
     by_folder = _run(capsys, "validate", str(folder))
     spec = ["--engine", plugins[0]["engine"], "--model", "org/name", "--name", "x"]
     spec += ["--instance-type", "g6e.xlarge", "--engine-version", "2.0.0"]
-    spec += ["--image", "registry.example.com/hyperserve:2.0.0"]
-    spec += ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
-    rendering = _run(capsys, "render", "--plugin-dir", str(folder), *spec)
+    image = ["--image", "registry.example.com/hyperserve:2.0.0"]
+    account = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
+    rendering = _run(capsys, "render", "--plugin-dir", str(folder), *spec, *image, *account)
+    # a --set key with no engine prefix reads the registry once more (its plain-env note)
+    env = _run(capsys, "env", "--plugin-dir", str(folder), *spec, "--set", "FOO=1")
     if refused is None:
         assert by_file == (0, "".join(f"ok: {f}\n" for f in files), "")
         assert by_folder[0] == 0
         assert rendering[0] == 0, rendering[2]
+        assert env[0] == 0, env[2]
         return
     location = f"mlcc: error: {files[refused]}:{pointer}: "
-    for code, out, err in (by_file, by_folder, rendering):
+    for code, out, err in (by_file, by_folder, rendering, env):
         assert code == 1
         [line] = err.splitlines()  # one problem, naming the manifest file and the pointer
         assert line.startswith(location + start), line
         assert f"ok: {files[refused]}" not in out
-    assert by_file[2] == by_folder[2] == rendering[2]
+    assert by_file[2] == by_folder[2] == rendering[2] == env[2]
 
 
 def test_the_reserved_prefix_holds_every_control_variable() -> None:

@@ -278,6 +278,7 @@ def _note_plain_set_keys(args: argparse.Namespace, specs: list[SpecFile]) -> Non
 
     from mlcc_constructs.core.serving.resolve.env_rules import plain_env_note
     from mlcc_constructs.core.serving.resolve.settings import read_settings
+    from mlcc_constructs.core.support.errors import MlccError
 
     given = set(parse_assignments(args.set))
     notes: dict[str, None] = {}
