@@ -5,9 +5,11 @@ none of the heavy modules start-up was trimmed of. No timing here: ``make bench`
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -169,6 +171,61 @@ def test_a_closed_pipe_is_no_error(form: str, argv: list[str], code: int) -> Non
     expected = b"" if code == 0 else b"mlcc: error: "
     assert done.stderr.startswith(expected)
     assert b"BrokenPipe" not in done.stderr and b"Traceback" not in done.stderr
+
+
+def _size_limit(limit: int) -> Callable[[], None]:
+    def apply() -> None:  # in the child: writes past ``limit`` bytes fail with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+STDOUT_LOST = b"mlcc: error: stdout: %s (the output is incomplete; fix: free space, or write "
+
+
+@pytest.mark.parametrize("form", sorted(ENTRIES))
+@pytest.mark.parametrize(
+    ("argv", "reason"),
+    [
+        (ENV, b"No space left on device"),  # buffered: the write fails at the final flush
+        (RENDER_S3, b"No space left on device"),  # over the buffer: it fails in the command
+        (
+            ["plan", "--engine", "vllm", "--model", HF, "--name", "x", *DEPLOYMENT],
+            b"No space left on device",
+        ),
+    ],
+    ids=["env", "render", "plan"],
+)
+def test_output_to_a_full_disk_is_an_error(form: str, argv: list[str], reason: bytes) -> None:
+    """``mlcc ... > FILE`` on a full disk (/dev/full): one error line and exit 1, no traceback
+    (the failure report, itself written to stdout, is not tried again)."""
+    with open("/dev/full", "wb") as full:
+        done = entry(form, argv, stdout=full, stderr=subprocess.PIPE)
+    assert done.returncode == 1, done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith(STDOUT_LOST % reason), line
+
+
+def test_output_cut_short_by_the_disk_is_an_error(tmp_path: Path) -> None:
+    """A disk that fills up part-way: the OS writes part of a buffer, and Python's buffered
+    writer used to drop the rest silently (exit 0 with 64 KiB of 146 KiB). Each write is now
+    whole or an error."""
+    whole = entry("python -m", RENDER_S3, capture_output=True)
+    assert whole.returncode == 0 and len(whole.stdout) > 16_384  # more than two buffers
+    limit = len(whole.stdout) // 2
+    out = tmp_path / "out.yaml"
+    with out.open("wb") as handle:
+        done = entry(
+            "python -m",
+            RENDER_S3,
+            stdout=handle,
+            stderr=subprocess.PIPE,
+            preexec_fn=_size_limit(limit),
+        )
+    assert done.returncode == 1
+    [line] = done.stderr.splitlines()
+    assert line.startswith(STDOUT_LOST % b"File too large"), line
+    assert out.stat().st_size <= limit
 
 
 def test_written_files_are_complete(tmp_path: Path) -> None:

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from mlcc_constructs.cli._exit import STDOUT, stdout_error_text
 from mlcc_constructs.cli._parser import MlccParser, UsageError, failure_document
 from mlcc_constructs.core.support.errors import MlccError
 
@@ -83,7 +85,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         lines = error_lines(error)
         if lines is None:
             raise  # a bug: keep its traceback
-        failure_document(args, error, lines)
+        if isinstance(error, OSError) and error.filename == STDOUT:
+            # stdout itself failed (a full disk): its rest is dropped, and reported once, here
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (the process's own stdout)
+        else:
+            failure_document(args, error, lines)
         for line in lines:
             print(f"mlcc: error: {line}", file=sys.stderr)
         return 2 if isinstance(error, UsageError) else 1
@@ -113,6 +119,8 @@ def error_lines(error: BaseException) -> list[str] | None:
 
 def os_error_text(error: OSError) -> str:
     """``PATH: reason`` for a file-system error (the path the OS names, when it names one)."""
+    if error.filename == STDOUT:
+        return stdout_error_text(error)
     reason = error.strerror or str(error)
     paths = [str(p) for p in (error.filename, error.filename2) if p is not None]
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
