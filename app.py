@@ -223,6 +223,7 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     from mlcc_constructs.core.serving.kinds.registry import validate_objects
     from mlcc_constructs.core.serving.renderer import list_files
     from mlcc_constructs.core.support.yaml_output import to_yaml
+    from mlcc_constructs.ops.render_output import replace_files
 
     plan = serving_plan(app)
     namespaces = plan.namespaces
@@ -234,13 +235,8 @@ def write_reference_manifests(app: cdk.App, outdir: str = "dist") -> list[str]:
     chosen = [d.rendered for d, keep in zip(app_deployments(app), selection, strict=True) if keep]
     files |= list_files(chosen, text=lambda body: dist_text(app, body))
     folder = Path(outdir)
-    folder.mkdir(parents=True, exist_ok=True)
-    for stale in folder.glob("*.k8s.yaml") if all(selection) else ():
-        if stale.name not in files:
-            stale.unlink()
-    for name, text in files.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    return [str(folder / name) for name in files]
+    stale = list(folder.glob("*.k8s.yaml")) if all(selection) else []
+    return [str(path) for path in replace_files(folder, files, stale=stale)]
 
 
 if __name__ == "__main__":

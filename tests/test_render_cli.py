@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +15,7 @@ import yaml
 from mlcc_constructs import cli
 from mlcc_constructs.core.serving.kinds._crd_rules import strict
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
+from mlcc_constructs.ops.render_output import replace_files
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 DONE_WHEN = [
@@ -447,3 +450,45 @@ def test_a_spec_list_reports_every_deployment_s_problems(
         f"{path}#1:/name",
     ]
     assert not (tmp_path / "o").exists()
+
+
+def test_a_file_set_is_written_whole_or_not_at_all(tmp_path: Path) -> None:
+    """dist/ and ``mlcc dashboard -o``: a write that fails part-way (here the third file's text
+    cannot be encoded; a full disk fails the same way) leaves the folder as it was."""
+    folder = tmp_path / "dist"
+    folder.mkdir()
+    (folder / "a.k8s.yaml").write_text("old a\n")
+    (folder / "gone.k8s.yaml").write_text("old gone\n")
+    before = {p.name: p.read_text() for p in folder.iterdir()}
+    bad = {"a.k8s.yaml": "new a\n", "b.k8s.yaml": "new b\n", "c.k8s.yaml": "\udc80"}
+    with pytest.raises(UnicodeEncodeError):
+        replace_files(folder, bad, stale=folder.glob("*.k8s.yaml"))
+    assert {p.name: p.read_text() for p in folder.iterdir()} == before
+    good = {"a.k8s.yaml": "new a\n", "b.k8s.yaml": "new b\n"}
+    written = replace_files(folder, good, stale=list(folder.glob("*.k8s.yaml")))
+    assert written == [folder / "a.k8s.yaml", folder / "b.k8s.yaml"]
+    assert {p.name: p.read_text() for p in folder.iterdir()} == good  # the stale file is gone
+    assert all(oct(p.stat().st_mode & 0o777) == "0o644" for p in written)
+
+
+def test_the_dashboard_on_a_full_disk_keeps_the_old_file(tmp_path: Path) -> None:
+    """``mlcc dashboard -o FILE`` past a file-size limit: exit 1, the earlier FILE intact."""
+    import resource
+
+    out = tmp_path / "grafana-dashboard.json"
+    out.write_text("{}\n")
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "mlcc_constructs.cli", "dashboard", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert done.stderr.startswith("mlcc: error: File too large"), done.stderr
+    assert out.read_text() == "{}\n"
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]

@@ -30,8 +30,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         sys.stdout.write(text)
         return 0
+    from mlcc_constructs.ops.render_output import replace_files
+
     path = Path(args.output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    replace_files(path.parent, {path.name: text})  # whole or not at all
     print(f"wrote {path}", file=sys.stderr)
     return 0

@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from mlcc_constructs.core.support.errors import fail
@@ -93,3 +93,32 @@ def _swap_in(out: Path, files: Mapping[str, str]) -> list[Path]:
     if previous is not None:
         shutil.rmtree(previous, ignore_errors=True)
     return [out / name for name in files]
+
+
+def replace_files(
+    folder: Path, files: Mapping[str, str], *, stale: Iterable[Path] = ()
+) -> list[Path]:
+    """Write ``files`` (name → text) into ``folder`` all or nothing (``dist/``, ``mlcc dashboard
+    -o``): each is first written in full to a temporary file beside its place, and only when
+    every one is written are they renamed into place (each rename atomic) and ``stale`` files
+    removed. A failure (a full disk) leaves the folder as it was: no file half-written, none
+    of the set updated, no temporary file left."""
+    folder.mkdir(parents=True, exist_ok=True)
+    staged: dict[str, Path] = {}
+    try:
+        for name, text in files.items():
+            handle, staging = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+            staged[name] = Path(staging)
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                out.write(text)
+            os.chmod(staging, 0o644)  # mkstemp makes it owner-only; these files are not secret
+    except BaseException:
+        for path in staged.values():
+            path.unlink(missing_ok=True)
+        raise
+    for name, path in staged.items():
+        os.replace(path, folder / name)
+    for path in stale:
+        if path.name not in files:
+            path.unlink(missing_ok=True)
+    return [folder / name for name in files]
