@@ -123,10 +123,42 @@ def test_client_error(
     urllib.request.urlopen(urllib.request.Request(f"{moto_s3}/moto-api/reset", method="POST"))
     argv = [*PLAN, "--endpoint-url", moto_s3, "--from", SOURCE]
     line = (
-        "S3: An error occurred (NoSuchBucket) when calling the ListObjectsV2 "
-        f"operation: The specified bucket does not exist (fix: {CLIENT_FIX})"
+        "S3: An error occurred (NoSuchBucket) when calling the ListObjectsV2 operation: The "
+        "specified bucket does not exist (bucket mlcc-adapters-x) (fix: the bucket does not "
+        "exist: deploy the buckets stack, or check --account, --region and --profile (they name "
+        "the buckets) and --endpoint-url)"
     )
     assert run(capsys, argv) == (1, adapter_report("adapter plan", line), f"mlcc: error: {line}\n")
+
+
+def _client_error(code: str, message: str, **fields: str) -> Exception:
+    from botocore.exceptions import ClientError  # type: ignore[import-untyped]
+
+    return ClientError({"Error": {"Code": code, "Message": message, **fields}}, "GetObject")  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("code", "fields", "where", "fix"),
+    [
+        ("NoSuchKey", {"Key": "a/b.json"}, " (key a/b.json)", "the object is not there"),
+        ("404", {}, "", "the object is not there"),
+        ("AccessDenied", {}, "", "your credentials may not do this"),
+        ("403", {}, "", "your credentials may not do this"),
+        ("ExpiredToken", {}, "", "the session has expired"),
+        ("InvalidAccessKeyId", {}, "", "the access key is not valid"),
+        ("SlowDown", {}, "", "S3 is throttling"),
+        ("PermanentRedirect", {"BucketName": "b"}, " (bucket b)", "the bucket is in another"),
+        ("InternalError", {}, "", CLIENT_FIX),
+    ],
+)
+def test_an_s3_fault_gets_its_own_fix(
+    code: str, fields: dict[str, str], where: str, fix: str
+) -> None:
+    """The fix names the fault S3 reported (it used to blame the bucket or the credentials
+    whatever the fault was), and the line names the bucket or key S3 names."""
+    text = cli.aws_error_text(_client_error(code, "what S3 said", **fields))
+    said = f"S3: An error occurred ({code}) when calling the GetObject operation: what S3 said"
+    assert text.startswith(f"{said}{where} (fix: {fix}"), text
 
 
 class _Bug(Exception):

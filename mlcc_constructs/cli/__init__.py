@@ -147,11 +147,46 @@ def _is_aws_error(error: BaseException) -> bool:
     return type(error).__module__.split(".")[0] in ("botocore", "boto3", "s3transfer")
 
 
+# A ClientError's code (S3's, or the HTTP status where S3 gives no body, e.g. on HEAD) -> the
+# fix for that fault; any other code falls back to _AWS_FIXES["ClientError"].
+_CLIENT_ERROR_FIXES: dict[str, str] = {
+    "NoSuchBucket": "the bucket does not exist: deploy the buckets stack, or check --account, "
+    "--region and --profile (they name the buckets) and --endpoint-url",
+    "NoSuchKey": "the object is not there: check the URI, or promote or stage it first",
+    "404": "the object is not there: check the URI, or promote or stage it first",
+    "AccessDenied": "your credentials may not do this: allow the operation on the bucket in "
+    "your IAM policy (and the bucket policy), or use credentials that may",
+    "403": "your credentials may not do this: allow the operation on the bucket in your IAM "
+    "policy (and the bucket policy), or use credentials that may",
+    "InvalidAccessKeyId": "the access key is not valid: configure current credentials",
+    "SignatureDoesNotMatch": "the secret key does not match the access key: configure "
+    "current credentials",
+    "ExpiredToken": "the session has expired: refresh the credentials (e.g. aws sso login)",
+    "TokenRefreshRequired": "the session has expired: refresh the credentials (e.g. aws sso login)",
+    "RequestTimeTooSkewed": "this machine's clock is off: synchronise it",
+    "SlowDown": "S3 is throttling the requests: run the command again in a minute",
+    "PermanentRedirect": "the bucket is in another region: pass its --region",
+    "AuthorizationHeaderMalformed": "the bucket is in another region: pass its --region",
+}
+
+
 def aws_error_text(error: BaseException) -> str:
-    """``S3: message (fix: ...)`` for a botocore/boto3 error."""
+    """``S3: message (fix: ...)`` for a botocore/boto3 error: a service error's fix is the one
+    for its error code (and it names the bucket and key when S3 says which)."""
     message = str(error) or type(error).__name__
-    names = [cls.__name__ for cls in type(error).__mro__]
-    fix = next((_AWS_FIXES[n] for n in names if n in _AWS_FIXES), "")
+    details = getattr(error, "response", None)
+    fault = details.get("Error", {}) if isinstance(details, dict) else {}
+    fix = _CLIENT_ERROR_FIXES.get(str(fault.get("Code", "")), "")
+    where = [
+        f"{label} {fault[field]}"
+        for label, field in (("bucket", "BucketName"), ("key", "Key"))
+        if fault.get(field)
+    ]
+    if where:
+        message += f" ({', '.join(where)})"
+    if not fix:
+        names = [cls.__name__ for cls in type(error).__mro__]
+        fix = next((_AWS_FIXES[n] for n in names if n in _AWS_FIXES), "")
     if not fix:
         fix = "check AWS credentials, the region and --endpoint-url"
     return f"S3: {message} (fix: {fix})"
