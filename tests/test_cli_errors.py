@@ -3,8 +3,10 @@ a genuine bug still raises."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -193,3 +195,50 @@ OS_ERRORS = [
 @pytest.mark.parametrize(("error", "text"), OS_ERRORS)
 def test_os_error_text(error: OSError, text: str) -> None:
     assert cli.os_error_text(error) == text
+
+
+def _leaves(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    groups = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not groups:
+        yield path, parser
+    for group in groups:
+        for name, sub in group.choices.items():
+            yield from _leaves(sub, (*path, name))
+
+
+def test_a_bad_flag_value_exits_1_on_every_command(capsys: pytest.CaptureFixture[str]) -> None:
+    """The same mistake, one exit code: a value a flag's type or choices refuse is a bad value
+    (1), as a value the checks after parsing refuse (``--tp 0``) is; 2 stays for usage (an
+    unknown flag or command, a missing or repeated one). It used to be 2 from argparse's
+    conversion and 1 from the checks (``--tp abc`` 2, ``--tp 0`` 1)."""
+    cases = [
+        (path, max(action.option_strings, key=len))
+        for path, leaf in _leaves(cli.build_parser())
+        for action in leaf._actions
+        if action.option_strings
+        and (action.type in (int, float) or action.choices is not None)
+        and action.nargs in (None, "?")
+    ]
+    assert len(cases) >= 30, cases  # every command that has a typed or chosen flag
+    wrong = []
+    for path, flag in cases:
+        capsys.readouterr()
+        try:
+            code = cli.main([*path, flag, "abc!"])
+        except SystemExit as stop:
+            code = int(stop.code or 0)
+        lines = capsys.readouterr().err.splitlines()
+        if code != 1 or not lines or not lines[0].startswith(f"mlcc: error: {flag}: "):
+            wrong.append((" ".join(path), flag, code, lines[:1]))
+    assert wrong == []
+    assert run_exit(capsys, ["render", "--tp", "0"]) == run_exit(capsys, ["render", "--tp", "x"])
+
+
+def run_exit(capsys: pytest.CaptureFixture[str], argv: list[str]) -> int:
+    capsys.readouterr()
+    try:
+        return cli.main([*argv, "--engine", "vllm", "--model", "org/m", "--name", "x"])
+    except SystemExit as stop:
+        return int(stop.code or 0)

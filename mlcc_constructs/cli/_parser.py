@@ -119,6 +119,43 @@ class MlccParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.usage_error(message, fix=f"see {self.prog} --help")
 
+    def _get_value(self, action: argparse.Action, arg_string: str) -> Any:
+        try:
+            return super()._get_value(action, arg_string)
+        except argparse.ArgumentError:
+            self.value_error(action, arg_string)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        if isinstance(action, argparse._SubParsersAction):
+            super()._check_value(action, value)  # an unknown command: a usage error (exit 2)
+            return
+        try:
+            super()._check_value(action, value)
+        except argparse.ArgumentError:
+            self.value_error(action, value)
+
+    def value_error(self, action: argparse.Action, value: Any) -> NoReturn:
+        """A flag's value that its type or choices refuse: a bad value (exit 1), as every
+        check after parsing reports one, not a usage error (exit 2): the same mistake exits
+        the same way whichever step finds it. One ``mlcc: error: <flag>: ...`` line."""
+        flag = max(action.option_strings, key=len, default=action.metavar or action.dest)
+        allowed = (
+            ", ".join(map(str, action.choices))
+            if action.choices is not None
+            else _TYPE_NAMES.get(action.type, "")
+        )
+        problem = Problem(
+            message="not a valid value",
+            where=str(flag),
+            value=value,
+            allowed=allowed,
+            fix=f"see {self.prog} --help",
+        )
+        if self.reports_json:
+            print(json.dumps(failure_report(command_of(self.prog), [problem]), indent=2))
+        print(f"mlcc: error: {problem}", file=sys.stderr)
+        self.exit(1)
+
     def usage_error(self, message: str, *, fix: str) -> NoReturn:
         """One ``mlcc: error: <command>: <message> (fix: ...)`` line (and the JSON report of a
         reporting command), exit 2."""
@@ -128,6 +165,10 @@ class MlccParser(argparse.ArgumentParser):
             print(json.dumps(failure_report(command, [problem]), indent=2))
         print(f"mlcc: error: {problem}", file=sys.stderr)
         self.exit(2)
+
+
+_TYPE_NAMES: dict[Any, str] = {int: "an integer", float: "a number"}
+"""What a flag of a plain type takes, for its bad-value error (other types name theirs in help)."""
 
 
 def terminal_columns() -> int:
