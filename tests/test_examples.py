@@ -1,4 +1,4 @@
-"""The example files the README and the help texts point at are valid and render."""
+"""The example files the docs and the help texts point at are valid and render."""
 
 from __future__ import annotations
 
