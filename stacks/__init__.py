@@ -1,1 +1,1 @@
-"""The app's stacks, composed by ``app.py`` (README, *CDK infrastructure*)."""
+"""The app's stacks, composed by ``app.py`` (docs/guides/cdk-app.md)."""

@@ -167,7 +167,10 @@ def test_the_guard_reports_a_rejected_in_place_update(
     assert lines[:2] == [f"[~] {TYPE} {RESOURCE}", " └─ [~] Manifest"]
     assert len(lines) == 3
     assert lines[2].startswith(f"    ! {RULE} {verb} spec.intelligentRoutingSpec")
-    assert "deploy once without it, or give it a new name" in lines[2]
+    assert (
+        "deploy once without it, or give it a new name (docs/guides/cache.md, Routing and KV "
+        "cache on HyperPod)"
+    ) in lines[2]
 
 
 @needs_node

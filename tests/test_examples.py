@@ -1,4 +1,4 @@
-"""The example files the README and the help texts point at are valid and render."""
+"""The example files the docs and the help texts point at are valid and render."""
 
 from __future__ import annotations
 
@@ -22,9 +22,21 @@ def test_the_examples_ship() -> None:
         "deployment.yaml",
         "https-endpoint.yaml",
         "multi-node-vllm.yaml",
+        "plugins",
         "reference-context.json",
         "reference.yaml",
     ]
+
+
+def test_the_example_plugin_validates_and_runs(capsys: pytest.CaptureFixture[str]) -> None:
+    """``examples/plugins`` holds a made-up engine (docs/guides/engines.md): it passes ``mlcc
+    validate`` and gets its own argv, with no file of the package edited."""
+    plugins = str(EXAMPLES / "plugins")
+    assert cli.main(["validate", plugins]) == 0
+    capsys.readouterr()
+    argv = ["argv", "--plugin-dir", plugins, "--engine", "hyperserve", "--model", "org/name"]
+    assert cli.main([*argv, "--instance-type", "ml.g6e.xlarge", "--engine-version", "2.0.0"]) == 0
+    assert capsys.readouterr().out.startswith('["hyperserve", "run", "org/name"')
 
 
 def test_the_reference_set_renders(capsys: pytest.CaptureFixture[str]) -> None:

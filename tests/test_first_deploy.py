@@ -1,7 +1,7 @@
 """The first deploy, as a user meets it: the default app (cdk.json alone) is one priced GPU
-deployment with outputs that say where it is, and the README's from-zero path is the one
-checked here (its context keys, its price, its commands equal to the outputs, its ``mlcc``
-commands parsed by the real CLI)."""
+deployment with outputs that say where it is, and the quick start's from-zero path
+(docs/quick-start.md) is the one checked here (its context keys, its price, its commands equal
+to the outputs, its ``mlcc`` commands parsed by the real CLI)."""
 
 from __future__ import annotations
 
@@ -22,14 +22,15 @@ from mlcc_constructs.core.serving.spec.endpoint import (
 )
 from mlcc_constructs.core.support.errors import MlccError
 
-README = REPO / "README.md"
+QUICK_START = REPO / "docs" / "quick-start.md"
 SERVING = "mlcc-dev-serving-eks-inference-qwen3-8b"
 CLUSTER = "mlcc-dev-eks-cluster"
 
 
 def _block(marker: str) -> str:
-    """The fenced block after ``<!-- from-zero:<marker> -->`` in the README (indent removed)."""
-    text = README.read_text(encoding="utf-8")
+    """The fenced block after ``<!-- from-zero:<marker> -->`` in the quick start (indent
+    removed)."""
+    text = QUICK_START.read_text(encoding="utf-8")
     found = re.search(rf"<!-- from-zero:{marker} -->\n\s*```\w*\n(.*?)\n\s*```", text, re.S)
     assert found is not None, marker
     return "\n".join(line.strip() for line in found.group(1).splitlines())
@@ -43,7 +44,7 @@ def _commands(marker: str) -> list[list[str]]:
 
 
 def _deploy_context() -> dict[str, str]:
-    """The ``-c key=value`` pairs of the README's deploy command."""
+    """The ``-c key=value`` pairs of the quick start's deploy command."""
     (command,) = _commands("deploy")
     assert command[:4] == ["npx", "cdk", "deploy", "--all"]
     pairs = [command[i + 1] for i, word in enumerate(command) if word == "-c"]
@@ -52,7 +53,7 @@ def _deploy_context() -> dict[str, str]:
 
 @cache
 def _app() -> tuple[Any, dict[str, dict[str, Any]]]:
-    """The default app with the README's deploy context: (app, stack name -> template)."""
+    """The default app with the quick start's deploy context: (app, stack name -> template)."""
     import aws_cdk as cdk
 
     from app import build_app
@@ -81,9 +82,9 @@ def test_the_default_app_is_one_gpu_deployment_and_no_hyperpod() -> None:
     assert prepared.spec.secret_env == {} and prepared.spec.api_key_secret is None  # no secret
 
 
-def test_the_readme_deploy_context_is_read_by_the_app() -> None:
-    """Every -c key of the README's deploy is a context key the app reads, with the value the
-    README gives."""
+def test_the_quick_start_deploy_context_is_read_by_the_app() -> None:
+    """Every -c key of the quick start's deploy is a context key the app reads, with the value
+    it gives."""
     from stacks.app_context import environment_from_context
 
     context = _deploy_context()
@@ -101,7 +102,7 @@ def test_the_readme_deploy_context_is_read_by_the_app() -> None:
     assert environment.endpoint_public_cidrs == (context["endpoint_public_cidrs"],)
 
 
-def test_the_readme_quotes_the_price_the_synth_prints() -> None:
+def test_the_quick_start_quotes_the_price_the_synth_prints() -> None:
     from app import app_price
 
     printed = format_report(app_price(_app()[0]), footnotes=False).splitlines()
@@ -128,7 +129,7 @@ def test_every_stack_says_where_it_is() -> None:
     assert serving["ServedModelName"] == "qwen3-8b"
 
 
-def test_the_readme_commands_are_the_outputs() -> None:
+def test_the_quick_start_commands_are_the_outputs() -> None:
     """The chat block's kubeconfig, port-forward and check commands are the deploy's outputs,
     word for word."""
     lines = [" ".join(shlex.quote(w) for w in c) for c in _commands("chat")]
@@ -139,7 +140,7 @@ def test_the_readme_commands_are_the_outputs() -> None:
     assert shlex.split(lines[2]) == [".venv/bin/mlcc", *local[1:]]
 
 
-def test_the_readme_mlcc_commands_parse() -> None:
+def test_the_quick_start_mlcc_commands_parse() -> None:
     from mlcc_constructs.cli import build_parser
 
     parser = build_parser()

@@ -87,7 +87,7 @@ def add_pull_through_cache(
 def _secret_arn(stack: cdk.Stack, secret: str) -> str:
     """``secret`` as the rule's ``CredentialArn``: an ARN as given; a name as the ARN of that
     name in the stack's account and region (without the random suffix Secrets Manager appends;
-    ECR's pattern accepts it, see the README's list of what needs an AWS account to verify)."""
+    ECR's pattern accepts it, see docs/operations/not-verified.md)."""
     if secret.startswith("arn:"):
         return secret
     return stack.format_arn(

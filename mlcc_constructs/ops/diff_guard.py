@@ -21,7 +21,8 @@ any change outside ``Resources`` that is not declared under ``"sections"``
 performs in place but the Kubernetes API server rejects (the rules of
 :mod:`mlcc_constructs.core.platform.replacement_rules`: an InferenceEndpointConfig gaining,
 changing or dropping ``intelligentRoutingSpec``), unless it is declared ``"replacement": true``
-(README, *Routing and KV cache*: how to replace the endpoint). Stdlib only: no jsii.
+(docs/guides/cache.md, *Routing and KV cache on HyperPod*: how to replace the endpoint).
+Stdlib only: no jsii.
 """
 
 from __future__ import annotations
@@ -427,9 +428,9 @@ def _sections(value: Any, where: str, problems: list[Problem]) -> list[tuple[str
 
 
 _FORCED_FIX = (
-    "replace the object instead: deploy once without it, or give it a new name (README, "
-    'Routing and KV cache); declare "replacement": true only if it is deleted before this '
-    "deploy"
+    "replace the object instead: deploy once without it, or give it a new name "
+    "(docs/guides/cache.md, Routing and KV cache on HyperPod); "
+    'declare "replacement": true only if it is deleted before this deploy'
 )
 
 

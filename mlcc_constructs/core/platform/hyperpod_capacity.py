@@ -8,7 +8,7 @@ would leave an ``InferenceEndpointConfig`` Pending for ever, after a green deplo
 What is left over is the rollout's surge headroom: the operator replaces a worker by starting
 the new one first, so a rollout needs a free pod's worth of GPUs of that type. Without it the
 rollout waits for a node; ``mlcc rollout apply --surge-node`` adds one for the rollout and
-removes it after (README, *Rolling out on HyperPod*). An imported cluster's groups are not known
+removes it after (docs/guides/hyperpod.md, *Rollouts*). An imported cluster's groups are not known
 offline, so nothing is checked for it.
 """
 

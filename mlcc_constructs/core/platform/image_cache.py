@@ -32,7 +32,8 @@ SECRETS_KEY = "ecr_pull_through_secrets"
 NO_CACHE_NOTE = (
     f"no {SECRETS_KEY}: the engine images are pulled from their registries through the NAT "
     "gateway (Docker Hub's anonymous pull limits apply); to cache them in ECR, create the Docker "
-    f"Hub secret and set {SECRETS_KEY} (README, Images through the ECR pull-through cache)"
+    f"Hub secret and set {SECRETS_KEY} (docs/guides/cold-start.md, Images through the ECR "
+    "pull-through cache)"
 )
 """What an app without the pull through cache's secrets is told (it makes no cache)."""
 SECRET_PREFIX = "ecr-pullthroughcache/"

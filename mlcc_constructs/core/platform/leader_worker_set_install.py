@@ -15,7 +15,8 @@ controller and CRD that a multi-node deployment's ``LeaderWorkerSet`` objects ne
   are for the engines' registries; KEDA's images come from their upstream the same way).
 * **CRDs.** Helm installs the chart's CRDs on the first install only and never upgrades them
   (same guide, "Upgrade by Helm"): a version bump of ``leader_worker_set`` must apply the new
-  release's CRD (``kubectl apply --server-side``) before the chart; the README says so.
+  release's CRD (``kubectl apply --server-side``) before the chart; docs/guides/multi-node.md
+  says so.
 * The controller's pods tolerate nothing, so they never run on (or keep awake) a GPU node.
 """
 

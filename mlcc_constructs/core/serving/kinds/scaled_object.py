@@ -34,8 +34,8 @@ Triggers:
   CloudWatch ``LoadBalancer`` dimension holds an id the ALB gets only when Auto Mode creates it),
   active above 0 (``activationTargetMetricValue``), with a ``targetMetricValue`` so high that it
   never asks for more than one replica: the queue depth scales. The Ingress carries the tag
-  (``alb.ingress.kubernetes.io/tags``). Not verified on a cluster: see the README's scale-to-zero
-  section.
+  (``alb.ingress.kubernetes.io/tags``). Not verified on a cluster: see
+  docs/operations/not-verified.md, *Scaling and disruption*.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 strategy, its drain on termination and its protection while it starts. Plain functions of the
 spec's values; the kinds only lay out what they return.
 
-Decisions (for reviewers; sources in the README's *Disruption and rollout*):
+Decisions (for reviewers; sources in docs/guides/scaling-and-disruption.md):
 
 * **Minimum replicas** (:func:`min_replicas`): the fewest pods the deployment runs, computed
   here only. Today a fixed ``replicas``; an autoscaled deployment's minimum plugs in here.

@@ -20,7 +20,7 @@ Decisions (for reviewers):
   node lets one pod plant compiled kernels another loads and runs. A ``local``
   PersistentVolume needs a directory prepared on each node (Auto Mode nodes take no user
   software) and pins its claim to one node that Karpenter replaces. So only container restarts
-  are covered, and the README says so.
+  are covered, and docs/guides/cold-start.md says so.
 * **No size limit.** Going over an ``emptyDir`` ``sizeLimit`` evicts the pod, which is exactly
   what loses the cache; the node's ephemeral storage is sized for it instead
   (:data:`~mlcc_constructs.core.platform.gpu_capacity.EPHEMERAL_STORAGE`).
