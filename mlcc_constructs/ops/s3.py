@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from mlcc_constructs.core.adapters.record import dig
+from mlcc_constructs.core.adapters.record_fields import dig
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.support.errors import fail
 

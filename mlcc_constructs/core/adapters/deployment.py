@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
-from mlcc_constructs.core.adapters.record import dig
+from mlcc_constructs.core.adapters.record_fields import dig
 from mlcc_constructs.core.adapters.s3_layout import S3Location
 from mlcc_constructs.core.engines.manifests import EngineManifest
 from mlcc_constructs.core.engines.values import companion_default

@@ -18,8 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mlcc_constructs.core.adapters import s3_layout as layout
-from mlcc_constructs.core.adapters.record import (
-    PEFT_CONFIG,
+from mlcc_constructs.core.adapters.record import PEFT_CONFIG
+from mlcc_constructs.core.adapters.record_fields import (
     dig,
     header_problems,
     provenance_fields,

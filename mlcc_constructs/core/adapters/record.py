@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType
@@ -27,97 +26,21 @@ from typing import Any
 
 from mlcc_constructs.core.adapters import path_names, s3_layout as layout
 from mlcc_constructs.core.adapters.lora_rank import AdapterRank
+from mlcc_constructs.core.adapters.record_fields import (
+    HEX64,
+    dig,
+    header_problems,
+    provenance_fields,
+    text_field,
+)
 from mlcc_constructs.core.adapters.s3_layout import CanonicalAdapter, S3Location
-from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 RECORD_FORMAT = "mlcc-adapter/1"
 PEFT_CONFIG = "adapter_config.json"
 WEIGHTS = ("adapter_model.safetensors", "adapter_model.bin")
 """File names of PEFT adapter weights; one of them must be at the top of a source."""
 ADAPTER_RECORD_NAME = layout.ADAPTER_RECORD
-_HEX64 = re.compile(r"^[0-9a-f]{64}$")
-
-
-def dig(document: Any, *path: str) -> Any:
-    """``document[path[0]][path[1]]...``, or ``None`` where a level is missing or not a map."""
-    for key in path:
-        if not isinstance(document, Mapping):
-            return None
-        document = document.get(key)
-    return document
-
-
-def text_field(
-    document: Any, *path: str, where: str, problems: list[Problem], optional: bool = False
-) -> str | None:
-    """A record's non-empty string at ``path``; a missing (unless ``optional``) or non-string
-    value adds a problem to ``problems`` and gives ``None``."""
-    value = dig(document, *path)
-    if value is None and optional:
-        return None
-    if not isinstance(value, str) or not value:
-        problems.append(
-            Problem(
-                message="missing or not a non-empty string",
-                where=where,
-                pointer=json_pointer(*path),
-                value=value,
-            )
-        )
-        return None
-    return value
-
-
-_PROVENANCE: tuple[tuple[str, tuple[str, ...], bool], ...] = (
-    ("source_uri", ("source", "uri"), False),
-    ("source_job", ("source", "job"), True),
-    ("technique", ("technique",), True),
-    ("base_model", ("base_model", "id"), False),
-    ("base_revision", ("base_model", "revision"), True),
-    ("created_by", ("created_by",), False),
-    ("created_at", ("created_at",), False),
-)
-"""Every record's provenance: field, its path in the document, optional."""
-
-
-def provenance_fields(
-    document: Any, *, where: str, problems: list[Problem]
-) -> dict[str, str | None]:
-    """The provenance fields every record carries (adapter versions and full fine-tunes
-    alike: where it came from, its base model, who made it and when), read from a record
-    document; a bad one adds its problem to ``problems``."""
-    return {
-        name: text_field(document, *path, where=where, problems=problems, optional=optional)
-        for name, path, optional in _PROVENANCE
-    }
-
-
-def header_problems(
-    document: Mapping[str, Any], *, record_format: str, where: str
-) -> list[Problem]:
-    """The format and content-hash problems every record document shares."""
-    problems = []
-    if document.get("format") != record_format:
-        problems.append(
-            Problem(
-                message="unknown record format",
-                where=where,
-                pointer="/format",
-                value=document.get("format"),
-                allowed=record_format,
-            )
-        )
-    digest = document.get("content_hash")
-    if isinstance(digest, str) and digest and not _HEX64.match(digest):
-        problems.append(
-            Problem(
-                message="not a sha256 hex digest",
-                where=where,
-                pointer="/content_hash",
-                value=digest,
-            )
-        )
-    return problems
 
 
 # --- the record -------------------------------------------------------------------------
@@ -209,7 +132,7 @@ def parse_adapter_record(document: Any, *, where: str = ADAPTER_RECORD_NAME) -> 
     version, digest = need_str("version"), need_str("content_hash")
     if (
         digest is not None
-        and _HEX64.match(digest)
+        and HEX64.match(digest)
         and version is not None
         and version != path_names.version_id(digest)
     ):
@@ -284,7 +207,7 @@ def _recorded_files(
         for name, entry in entries
         if isinstance(name, str) and file_name_problem(name) is None
         and isinstance(dig(entry, "size"), int) and not isinstance(dig(entry, "size"), bool)
-        and dig(entry, "size") >= 0 and _HEX64.match(str(dig(entry, "sha256")))
+        and dig(entry, "size") >= 0 and HEX64.match(str(dig(entry, "sha256")))
     }  # fmt: skip
     if len(files) != len(entries):
         problems.append(
@@ -296,7 +219,7 @@ def _recorded_files(
                 allowed='{"adapter_model.safetensors": {"size": <bytes>, "sha256": "<64 hex>"}}',
             )
         )
-    elif digest and _HEX64.match(digest) and content_hash(_digests(files)) != digest:
+    elif digest and HEX64.match(digest) and content_hash(_digests(files)) != digest:
         problems.append(
             Problem(
                 message="the files' digests do not give the content hash",
