@@ -33,11 +33,17 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap synth test lint bench clean node-env
+.PHONY: bootstrap scan-bootstrap browser-bootstrap synth test lint docs bench clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
 scan-bootstrap: $(SCAN_VENV)/.installed
+
+# The docs site's browser test (tests/test_docs_site.py) drives Debian's headless Chromium.
+# Installed from apt when absent (CI is a fresh Debian machine, run as root); skipped when present.
+CHROMIUM ?= /usr/bin/chromium
+browser-bootstrap:
+	@test -x $(CHROMIUM) || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
