@@ -78,15 +78,21 @@ lint: bootstrap
 	$(BIN)/mypy
 
 # -n auto: one pytest worker per core (pytest-xdist); the CDK synths run in node beside them.
-test: bootstrap scan-bootstrap lint
+test: bootstrap scan-bootstrap browser-bootstrap lint
 	$(BIN)/pytest -n auto
+
+# The docs site from docs/ into site/ (mkdocs.yml; strict: a broken link, a nav entry without
+# its file or a missing Python name fails). The reference pages are generated into the build
+# (tools/docs_hooks.py); docs/contributing/docs-site.md says how.
+docs: bootstrap
+	$(BIN)/mkdocs build --strict --clean
 
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
 bench: bootstrap
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
 
 clean:
-	rm -rf cdk.out dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out dist site .pytest_cache .mypy_cache .ruff_cache
 
 # What make exports for jsii on this Node release (tests/test_first_use.py).
 node-env:
