@@ -92,12 +92,15 @@ def schema_field_paths() -> list[str]:
     def walk(node: dict[str, Any], prefix: str) -> Iterator[str]:
         node = deref(node)
         for name, child in node.get("properties", {}).items():
-            if name != "$schema":
-                yield prefix + name
-                yield from walk(child, f"{prefix}{name}.")
-                child = deref(child)
-                if isinstance(child.get("items"), dict):
-                    yield from walk(child["items"], f"{prefix}{name}[].")
+            if name == "$schema":
+                continue
+            yield prefix + name
+            child = deref(child)
+            for shape in child.get("anyOf", child.get("oneOf", [child])):
+                shape = deref(shape)
+                yield from walk(shape, f"{prefix}{name}.")
+                if isinstance(shape.get("items"), dict):
+                    yield from walk(shape["items"], f"{prefix}{name}[].")
 
     return list(walk(schema, ""))
 
@@ -188,6 +191,7 @@ def test_the_spec_walker_follows_refs_defs_items_and_enums() -> None:
         "properties": {
             "scaling": {"$ref": "#/$defs/Scaling", "description": "how it scales"},
             "items": {"type": "array", "items": {"$ref": "#/$defs/Scaling"}},
+            "optional": {"anyOf": [{"$ref": "#/$defs/Scaling"}, {"type": "null"}]},
         },
     }
     rows = {f.path: f for f in docs_reference.spec_fields(schema)}
@@ -198,7 +202,11 @@ def test_the_spec_walker_follows_refs_defs_items_and_enums() -> None:
         "items",
         "items[].max",
         "items[].mode",
+        "optional",
+        "optional.max",
+        "optional.mode",
     ]
+    assert rows["optional"].type == "object or null"
     assert rows["scaling"].description == "how it scales"
     assert rows["scaling.max"].required and rows["scaling.max"].bounds == ">= 1; <= 8"
     assert rows["scaling.mode"].type == 'one of "a", "b"'

@@ -271,10 +271,19 @@ class SchemaWalker:
                 required=name in required,
                 node=resolved,
             )
-            yield from self.fields(resolved, f"{path}.")
-            items = resolved.get("items")
-            if isinstance(items, Mapping):
-                yield from self.fields(items, f"{path}[].")
+            for branch in self.branches(resolved):
+                yield from self.fields(branch, f"{path}.")
+                items = branch.get("items")
+                if isinstance(items, Mapping):
+                    yield from self.fields(items, f"{path}[].")
+
+    def branches(self, node: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """The shapes a value of ``node`` may take: the node itself, or each ``anyOf``/``oneOf``
+        alternative (an optional section: ``anyOf: [{$ref: ...}, {type: null}]``)."""
+        alternatives = node.get("anyOf", node.get("oneOf"))
+        if isinstance(alternatives, list):
+            return [self.resolve(a) for a in alternatives]
+        return [self.resolve(node)]
 
 
 def spec_fields(schema: Mapping[str, Any] | None = None) -> list[SpecField]:
