@@ -107,7 +107,12 @@ async function main() {
   const hits = await page.$$eval("#mkdocs-search-results article a", (as) =>
     as.map((a) => ({ href: a.href, text: a.textContent.trim() })),
   );
-  const target = hits.findIndex((h) => new URL(h.href).pathname === "/reference/spec/");
+  // The hit of the field itself: its heading on reference/spec/ is the field's dotted path.
+  const target = hits.findIndex(
+    (h) =>
+      new URL(h.href).pathname === "/reference/spec/" &&
+      (h.text === query || h.text.endsWith(`.${query}`)),
+  );
   let landed = null;
   let landedHasTarget = false;
   if (target >= 0) {

@@ -38,16 +38,12 @@ GENERATED_NOTE = (
 
 
 def root_exports() -> dict[str, str]:
-    """``mlcc_constructs.__all__``: public name -> the module that defines it (the root's
-    ``_LAZY`` table, read without importing the package, so no jsii start)."""
-    tree = ast.parse((PACKAGE / "__init__.py").read_text())
-    for node in tree.body:
-        if isinstance(node, ast.AnnAssign) and getattr(node.target, "id", "") == "_LAZY":
-            assert node.value is not None
-            table = ast.literal_eval(node.value)
-            assert isinstance(table, dict)
-            return {str(k): str(v) for k, v in table.items()}
-    raise LookupError("mlcc_constructs/__init__.py has no _LAZY table")
+    """``mlcc_constructs.__all__``: public name -> the module that defines it (the root's lazy
+    table; importing the root starts no jsii runtime)."""
+    import mlcc_constructs
+
+    lazy: dict[str, str] = getattr(mlcc_constructs, "_LAZY", {})
+    return {name: lazy.get(name, "mlcc_constructs") for name in mlcc_constructs.__all__}
 
 
 def public_classes(module_file: Path) -> list[str]:
@@ -77,51 +73,39 @@ def module_doc_line(module_file: Path) -> str:
     return markdown_roles(" ".join(doc.split("\n\n", 1)[0].split()))
 
 
-@dataclass(frozen=True)
-class ApiEntry:
-    """One documented object: the path mkdocstrings renders and whether the root exports it."""
-
-    path: str
-    exported_as: str | None
-
-
-def layer_entries(layer: str) -> dict[str, list[ApiEntry]]:
-    """Every public class of ``mlcc_constructs/<layer>`` by module (public modules only);
-    a name the root exports is documented at ``mlcc_constructs.<Name>``, the import teams write."""
+def layer_entries(layer: str) -> dict[str, list[str]]:
+    """Every public class of ``mlcc_constructs/<layer>`` by module (public modules only), as the
+    path mkdocstrings renders: ``mlcc_constructs.<Name>`` for a name the root exports (the import
+    teams write), else its module path."""
     exports = root_exports()
-    by_module: dict[str, list[ApiEntry]] = {}
+    by_module: dict[str, list[str]] = {}
     for module_file in sorted((PACKAGE / layer).glob("*.py")):
         if module_file.name.startswith("_"):
             continue
         module = f"mlcc_constructs.{layer}.{module_file.stem}"
-        entries = []
+        paths = []
         for name in public_classes(module_file):
             # the root may re-export it from another module of the layer (ServingClusterProps)
             exported = exports.get(name, "").startswith(f"mlcc_constructs.{layer}.")
-            path = f"mlcc_constructs.{name}" if exported else f"{module}.{name}"
-            entries.append(ApiEntry(path, name if exported else None))
-        if entries:
-            by_module[module] = entries
+            paths.append(f"mlcc_constructs.{name}" if exported else f"{module}.{name}")
+        if paths:
+            by_module[module] = paths
     return by_module
 
 
-def core_entries() -> list[ApiEntry]:
+def core_entries() -> list[str]:
     """The root's exports defined outside ``aws/`` and ``k8s/`` (the core's public names)."""
     return [
-        ApiEntry(f"mlcc_constructs.{name}", name)
+        f"mlcc_constructs.{name}"
         for name, module in sorted(root_exports().items())
         if not module.startswith(("mlcc_constructs.aws.", "mlcc_constructs.k8s."))
     ]
 
 
-def _api_block(entry: ApiEntry) -> str:
-    return f"::: {entry.path}\n"
-
-
 def layer_page(layer: str, title: str, intro: str) -> str:
     """constructs.md (``aws``) or charts.md (``k8s``): one section per module."""
     lines = [GENERATED_NOTE, "", f"# {title}", "", intro, ""]
-    for module, entries in layer_entries(layer).items():
+    for module, paths in layer_entries(layer).items():
         stem = module.rsplit(".", 1)[1]
         lines += [
             f"## `{stem}`",
@@ -129,7 +113,7 @@ def layer_page(layer: str, title: str, intro: str) -> str:
             f"`{module}`: {module_doc_line(PACKAGE / layer / (stem + '.py'))}",
             "",
         ]
-        lines += [_api_block(e) for e in entries]
+        lines += [f"::: {path}\n" for path in paths]
     return "\n".join(lines)
 
 
@@ -145,7 +129,7 @@ def core_page() -> str:
         "They never start the jsii runtime.",
         "",
     ]
-    lines += [_api_block(e) for e in core_entries()]
+    lines += [f"::: {path}\n" for path in core_entries()]
     return "\n".join(lines)
 
 
