@@ -268,6 +268,10 @@ def test_the_strict_build_fails_on(
     with pytest.raises((Abort, PluginError)) as raised:
         build_site(tmp_path / "site", docs)
     assert warning in caplog.text + str(raised.value)
+    # and nothing else failed it: every warning is about the one breakage
+    culprits = {"link": ("nowhere.md",), "nav": ("guides/lora.md",), "name": ("NoSuchName", "lora")}
+    messages = [r.getMessage() for r in caplog.records if r.levelno >= 30]
+    assert all(any(c in m for c in culprits[breakage]) for m in messages), messages
 
 
 def test_the_built_reference_renders_every_name_field_and_command(tmp_path: Path) -> None:
