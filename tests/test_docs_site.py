@@ -74,6 +74,24 @@ def page_url(page: str) -> str:
     return f"/{stem}/" if stem else "/"
 
 
+SITE_SHAPE = """
+index.md quick-start.md
+guides/engines.md guides/model-and-compute.md guides/lora.md guides/endpoint.md
+guides/scaling-and-disruption.md guides/cold-start.md guides/cache.md guides/multi-node.md
+guides/hyperpod.md guides/cdk-app.md guides/cdk8s-charts.md guides/reviewing-cdk-diff.md
+operations/cost.md operations/teardown.md operations/troubleshooting.md
+operations/not-verified.md operations/performance.md
+contributing/add-an-engine.md contributing/add-a-kind.md contributing/bump-a-pinned-version.md
+contributing/docs-site.md
+reference/index.md reference/constructs.md reference/charts.md reference/core.md
+reference/spec.md reference/cli.md
+"""  # issue 36's shape of the site, in nav order
+
+
+def test_the_nav_has_the_sites_shape() -> None:
+    assert nav_pages() == SITE_SHAPE.split()
+
+
 # --- what the reference must cover, found independently of the generator ----------------------
 
 
