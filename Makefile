@@ -41,9 +41,8 @@ scan-bootstrap: $(SCAN_VENV)/.installed
 
 # The docs site's browser test (tests/test_docs_site.py) drives Debian's headless Chromium.
 # Installed from apt when absent (CI is a fresh Debian machine, run as root); skipped when present.
-CHROMIUM ?= /usr/bin/chromium
 browser-bootstrap:
-	@test -x $(CHROMIUM) || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
+	@test -x /usr/bin/chromium || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium; }
 
 $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)

@@ -12,7 +12,7 @@ const path = require("path");
 const { chromium } = require("playwright-core");
 
 const [baseUrl, shotDir, query, guidePath] = process.argv.slice(2);
-const CHROMIUM = process.env.MLCC_CHROMIUM || "/usr/bin/chromium";
+const CHROMIUM = "/usr/bin/chromium"; // Debian's package (make browser-bootstrap)
 // No network but loopback here: nothing in the background may reach out.
 const FLAGS = [
   "--headless",
