@@ -67,6 +67,13 @@ def nav_pages() -> list[str]:
     return list(walk(nav))
 
 
+def assert_nav_pages_exist() -> None:
+    """Every nav page is in docs/ or generated (else the strict build fails on each one)."""
+    made = generated()
+    missing = [p for p in nav_pages() if p not in made and not (ROOT / "docs" / p).is_file()]
+    assert not missing, f"mkdocs.yml's nav names pages missing from docs/: {missing}"
+
+
 def page_url(page: str) -> str:
     """A page's URL path on the built site (use_directory_urls)."""
     stem = page.removesuffix(".md")
@@ -275,6 +282,7 @@ def test_the_strict_build_fails_on(
 ) -> None:
     from mkdocs.exceptions import Abort, PluginError
 
+    assert_nav_pages_exist()
     docs = _docs_copy(tmp_path)
     lora = docs / "guides" / "lora.md"
     if breakage == "link":
@@ -293,6 +301,7 @@ def test_the_strict_build_fails_on(
 
 
 def test_the_built_reference_renders_every_name_field_and_command(tmp_path: Path) -> None:
+    assert_nav_pages_exist()
     build_site(tmp_path / "site")
     html = {
         p: (tmp_path / "site" / "reference" / p / "index.html").read_text()
@@ -318,6 +327,7 @@ class _QuietHandler(SimpleHTTPRequestHandler):
 @pytest.fixture
 def served_site() -> Iterator[str]:
     """The site built into site/ (kept for review with its screenshots), served on loopback."""
+    assert_nav_pages_exist()
     site = ROOT / "site"
     build_site(site)
     handler = functools.partial(_QuietHandler, directory=str(site))
