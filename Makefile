@@ -33,7 +33,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap test-debs synth test lint bench clean node-env
+.PHONY: bootstrap scan-bootstrap test-debs synth test lint docs bench clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -51,10 +51,11 @@ $(SCAN_VENV)/.installed: requirements-scan.lock
 	touch $@
 
 # Debian packages whose real programs the tests run, as package:command pairs: promtool (from
-# prometheus) parses and evaluates every rendered PromQL query (tests/test_promql.py). Installed
-# where the command is missing (CI: a fresh Debian machine, as root); where apt cannot install
-# them, make says so and the tests that need them skip, naming the package.
-TEST_DEBS := prometheus:promtool
+# prometheus) parses and evaluates every rendered PromQL query (tests/test_promql.py); chromium
+# opens the built docs site headless (tests/test_docs_site.py). Installed where the command is
+# missing (CI: a fresh Debian machine, as root); where apt cannot install them, make says so and
+# the tests that need them fail or skip, naming the package.
+TEST_DEBS := prometheus:promtool chromium:chromium
 test-debs:
 	@missing=""; for pair in $(TEST_DEBS); do command -v "$${pair##*:}" >/dev/null || missing="$$missing $${pair%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
@@ -87,12 +88,18 @@ lint: bootstrap
 test: bootstrap scan-bootstrap test-debs lint
 	$(BIN)/pytest -n auto
 
+# The docs site from docs/ into site/ (mkdocs.yml; strict: a broken link, a nav entry without
+# its file or a missing Python name fails). The reference pages are generated into the build
+# (tools/docs_hooks.py); docs/contributing/docs-site.md says how.
+docs: bootstrap
+	$(BIN)/mkdocs build --strict --clean
+
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
 bench: bootstrap
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
 
 clean:
-	rm -rf cdk.out dist .pytest_cache .mypy_cache .ruff_cache
+	rm -rf cdk.out dist site .pytest_cache .mypy_cache .ruff_cache
 
 # What make exports for jsii on this Node release (tests/test_first_use.py).
 node-env:
