@@ -12,6 +12,7 @@ cannot compile, is *unevaluable* and reported as such, never counted as passed. 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -19,6 +20,7 @@ from typing import Any
 
 import celpy
 import celpy.celtypes as cel
+import celpy.evaluation
 
 from mlcc_constructs.core.support.quantity import parse_quantity
 
@@ -118,6 +120,18 @@ def values_at(obj: Any, path: tuple[str, ...], pointer: str = "") -> Iterator[tu
 
 
 _ENV = celpy.Environment()
+# CEL's macros, and the functions cel-python has built in (its standard definitions).
+_MACROS = {"has", "all", "exists", "exists_one", "map", "filter"}
+_AVAILABLE = _MACROS | set(celpy.evaluation.base_functions) | set(KUBERNETES_FUNCTIONS)
+_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+
+
+def missing_functions(rule: str) -> list[str]:
+    """The functions ``rule`` calls that neither cel-python nor :data:`KUBERNETES_FUNCTIONS`
+    has (found before evaluating: an undeclared function inside ``||`` or ``&&`` surfaces as
+    a "no matching overload" error, which would read as the rule failing)."""
+    return sorted({name for name in _CALL.findall(_STRING.sub("''", rule))} - _AVAILABLE)
 
 
 def evaluate(rule: Rule, obj: Mapping[str, Any]) -> list[Outcome]:
@@ -126,6 +140,10 @@ def evaluate(rule: Rule, obj: Mapping[str, Any]) -> list[Outcome]:
     if rule.transition:
         return [Outcome(rule, p, "unevaluable", "a transition rule (oldSelf): not run on create")
                 for p, _ in places]  # fmt: skip
+    missing = missing_functions(rule.rule)
+    if missing:
+        reason = f"calls {', '.join(missing)}, which cel-python does not have"
+        return [Outcome(rule, p, "unevaluable", reason) for p, _ in places]
     try:
         program = _ENV.program(_ENV.compile(rule.rule), functions=KUBERNETES_FUNCTIONS)
     except celpy.CELParseError as error:

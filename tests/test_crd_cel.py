@@ -235,7 +235,23 @@ def test_a_rule_the_library_cannot_evaluate_is_reported() -> None:
     transition rule, are reported unevaluable with the reason, not passed."""
     url = Rule("v1", ("spec", "endpoint"), "isURL(self)", "must be a URL")
     (outcome,) = evaluate(url, {"spec": {"endpoint": "https://example.com"}})
-    assert (outcome.verdict, outcome.detail) == ("unevaluable", "undeclared reference to 'isURL'")
+    assert (outcome.verdict, outcome.detail) == (
+        "unevaluable",
+        "calls isURL, which cel-python does not have",
+    )
+    # inside || an undeclared function is an overload error to cel-python, not a failed rule
+    # (the form of Karpenter's NodePool label-domain rules, which call the regex library's find)
+    domain = Rule(
+        "v1",
+        ("spec", "key"),
+        "self == 'a' || !self.find('^([^/]+)').endsWith('k8s.io')",
+        "label domain k8s.io is restricted",
+    )
+    (outcome,) = evaluate(domain, {"spec": {"key": "example.com/x"}})
+    assert (outcome.verdict, outcome.detail) == (
+        "unevaluable",
+        "calls find, which cel-python does not have",
+    )
     immutable = Rule("v1", ("spec", "runtime"), "self == oldSelf", "immutable")
     (outcome,) = evaluate(immutable, {"spec": {"runtime": "vLLM"}})
     assert (outcome.verdict, outcome.detail) == (
