@@ -146,6 +146,9 @@ ROWS: list[tuple[str, dict[str, Any], str, str, str]] = [
     ("lmi", {}, "HF_MODEL_ID", "org/x", capability("HF_MODEL_ID", "org/x", MODEL_KIND)),
     ("llama-cpp", {}, "SM_LLAMA_CPP_HF_REPO", "org/x",
      capability("SM_LLAMA_CPP_HF_REPO", "org/x", MODEL_KIND)),
+    ("llama-cpp", {}, "LLAMA_API_KEY", "s3cr3t",
+     api_key("LLAMA_API_KEY", "the API key", "LLAMA_API_KEY",
+             API_KEY_FIX + ", or give LLAMA_API_KEY from a Kubernetes Secret in secret_env")),
 ]  # fmt: skip
 
 
@@ -228,7 +231,7 @@ ENGINE_KEYS = [(m.engine, key) for m in builtin_engines() for key in _declared_t
 def test_the_property_covers_every_kind() -> None:
     engines = {engine for engine, _ in ENGINE_KEYS}
     assert engines == {"vllm", "sglang", "tensorrt-llm", "lmi", "llama-cpp"}
-    assert len(ENGINE_KEYS) == 27
+    assert len(ENGINE_KEYS) == 28  # llama.cpp's LLAMA_API_KEY (manifest api_key.env) the 28th
 
 
 @settings(max_examples=150, deadline=None)
