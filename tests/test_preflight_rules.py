@@ -559,3 +559,25 @@ def test_every_check_runs_and_a_blocker_fails_the_exit_code() -> None:
     document = report_document(findings)
     assert document["findings"][0]["status"] == "blocker"
     assert report_table(findings).splitlines()[-1] == summary(findings)
+
+
+def test_deployments_sharing_a_model_or_secret_are_checked_once() -> None:
+    environment = AppEnvironment(
+        profile="dev", account="123456789012", region=REGION, availability_zones=ZONES
+    )
+    shared = {"model": "s3://models-bucket/org/m/", "api_key_secret": "mlcc/api-key"}
+    needs = app_needs(
+        _prepared(
+            {"name": "a", "instance_type": "ml.g6.xlarge", **shared},
+            {"name": "b", "instance_type": "ml.g6.xlarge", **shared},
+        ),
+        environment=environment,
+        pull_through_secrets=None,
+        hyperpod=None,
+        pinned=pinned(),
+    )
+    assert [(m.uri, m.where) for m in needs.models] == [
+        ("s3://models-bucket/org/m/", "spec#0, spec#1")
+    ]
+    assert [(s.secret, s.where) for s in needs.secrets] == [("mlcc/api-key", "spec#0, spec#1")]
+    assert len(needs.instances) == 2  # each deployment's nodes count

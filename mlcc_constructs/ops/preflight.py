@@ -58,6 +58,7 @@ def _looked(call: Callable[[], Any]) -> Any:
     """``call()``, ``None`` when AWS says the thing does not exist, else :class:`Unavailable`
     with the reason for any error (access denied, an unserved API, a network failure)."""
     from botocore.exceptions import BotoCoreError, ClientError  # type: ignore[import-untyped]
+    from botocore.parsers import ResponseParserError  # type: ignore[import-untyped]
 
     try:
         return call()
@@ -65,9 +66,21 @@ def _looked(call: Callable[[], Any]) -> Any:
         code = str(error.response.get("Error", {}).get("Code", ""))
         if code in _MISSING:
             return None
-        return Unavailable(reason=f"{code or type(error).__name__}: {error}")
-    except BotoCoreError as error:
-        return Unavailable(reason=f"{type(error).__name__}: {error}")
+        return Unavailable(reason=_reason(code or type(error).__name__, error))
+    except (BotoCoreError, ResponseParserError) as error:  # e.g. an endpoint without the API
+        return Unavailable(reason=_reason(type(error).__name__, error))
+
+
+REASON_CHARACTERS = 200
+"""The most of an error's message a finding repeats (an endpoint may answer a page of HTML)."""
+
+
+def _reason(name: str, error: BaseException) -> str:
+    """``Name: message`` on one line, at most :data:`REASON_CHARACTERS` of the message."""
+    message = " ".join(str(error).split())
+    if len(message) > REASON_CHARACTERS:
+        message = message[:REASON_CHARACTERS] + "..."
+    return f"{name}: {message}"
 
 
 def arn_region(arn: str, default: str) -> str:

@@ -14,8 +14,10 @@ instance groups, which count against SageMaker's quotas, not EC2's (:class:`Hype
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from mlcc_constructs.core.platform.app_settings import AppEnvironment
 from mlcc_constructs.core.platform.catalog import InstanceType
@@ -313,9 +315,24 @@ def _gathered(
         region=region,
         account=account,
         instances=tuple(n.instance for n in listed if n.instance is not None),
-        secrets=extra_secrets + tuple(s for n in listed for s in n.secrets),
-        certificates=tuple(n.certificate for n in listed if n.certificate is not None),
-        hosted_zones=tuple(n.hosted_zone for n in listed if n.hosted_zone is not None),
-        models=tuple(n.model for n in listed if n.model is not None),
+        secrets=_merged(extra_secrets + tuple(s for n in listed for s in n.secrets)),
+        certificates=_merged(n.certificate for n in listed if n.certificate is not None),
+        hosted_zones=_merged(n.hosted_zone for n in listed if n.hosted_zone is not None),
+        models=_merged(n.model for n in listed if n.model is not None),
         **rest,  # type: ignore[arg-type]
+    )
+
+
+_Need = TypeVar("_Need", SecretNeed, CertificateNeed, HostedZoneNeed, ModelNeed)
+
+
+def _merged(needs: Iterable[_Need]) -> tuple[_Need, ...]:
+    """Needs equal but for who needs them, once each (in first-seen order), their ``where``
+    joined: three deployments of one model are one check."""
+    found: dict[_Need, list[str]] = {}
+    for need in needs:
+        found.setdefault(dataclasses.replace(need, where=""), []).append(need.where)
+    return tuple(
+        dataclasses.replace(need, where=", ".join(dict.fromkeys(wheres)))
+        for need, wheres in found.items()
     )
