@@ -157,3 +157,33 @@ def test_a_bad_context_pair_is_a_clear_error(app: str, capsys: pytest.CaptureFix
 
 def _client(endpoint: str, service: str) -> Any:
     return boto3.client(service, region_name=REGION, endpoint_url=endpoint)
+
+
+def test_spec_mode_reads_the_named_clusters_version(
+    app: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(json.dumps({**CONTEXT["reference_deployments"][0], "model": "Qwen/Qwen3-8B"}))
+    _client(app, "eks").create_cluster(
+        name="team",
+        version="1.34",
+        roleArn=f"arn:aws:iam::{ACCOUNT}:role/eks",
+        resourcesVpcConfig={"subnetIds": ["subnet-1", "subnet-2"]},
+    )
+    base = ["-f", str(spec), "--region", REGION]
+    code, report = _run(app, capsys, *base, "--cluster", "team")
+    found = {f["check"]: f for f in report["findings"]}
+    assert (found["eks-cluster"]["status"], found["eks-cluster"]["found"]) == (
+        "ok",
+        "Kubernetes 1.34",
+    )
+    # moto models no DescribeAddonVersions: each pinned build could not be checked, for 1.34
+    assert found["addon-build"]["status"] == "could-not-check"
+    assert found["addon-build"]["subject"].endswith("on Kubernetes 1.34")
+    code, report = _run(app, capsys, *base, "--cluster", "nope")
+    missing = {f["check"]: f for f in report["findings"]}["eks-cluster"]
+    assert (code, missing["status"], missing["fix"]) == (
+        1,
+        "blocker",
+        "check --cluster and --region (aws eks list-clusters --region us-east-1)",
+    )

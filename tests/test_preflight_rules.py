@@ -294,7 +294,7 @@ def test_hyperpod_kubernetes_version(kubernetes: str, hyperpod: bool, statuses: 
         kubernetes=kubernetes,
         hyperpod_documented=pinned().hyperpod_kubernetes_documented,
     )
-    assert _statuses(hyperpod_version_findings(needs)) == statuses
+    assert _statuses(hyperpod_version_findings(needs, AccountFacts())) == statuses
 
 
 @pytest.mark.parametrize(
@@ -581,3 +581,35 @@ def test_deployments_sharing_a_model_or_secret_are_checked_once() -> None:
     ]
     assert [(s.secret, s.where) for s in needs.secrets] == [("mlcc/api-key", "spec#0, spec#1")]
     assert len(needs.instances) == 2  # each deployment's nodes count
+
+
+@pytest.mark.parametrize(
+    ("version", "cluster", "addon"),
+    [
+        ("1.34", ["ok"], ["ok"]),  # the add-on checked for the version read
+        (None, ["blocker"], []),
+        (Unavailable(reason="AccessDeniedException"), ["could-not-check"], []),
+    ],
+)
+def test_a_named_cluster_gives_the_version_the_add_ons_are_checked_for(
+    version: Any, cluster: list[str], addon: list[str]
+) -> None:
+    needs = _needs(
+        cluster="team-cluster",
+        hyperpod=True,
+        hyperpod_documented=pinned().hyperpod_kubernetes_documented,
+        addons=(("aws-mountpoint-s3-csi-driver", "v2.7.0-eksbuild.1"),),
+    )
+    facts = AccountFacts(
+        cluster_version=version,
+        addon_versions={"aws-mountpoint-s3-csi-driver": ("v2.7.0-eksbuild.1",)},
+    )
+    from mlcc_constructs.core.preflight.checks import cluster_findings
+
+    assert _statuses(cluster_findings(needs, facts)) == cluster
+    found = addon_findings(needs, facts)
+    assert _statuses(found) == addon
+    assert [f.subject for f in found] == [
+        "aws-mountpoint-s3-csi-driver v2.7.0-eksbuild.1 on Kubernetes 1.34"
+    ][: len(addon)]
+    assert _statuses(hyperpod_version_findings(needs, facts)) == addon  # 1.34 is documented

@@ -4,8 +4,8 @@ App mode (the default) reads the app as ``cdk synth`` does: ``./cdk.json``'s con
 ``-c KEY=VALUE`` over it (its deployments, ``ecr_pull_through_secrets``, ``admin_role_arns``,
 ``hyperpod_instance_groups``), and the bootstrap version the synthesised app needs from
 ``./cdk.out`` (``make synth`` first). Spec mode (``-f SPEC``) checks the deployments of a spec
-file for a cluster the app does not describe (``--kubernetes-version``: the cluster's version,
-for the add-on and HyperPod checks).
+file on a cluster the app does not describe (``--cluster NAME``: its Kubernetes version is read
+for the add-on and HyperPod checks; ``--kubernetes-version`` for a cluster still to come).
 
 Every check runs and reports at once, each with what it found, what is needed and the fix (the
 checks and their AWS APIs: :data:`~mlcc_constructs.core.preflight.findings.CHECKS`). Exit 1 when
@@ -56,12 +56,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="spec mode: check the deployments of this spec file (mlcc render -f format) "
         "instead of the app's",
     )
-    parser.add_argument(
+    cluster = parser.add_mutually_exclusive_group()
+    cluster.add_argument(
+        "--cluster",
+        default=None,
+        metavar="NAME",
+        help="spec mode: the EKS cluster the deployments run on (its Kubernetes version is "
+        "read: the pinned add-on builds are checked for it)",
+    )
+    cluster.add_argument(
         "--kubernetes-version",
         default=None,
         metavar="X.Y",
-        help="spec mode: the cluster's Kubernetes version (checks the pinned add-on builds "
-        "for it); app mode: the pinned one",
+        help="spec mode: the cluster's Kubernetes version, when it does not exist yet (app "
+        "mode: the pinned one)",
     )
     parser.add_argument(
         "--region", default=None, help="AWS region (default: the app's context region)"
@@ -201,5 +209,6 @@ def _spec_needs(args: argparse.Namespace, context: dict[str, Any]) -> Any:
         region=str(region),
         account=str(defaults["account"]) if defaults["account"] else None,
         kubernetes=args.kubernetes_version,
+        cluster=args.cluster,
         pinned=pinned(),
     )

@@ -3,12 +3,12 @@
 
 Every call is a Describe/Get/List: SSM GetParameter (the CDK bootstrap version), Service Quotas
 GetServiceQuota and ListServiceQuotas, EC2 DescribeInstanceTypeOfferings and
-DescribeCapacityReservations, EKS DescribeAddonVersions, Secrets Manager DescribeSecret (a
-secret's metadata: no code path here reads a secret's value), ACM DescribeCertificate, Route 53
-GetHostedZone, S3 ListObjectsV2 and IAM GetRole. A "does not exist" answer is ``None``; access
-denied, an API the region (or the endpoint) does not serve, or any other error is
-:class:`~mlcc_constructs.core.preflight.facts.Unavailable` with its reason, so a check that
-could not run is never a pass.
+DescribeCapacityReservations, EKS DescribeCluster and DescribeAddonVersions, Secrets Manager
+DescribeSecret (a secret's metadata: no code path here reads a secret's value), ACM
+DescribeCertificate, Route 53 GetHostedZone, S3 ListObjectsV2 and IAM GetRole. A "does not
+exist" answer is ``None``; access denied, an API the region (or the endpoint) does not serve, or
+any other error is :class:`~mlcc_constructs.core.preflight.facts.Unavailable` with its reason,
+so a check that could not run is never a pass.
 """
 
 from __future__ import annotations
@@ -117,6 +117,11 @@ def gather(
 ) -> AccountFacts:
     """Every fact the checks of ``needs`` read, each looked up once."""
     region = needs.region
+    cluster_version: Looked[str] = None
+    kubernetes = needs.kubernetes
+    if needs.cluster is not None:
+        cluster_version = _looked(partial(_cluster_version, clients, region, needs.cluster))
+        kubernetes = cluster_version if isinstance(cluster_version, str) else None
     return AccountFacts(
         bootstrap_version=_bootstrap(clients, region, bootstrap_parameter)
         if needs.bootstrap and bootstrap_parameter
@@ -130,9 +135,9 @@ def gather(
         offerings=_offerings(needs, clients),
         reservations=_reservations(needs, clients),
         addon_versions={
-            name: _looked(partial(_addon_builds, clients, region, name, needs.kubernetes))
+            name: _looked(partial(_addon_builds, clients, region, name, kubernetes))
             for name, _ in needs.addons
-            if needs.kubernetes is not None
+            if kubernetes is not None
         },
         secrets={
             s.secret: _looked(partial(_secret, clients, s.secret, s.region)) for s in needs.secrets
@@ -150,6 +155,7 @@ def gather(
             for m in needs.models
         },
         roles={r.arn: _role(clients, r.arn, needs.account, region) for r in needs.roles},
+        cluster_version=cluster_version,
     )
 
 
@@ -256,6 +262,10 @@ def _addon_builds(
         for addon in page.get("addons", []):
             builds += [v["addonVersion"] for v in addon.get("addonVersions", [])]
     return tuple(builds)
+
+
+def _cluster_version(clients: Clients, region: str, name: str) -> str:
+    return str(clients("eks", region).describe_cluster(name=name)["cluster"]["version"])
 
 
 def _secret(clients: Clients, secret: str, region: str) -> str:

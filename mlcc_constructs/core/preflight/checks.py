@@ -82,25 +82,61 @@ def bootstrap_findings(needs: AppNeeds, facts: AccountFacts, *, qualifier: str) 
     return [Finding(**base, status="ok", found=f"version {looked}", needed=needed)]
 
 
-def hyperpod_version_findings(needs: AppNeeds) -> list[Finding]:
+def cluster_kubernetes(needs: AppNeeds, facts: AccountFacts) -> str | None:
+    """The cluster's Kubernetes version: a named cluster's as read (``None`` when it could not
+    be), else the one the app pins (or spec mode's ``--kubernetes-version``)."""
+    if needs.cluster is not None:
+        return facts.cluster_version if isinstance(facts.cluster_version, str) else None
+    return needs.kubernetes
+
+
+def cluster_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
+    """A named cluster (spec mode's ``--cluster``) exists and its version can be read."""
+    if needs.cluster is None:
+        return []
+    base = {
+        "check": "eks-cluster",
+        "subject": f"EKS cluster {needs.cluster} in {needs.region}",
+        "needed": "an existing cluster (the add-on builds are checked for its version)",
+    }
+    looked = facts.cluster_version
+    reason = _unavailable(looked, "the cluster")
+    if reason:
+        return [
+            Finding(**base, status="could-not-check", found=reason, fix="allow eks:DescribeCluster")
+        ]
+    if looked is None:
+        return [
+            Finding(
+                **base,
+                status="blocker",
+                found="no such cluster",
+                fix=f"check --cluster and --region (aws eks list-clusters --region {needs.region})",
+            )
+        ]
+    return [Finding(**base, status="ok", found=f"Kubernetes {looked}")]
+
+
+def hyperpod_version_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
     """The cluster's Kubernetes version among the versions HyperPod documents (a warning: the
     documentation lags, and the pin is the only version in EKS standard support; see
     ``hyperpod_kubernetes_documented`` in versions.json)."""
-    if not needs.hyperpod or needs.kubernetes is None:
+    kubernetes = cluster_kubernetes(needs, facts)
+    if not needs.hyperpod or kubernetes is None:
         return []
     documented = ", ".join(needs.hyperpod_documented)
     base = {
         "check": "hyperpod-version",
-        "subject": f"Kubernetes {needs.kubernetes} for SageMaker HyperPod",
+        "subject": f"Kubernetes {kubernetes} for SageMaker HyperPod",
         "needed": f"a version HyperPod documents ({documented})",
     }
-    if needs.kubernetes in needs.hyperpod_documented:
-        return [Finding(**base, status="ok", found=f"Kubernetes {needs.kubernetes}")]
+    if kubernetes in needs.hyperpod_documented:
+        return [Finding(**base, status="ok", found=f"Kubernetes {kubernetes}")]
     return [
         Finding(
             **base,
             status="warning",
-            found=f"Kubernetes {needs.kubernetes}, which no copy of the HyperPod EKS "
+            found=f"Kubernetes {kubernetes}, which no copy of the HyperPod EKS "
             "prerequisites page on record names",
             fix="check https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-"
             "prerequisites.html: if it names the version, add it to "
@@ -113,14 +149,15 @@ def hyperpod_version_findings(needs: AppNeeds) -> list[Finding]:
 
 def addon_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
     """Each pinned EKS add-on build exists for the cluster's Kubernetes version."""
-    if needs.kubernetes is None:
+    kubernetes = cluster_kubernetes(needs, facts)
+    if kubernetes is None:  # a named cluster that could not be read says so itself
         return []
     findings = []
     for name, version in needs.addons:
         looked = facts.addon_versions.get(name)
         base = {
             "check": "addon-build",
-            "subject": f"{name} {version} on Kubernetes {needs.kubernetes}",
+            "subject": f"{name} {version} on Kubernetes {kubernetes}",
             "needed": f"build {version} (pinned in mlcc_constructs/data/{VERSIONS_FILE})",
         }
         reason = _unavailable(looked, "the add-on's builds")
@@ -143,7 +180,7 @@ def addon_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
             Finding(
                 **base,
                 status="blocker",
-                found=f"available for Kubernetes {needs.kubernetes}: {shown}",
+                found=f"available for Kubernetes {kubernetes}: {shown}",
                 fix=f"pin one of them as eks_addons/{name} in mlcc_constructs/data/"
                 f"{VERSIONS_FILE} (with its source): a missing build rolls back the cluster stack",
             )
@@ -429,7 +466,8 @@ def all_findings(
         lambda: offering_findings(needs, facts),
         lambda: capacity_findings(needs, facts),
         lambda: hyperpod_quota_findings(needs, facts),
-        lambda: hyperpod_version_findings(needs),
+        lambda: cluster_findings(needs, facts),
+        lambda: hyperpod_version_findings(needs, facts),
         lambda: addon_findings(needs, facts),
         lambda: secret_findings(needs, facts),
         lambda: certificate_findings(needs, facts, now=now),

@@ -84,7 +84,8 @@ class AccountFacts:
     the builds available for the Kubernetes version. ``secrets``: name or ARN -> its ARN.
     ``certificates``: ARN -> metadata. ``hosted_zones``: zone id -> its name (``example.com.``).
     ``models``: ``s3://bucket/prefix/`` -> the objects under it (``None``: the bucket does not
-    exist). ``roles``: role ARN -> the role's ARN as IAM returns it.
+    exist). ``roles``: role ARN -> the role's ARN as IAM returns it. ``cluster_version``: the
+    named EKS cluster's Kubernetes version (EKS DescribeCluster).
     """
 
     bootstrap_version: Looked[int] = None
@@ -99,6 +100,7 @@ class AccountFacts:
     hosted_zones: Mapping[str, Looked[str]] = field(default_factory=dict)
     models: Mapping[str, Looked[tuple[StagedObject, ...]]] = field(default_factory=dict)
     roles: Mapping[str, Looked[str]] = field(default_factory=dict)
+    cluster_version: Looked[str] = None
 
     def __post_init__(self) -> None:
         for name in (

@@ -68,6 +68,7 @@ CHECKS: dict[str, str] = {
     "(Service Quotas ListServiceQuotas, service sagemaker)",
     "hyperpod-version": "the cluster's Kubernetes version among the versions HyperPod documents "
     "(pinned: data/versions.json hyperpod_kubernetes_documented; no AWS call)",
+    "eks-cluster": "spec mode's --cluster exists, and its Kubernetes version (EKS DescribeCluster)",
     "addon-build": "each pinned EKS add-on build exists for the cluster's Kubernetes version "
     "(EKS DescribeAddonVersions)",
     "secret": "each Secrets Manager secret the app names exists (Secrets Manager DescribeSecret; "

@@ -122,6 +122,8 @@ class AppNeeds:
     ``addons``: each EKS add-on the app installs with its pinned build.
     ``secrets``, ``certificates``, ``hosted_zones``, ``models``, ``roles``: as named.
     ``bootstrap``: whether the app's stacks need a CDK bootstrap (app mode).
+    ``cluster``: an existing EKS cluster whose Kubernetes version the add-on builds are checked
+    for (spec mode's ``--cluster``; ``None``: ``kubernetes`` is the version).
     """
 
     region: str
@@ -139,6 +141,7 @@ class AppNeeds:
     models: tuple[ModelNeed, ...] = ()
     roles: tuple[RoleNeed, ...] = ()
     bootstrap: bool = False
+    cluster: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -224,20 +227,30 @@ def spec_needs(
     region: str,
     account: str | None,
     kubernetes: str | None = None,
+    cluster: str | None = None,
     pinned: PinnedVersions | None = None,
 ) -> AppNeeds:
     """What some deployments need on a cluster the app does not describe (``mlcc preflight
-    -f SPEC``): instances, secrets, certificates, zones and models; add-on builds and the
-    HyperPod version only when the cluster's ``kubernetes`` version is given."""
+    -f SPEC``): instances, secrets, certificates, zones and models; the pinned add-on builds
+    and the HyperPod version only when the cluster is named (``cluster``: its version is read)
+    or its ``kubernetes`` version given (the HyperPod inference operator's build only when a
+    deployment runs on HyperPod)."""
     each = [deployment_needs(p, where=w, region=region) for w, p in deployments]
+    on_hyperpod = any(not p.target.cluster_gpu_nodes for _, p in deployments)
     addons: tuple[tuple[str, str], ...] = ()
-    if kubernetes is not None and pinned is not None:
-        addons = tuple(sorted(pinned.eks_addons.items()))
+    if (kubernetes is not None or cluster is not None) and pinned is not None:
+        addons = tuple(
+            (name, version)
+            for name, version in sorted(pinned.eks_addons.items())
+            if on_hyperpod or name != INFERENCE_ADDON
+        )
     return _gathered(
         each,
         region=region,
         account=account,
         kubernetes=kubernetes,
+        cluster=cluster,
+        hyperpod=on_hyperpod,
         hyperpod_documented=pinned.hyperpod_kubernetes_documented if pinned else (),
         addons=addons,
     )
