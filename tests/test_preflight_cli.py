@@ -187,3 +187,10 @@ def test_spec_mode_reads_the_named_clusters_version(
         "blocker",
         "check --cluster and --region (aws eks list-clusters --region us-east-1)",
     )
+
+
+def test_make_deploy_runs_preflight_before_any_stack() -> None:
+    makefile = (Path(__file__).resolve().parent.parent / "Makefile").read_text(encoding="utf-8")
+    recipe = makefile.split("\ndeploy: synth\n", 1)[1].split("\n\n", 1)[0].splitlines()
+    assert [line.split()[0] for line in recipe] == ["$(BIN)/mlcc", "$(CDK)"]
+    assert recipe[0].split()[1] == "preflight" and recipe[1].split()[1:3] == ["deploy", "--all"]

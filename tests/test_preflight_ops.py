@@ -105,12 +105,24 @@ def test_facts_from_moto_present_and_missing(moto: str) -> None:
         ),
         bootstrap=True,
     )
+    calls: list[str] = []
     facts = gather(
         needs,
-        boto3_clients(endpoint_url=moto),
+        _recording(moto, calls),
         bootstrap_required=21,
         bootstrap_parameter="/cdk-bootstrap/hnb659fds/version",
     )
+    # read-only calls only, and every one of them made
+    assert sorted(set(calls)) == [
+        "DescribeCertificate",
+        "DescribeInstanceTypeOfferings",
+        "DescribeSecret",
+        "GetHostedZone",
+        "GetParameter",
+        "GetRole",
+        "GetServiceQuota",
+        "ListObjectsV2",
+    ]
     assert facts.bootstrap_version == 30
     assert facts.secrets["mlcc/api-key"].startswith(  # type: ignore[union-attr]
         f"arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:mlcc/api-key-"
@@ -141,6 +153,32 @@ def test_facts_from_moto_present_and_missing(moto: str) -> None:
     assert isinstance(offered, tuple) and offered and all(z.startswith(REGION) for z in offered)
     # moto models no EC2 quotas: could not be read, never a pass
     assert facts.ec2_quotas["L-DB2E81BA"] is None
+
+
+def _recording(endpoint: str, calls: list[str]) -> Clients:
+    """Clients at ``endpoint`` whose every operation's name is appended to ``calls``."""
+    session = boto3.Session()
+
+    def record(model: Any, **_: Any) -> None:
+        calls.append(model.name)
+
+    session.events.register("before-call", record)
+    made: dict[tuple[str, str], Any] = {}
+
+    def clients(service: str, region: str) -> Any:
+        key = (service, region)
+        if key not in made:
+            made[key] = session.client(service, region_name=region, endpoint_url=endpoint)
+        return made[key]
+
+    return clients
+
+
+def test_the_default_client_factory_makes_one_client_per_service_and_region(moto: str) -> None:
+    clients = boto3_clients(endpoint_url=moto)
+    assert clients("s3", REGION) is clients("s3", REGION)
+    assert clients("s3", "eu-west-1") is not clients("s3", REGION)
+    assert clients("s3", REGION).meta.endpoint_url == moto
 
 
 def test_no_code_path_reads_a_secret_value(moto: str) -> None:
