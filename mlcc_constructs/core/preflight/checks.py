@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 
 from mlcc_constructs.core.platform.image_cache import SECRET_PREFIX
-from mlcc_constructs.core.platform.versions import VERSIONS_FILE
+from mlcc_constructs.core.platform.versions import VERSIONS_FILE, hyperpod_version_warning
 from mlcc_constructs.core.preflight.facts import AccountFacts, Certificate, Unavailable
 from mlcc_constructs.core.preflight.findings import Finding, Status
 from mlcc_constructs.core.preflight.needs import AppNeeds, CertificateNeed, ModelNeed, SecretNeed
@@ -130,19 +130,17 @@ def hyperpod_version_findings(needs: AppNeeds, facts: AccountFacts) -> list[Find
         "subject": f"Kubernetes {kubernetes} for SageMaker HyperPod",
         "needed": f"a version HyperPod documents ({documented})",
     }
-    if kubernetes in needs.hyperpod_documented:
+    warning = hyperpod_version_warning(kubernetes, needs.hyperpod_documented)
+    if warning is None:
         return [Finding(**base, status="ok", found=f"Kubernetes {kubernetes}")]
     return [
         Finding(
             **base,
             status="warning",
-            found=f"Kubernetes {kubernetes}, which no copy of the HyperPod EKS "
-            "prerequisites page on record names",
-            fix="check https://docs.aws.amazon.com/sagemaker/latest/dg/sagemaker-hyperpod-eks-"
-            "prerequisites.html: if it names the version, add it to "
-            f"mlcc_constructs/data/{VERSIONS_FILE} hyperpod_kubernetes_documented with its "
-            "source; if not, CreateCluster would fail after 25-35 minutes (import a HyperPod "
-            "cluster instead, or pin a documented version for a new EKS cluster)",
+            found=warning,
+            fix="if the page names the version now, add it to mlcc_constructs/data/"
+            f"{VERSIONS_FILE} hyperpod_kubernetes_documented with its source; if it does not, "
+            "creating the HyperPod cluster may fail after 25-35 minutes",
         )
     ]
 
