@@ -15,7 +15,7 @@ from typing import Any
 
 import boto3  # type: ignore[import-untyped]
 import pytest
-from botocore.stub import Stubber  # type: ignore[import-untyped]
+from botocore.stub import ANY, Stubber  # type: ignore[import-untyped]
 
 from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.preflight.facts import Quota, Reservation, StagedObject, Unavailable
@@ -272,10 +272,44 @@ def _quota(code: str, name: str, value: float, service: str = "ec2") -> dict[str
 def test_quotas_addon_builds_and_capacity_through_the_stubbed_apis() -> None:
     stubbed = _Stubbed()
     quotas = stubbed.stub("service-quotas")
+    usage = {
+        "MetricNamespace": "AWS/Usage",
+        "MetricName": "ResourceCount",
+        "MetricDimensions": {
+            "Class": "G/OnDemand",
+            "Resource": "vCPU",
+            "Service": "EC2",
+            "Type": "Resource",
+        },
+        "MetricStatisticRecommendation": "Maximum",
+    }
+    g_quota = _quota("L-DB2E81BA", "Running On-Demand G and VT instances", 8.0)
     quotas.add_response(
         "get_service_quota",
-        _quota("L-DB2E81BA", "Running On-Demand G and VT instances", 8.0),
+        {"Quota": {**g_quota["Quota"], "UsageMetric": usage}},
         {"ServiceCode": "ec2", "QuotaCode": "L-DB2E81BA"},
+    )
+    cloudwatch = stubbed.stub("cloudwatch")
+    cloudwatch.add_response(
+        "get_metric_statistics",
+        {
+            "Label": "ResourceCount",
+            "Datapoints": [{"Maximum": 4.0, "Unit": "None"}, {"Maximum": 6.0, "Unit": "None"}],
+        },
+        {
+            "Namespace": "AWS/Usage",
+            "MetricName": "ResourceCount",
+            "Dimensions": [
+                {"Name": "Class", "Value": "G/OnDemand"},
+                {"Name": "Resource", "Value": "vCPU"},
+                {"Name": "Service", "Value": "EC2"},
+                {"Name": "Type", "Value": "Resource"},
+            ],
+            "StartTime": ANY,
+            "EndTime": ANY,
+            "Period": 300,
+            "Statistics": ["Maximum"],
+        },
     )
     quotas.add_client_error(
         "get_service_quota",
@@ -371,7 +405,7 @@ def test_quotas_addon_builds_and_capacity_through_the_stubbed_apis() -> None:
     facts = gather(needs, clients)
     stubbed.done()
     assert facts.ec2_quotas["L-DB2E81BA"] == Quota(
-        name="Running On-Demand G and VT instances", value=8.0, code="L-DB2E81BA"
+        name="Running On-Demand G and VT instances", value=8.0, code="L-DB2E81BA", in_use=6.0
     )
     denied = facts.ec2_quotas["L-417A185B"]
     assert isinstance(denied, Unavailable) and denied.reason.startswith("AccessDeniedException")

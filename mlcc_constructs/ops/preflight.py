@@ -2,19 +2,21 @@
 :mod:`mlcc_constructs.core.preflight`).
 
 Every call is a Describe/Get/List: SSM GetParameter (the CDK bootstrap version), Service Quotas
-GetServiceQuota and ListServiceQuotas, EC2 DescribeInstanceTypeOfferings and
-DescribeCapacityReservations, EKS DescribeCluster and DescribeAddonVersions, Secrets Manager
-DescribeSecret (a secret's metadata: no code path here reads a secret's value), ACM
-DescribeCertificate, Route 53 GetHostedZone, S3 ListObjectsV2 and IAM GetRole. A "does not
-exist" answer is ``None``; access denied, an API the region (or the endpoint) does not serve, or
-any other error is :class:`~mlcc_constructs.core.preflight.facts.Unavailable` with its reason,
-so a check that could not run is never a pass.
+GetServiceQuota and ListServiceQuotas, CloudWatch GetMetricStatistics (a quota's usage), EC2
+DescribeInstanceTypeOfferings and DescribeCapacityReservations, EKS DescribeCluster and
+DescribeAddonVersions, Secrets Manager DescribeSecret (a secret's metadata: no code path here
+reads a secret's value), ACM DescribeCertificate, Route 53 GetHostedZone, S3 ListObjectsV2 and
+IAM GetRole. A "does not exist" answer is ``None``; access denied, an API the region (or the
+endpoint) does not serve, or any other error is
+:class:`~mlcc_constructs.core.preflight.facts.Unavailable` with its reason, so a check that
+could not run is never a pass.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -128,7 +130,7 @@ def gather(
         else None,
         bootstrap_required=bootstrap_required,
         ec2_quotas={
-            d.rule.code: _looked(partial(_quota, clients(Q, region), "ec2", d.rule.code))
+            d.rule.code: _looked(partial(_quota, clients, region, "ec2", d.rule.code))
             for d in _quota_demands(needs.instances)
         },
         hyperpod_quotas=_hyperpod_quotas(needs, clients),
@@ -169,9 +171,42 @@ def _bootstrap(clients: Clients, region: str, parameter: str) -> Looked[int]:
     return int(found["Parameter"]["Value"])
 
 
-def _quota(client: Any, service: str, code: str) -> Quota:
-    quota = client.get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]
-    return Quota(name=str(quota["QuotaName"]), value=float(quota["Value"]), code=code)
+USAGE_WINDOW = timedelta(hours=1)
+"""How far back a quota's usage is read (its most in that window)."""
+
+
+def _quota(clients: Clients, region: str, service: str, code: str) -> Quota:
+    """The quota, with what is in use of it now (its ``UsageMetric``, read from CloudWatch)."""
+    quota = clients(Q, region).get_service_quota(ServiceCode=service, QuotaCode=code)["Quota"]
+    metric = quota.get("UsageMetric")
+    in_use: Any = None
+    note = "the quota names no usage metric"
+    if metric:
+        in_use = _looked(partial(_usage, clients, region, metric))
+        note = in_use.reason if isinstance(in_use, Unavailable) else ""
+    return Quota(
+        name=str(quota["QuotaName"]),
+        value=float(quota["Value"]),
+        code=code,
+        in_use=in_use if isinstance(in_use, float) else None,
+        in_use_note=note,
+    )
+
+
+def _usage(clients: Clients, region: str, metric: dict[str, Any]) -> float:
+    """The most of a usage metric over :data:`USAGE_WINDOW` (0 when it recorded none)."""
+    statistic = str(metric.get("MetricStatisticRecommendation") or "Maximum")
+    end = datetime.now(UTC)
+    answer = clients("cloudwatch", region).get_metric_statistics(
+        Namespace=metric["MetricNamespace"],
+        MetricName=metric["MetricName"],
+        Dimensions=[{"Name": k, "Value": v} for k, v in metric.get("MetricDimensions", {}).items()],
+        StartTime=end - USAGE_WINDOW,
+        EndTime=end,
+        Period=300,
+        Statistics=[statistic],
+    )
+    return float(max((p[statistic] for p in answer.get("Datapoints", [])), default=0.0))
 
 
 def _hyperpod_quotas(needs: AppNeeds, clients: Clients) -> dict[str, Looked[Quota]]:
@@ -335,4 +370,4 @@ def boto3_clients(*, endpoint_url: str | None = None, profile: str | None = None
 
 def services_called() -> Iterable[str]:
     """The AWS services preflight reads (what its credentials need Describe/Get/List on)."""
-    return ("ssm", Q, "ec2", "eks", "secretsmanager", "acm", "route53", S3, "iam")
+    return ("ssm", Q, "cloudwatch", "ec2", "eks", "secretsmanager", "acm", "route53", S3, "iam")

@@ -28,11 +28,14 @@ Looked: TypeAlias = T | Unavailable | None
 @dataclass(frozen=True, kw_only=True)
 class Quota:
     """A Service Quotas quota: its ``name`` as the API returns it, its ``value`` and its
-    ``code``."""
+    ``code``; ``in_use``: how much of it is used now (the quota's CloudWatch usage metric, the
+    most over the last hour; ``None`` when not read, ``in_use_note`` saying why)."""
 
     name: str
     value: float
     code: str = ""
+    in_use: float | None = None
+    in_use_note: str = ""
 
 
 @dataclass(frozen=True, kw_only=True)

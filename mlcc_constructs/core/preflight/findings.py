@@ -58,7 +58,8 @@ class Finding:
 CHECKS: dict[str, str] = {
     "cdk-bootstrap": "CDK bootstrap stack version (SSM GetParameter /cdk-bootstrap/<qualifier>/"
     "version) against the synthesised app's requiresBootstrapStackVersion",
-    "ec2-quota": "EC2 On-Demand vCPU quota per family (Service Quotas GetServiceQuota) against "
+    "ec2-quota": "EC2 On-Demand vCPU quota per family (Service Quotas GetServiceQuota; what "
+    "running instances use of it: CloudWatch GetMetricStatistics on its usage metric) against "
     "the app's peak GPU nodes",
     "instance-offering": "instance type offered in the app's zones "
     "(EC2 DescribeInstanceTypeOfferings, location type availability-zone)",

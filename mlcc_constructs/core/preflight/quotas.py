@@ -6,8 +6,8 @@ families' running instances. A deployment's demand on a quota is its peak GPU no
 (:func:`~mlcc_constructs.core.preflight.needs.peak_nodes`) x the most vCPUs among its instance
 types in that quota's families (the catalog's ``vcpus``): the node pool may launch any of its
 fallbacks, so the worst case is counted. Demands of all deployments add up per quota. The quota
-also covers instances the account already runs (the API reports the limit, not the usage), so
-a quota that only just covers the app is a pass with that caveat in ``found``.
+also covers instances the account already runs: with their usage read (the quota's CloudWatch
+usage metric), a quota that covers the app only when they stop is a warning.
 """
 
 from __future__ import annotations
@@ -144,18 +144,29 @@ def _quota_finding(
             fix=f"correct {rule.code} in mlcc_constructs/data/{QUOTAS_FILE}",
         )
     value = int(quota.value)
+    used = math.ceil(quota.in_use) if quota.in_use is not None else None
     if value < vcpus:
         return Finding(
             **base,
             status="blocker",
-            found=f"{value} vCPUs",
-            fix=increase_command(rule.code, vcpus, region),
+            found=f"{value} vCPUs" + (f", {used} in use" if used else ""),
+            fix=increase_command(rule.code, vcpus + (used or 0), region),
         )
-    return Finding(
-        **base,
-        status="ok",
-        found=f"{value} vCPUs (instances already running count against it too)",
-    )
+    if used is None:
+        why = f" ({quota.in_use_note})" if quota.in_use_note else ""
+        return Finding(
+            **base,
+            status="ok",
+            found=f"{value} vCPUs; what running instances use of it was not read{why}",
+        )
+    if value - used < vcpus:
+        return Finding(
+            **base,
+            status="warning",
+            found=f"{value} vCPUs, {used} in use by running instances: {value - used} free",
+            fix=increase_command(rule.code, vcpus + used, region) + ", or stop instances",
+        )
+    return Finding(**base, status="ok", found=f"{value} vCPUs, {used} in use")
 
 
 def offering_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
