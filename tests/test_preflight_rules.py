@@ -202,7 +202,8 @@ def _increase(value: int) -> str:
             Unavailable(reason="AccessDeniedException: no"),
             "could-not-check",
             "the quota could not be read: AccessDeniedException: no",
-            "allow servicequotas:GetServiceQuota, or check the quota in the Service Quotas console",
+            "allow servicequotas:GetServiceQuota, or check by hand: aws service-quotas "
+            "get-service-quota --service-code ec2 --quota-code L-DB2E81BA --region us-east-1",
         ),
         (
             Quota(name="Running On-Demand P instances", value=100.0),

@@ -165,7 +165,9 @@ def addon_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
                     **base,
                     status="could-not-check",
                     found=reason or "not read",
-                    fix="allow eks:DescribeAddonVersions",
+                    fix="allow eks:DescribeAddonVersions, or check by hand: aws eks "
+                    f"describe-addon-versions --addon-name {name} --kubernetes-version "
+                    f"{kubernetes} --region {needs.region}",
                 )
             )
             continue

@@ -124,8 +124,9 @@ def ec2_quota_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
                     **base,
                     status="could-not-check",
                     found=f"the quota could not be read: {reason}",
-                    fix="allow servicequotas:GetServiceQuota, or check the quota in the Service "
-                    "Quotas console",
+                    fix="allow servicequotas:GetServiceQuota, or check by hand: aws "
+                    f"service-quotas get-service-quota --service-code ec2 --quota-code "
+                    f"{rule.code} --region {needs.region}",
                 )
             )
             continue
