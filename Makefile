@@ -33,7 +33,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap test-debs synth test lint docs bench clean node-env
+.PHONY: bootstrap scan-bootstrap test-debs synth deploy test lint docs bench clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -78,6 +78,13 @@ synth: bootstrap
 	$(CDK) synth $(CDK_FLAGS) $(if $(FAST),--no-validation) $(if $(REFERENCE),$(REFERENCE_CONTEXT)) --quiet
 	$(BIN)/mlcc dashboard -o dist/grafana-dashboard.json
 	@ls cdk.out/*.template.json dist/*.k8s.yaml 2>/dev/null || true
+
+# The deploy path: synthesise, check the account with `mlcc preflight` (read-only calls; a
+# blocker stops here with exit 1, before any stack starts), then deploy every stack.
+# REFERENCE=1 as in synth: the same context for all three.
+deploy: synth
+	$(BIN)/mlcc preflight $(if $(REFERENCE),$(REFERENCE_CONTEXT))
+	$(CDK) deploy --all $(CDK_FLAGS) $(if $(REFERENCE),$(REFERENCE_CONTEXT))
 
 lint: bootstrap
 	$(BIN)/ruff check .

@@ -249,6 +249,7 @@ if __name__ == "__main__":
         print(
             format_report(app_price(cdk_app), title="What cdk deploy --all runs"), file=sys.stderr
         )
+        print("Next: .venv/bin/mlcc preflight (read-only checks of the account)", file=sys.stderr)
     except MlccError as error:
         for problem in error.problems:
             print(f"app.py: error: {problem}", file=sys.stderr)

@@ -283,7 +283,16 @@ def test_the_package_holds_only_the_layers() -> None:
 # The core's domains, lowest first: a module may import its own domain and those before it.
 # The root keeps the container-side wrapper and its resource locator (their bytes and module
 # path ship inside every rendered pod), below every domain.
-CORE_DOMAINS = ("support", "engines", "platform", "cache", "adapters", "serving", "rollout")
+CORE_DOMAINS = (
+    "support",
+    "engines",
+    "platform",
+    "cache",
+    "adapters",
+    "serving",
+    "rollout",
+    "preflight",
+)
 MAX_MODULE_LINES = 500
 
 

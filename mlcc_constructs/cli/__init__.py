@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rollout",
     "endpoint",
     "dashboard",
+    "preflight",
 )
 
 
@@ -49,6 +50,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "rollout": "rollout",
     "endpoint": "endpoint",
     "dashboard": "dashboard",
+    "preflight": "preflight",
 }
 
 
