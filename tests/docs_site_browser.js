@@ -102,8 +102,20 @@ async function main() {
   await page.goto(start, { waitUntil: "load" });
   await page.click('a[data-bs-target="#mkdocs_search_modal"]');
   // The theme searches on keyup: type the query as a person would.
-  await page.locator("#mkdocs-search-query").pressSequentially(query);
-  await page.waitForSelector("#mkdocs-search-results article a", { timeout: 10000 });
+  const box = page.locator("#mkdocs-search-query");
+  await box.pressSequentially(query);
+  // The index loads in a worker: keys typed before it is ready search nothing, and the theme
+  // searches again only on the next keyup. A loaded machine (CI's two cores, the suite beside
+  // it) can take seconds: press End (a keyup, the text unchanged) until hits show, up to 60 s.
+  for (let tries = 0; ; tries++) {
+    try {
+      await page.waitForSelector("#mkdocs-search-results article a", { timeout: 5000 });
+      break;
+    } catch (error) {
+      if (tries >= 11) throw error;
+      await box.press("End");
+    }
+  }
   const hits = await page.$$eval("#mkdocs-search-results article a", (as) =>
     as.map((a) => ({ href: a.href, text: a.textContent.trim() })),
   );
