@@ -92,6 +92,7 @@ class Behaviour:
     pieces: list[str] = field(default_factory=lambda: ["Ready", "."])
     events: list[str] | None = None  # raw data lines instead of pieces
     ending: str = "done"  # done | close | hang
+    line_drip: float = 0.0  # after the first token: one event sent a byte at a time, this apart
 
 
 class StandIn:
@@ -197,10 +198,22 @@ class StandIn:
                 )
                 for line in lines:
                     self._event(line)
+                if b.line_drip:
+                    self._drip_event(json.dumps(chunk("slow" * 50)), b.line_drip)
                 if b.ending == "done":
                     self._event("[DONE]")
                 elif b.ending == "hang":
                     self._wait(5)
+
+            def _drip_event(self, data: str, every: float) -> None:
+                for byte in f"data: {data}\n\n".encode():
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:  # the client gave up at its deadline, as it should
+                        return
+                    if stand_in.release.wait(every):
+                        return
 
             def _event(self, data: str) -> None:
                 self.wfile.write(f"data: {data}\n\n".encode())

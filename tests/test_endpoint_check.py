@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import json
 import ssl
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mlcc_constructs.ops.endpoint import MAX_BODY
 from tests._adapter_env import run
 from tests._endpoint_env import KEY, KEY_ENV, StandIn, make_certificate
 
@@ -242,6 +244,37 @@ def test_a_dripping_answer_is_cut_at_the_deadline(
         f"GET {server.url}/v1/models: no answer within 1 s (fix: raise --timeout, or {UNREACHABLE})"
     ]
     assert (code, report["status"], report["calls"][0]["ms"] < 5000) == (1, 200, True)
+
+
+def test_a_dripping_stream_is_cut_at_the_deadline(
+    capsys: pytest.CaptureFixture[str], server: StandIn
+) -> None:
+    """One event sent a byte every 0.1 s (it would take 25 s): the check ends at its deadline.
+    It used to wait on each byte in turn (readline), 59 s for --timeout 5."""
+    server.behaviour.line_drip = 0.1
+    started = time.monotonic()
+    code, report, errors = check(capsys, *by_url(server, "--timeout", "2"))
+    assert time.monotonic() - started < 6
+    assert errors == [
+        f"POST {server.url}/v1/chat/completions: the stream did not end within 2 s (after 2 "
+        "content events) (fix: raise --timeout)"
+    ]
+    assert (code, report["tokens"]) == (1, 2)
+
+
+def test_an_answer_over_the_cap_is_said_to_be(
+    capsys: pytest.CaptureFixture[str], server: StandIn
+) -> None:
+    """A model list over 1 MiB: named as too long (it was reported as not JSON, from the first
+    MiB the check had read)."""
+    server.behaviour.models_body = "[" * (MAX_BODY + 10)
+    code, _, errors = check(capsys, *by_url(server))
+    assert errors == [
+        f"GET {server.url}/v1/models: the answer is longer than {MAX_BODY} bytes, the most the "
+        "check reads (fix: check --url: an OpenAI-compatible server's model list and stream "
+        "events are small)"
+    ]
+    assert code == 1
 
 
 def test_no_first_token_within_the_timeout(

@@ -90,6 +90,8 @@ class _Timed:
     deadline: float
     response: http.client.HTTPResponse | None = None
     recorded: bool = False
+    pending: bytes = b""
+    """Stream bytes read past the last line returned."""
 
 
 @dataclass
@@ -252,9 +254,9 @@ class EndpointCheck:
         try:
             # chunk by chunk, each bounded by what is left: one read() of the whole body
             # waits per socket receive, so a dripping server could hold it past the deadline
-            while len(data) < MAX_BODY:
+            while len(data) <= MAX_BODY:
                 self._remaining(timed)
-                piece = timed.response.read1(MAX_BODY - len(data))
+                piece = timed.response.read1(MAX_BODY + 1 - len(data))
                 if not piece:
                     break
                 data += piece
@@ -262,21 +264,36 @@ class EndpointCheck:
             self._fail(self._transport_problem(error, timed.where, first=False, tokens=0))
         finally:
             self._record(timed)
+        if len(data) > MAX_BODY:
+            self._fail(answers.oversized_problem(timed.where, MAX_BODY))
         return data.decode("utf-8", "replace")
 
     def _line(self, timed: _Timed) -> bytes:
-        """The next line of the stream (``b""`` at its end)."""
+        """The next line of the stream (``b""`` at its end), read piece by piece with the
+        deadline checked before each: ``readline`` waits on every receive in turn, so a server
+        sending a byte at a time held it long past ``--timeout``."""
         assert timed.response is not None
         try:
-            self._remaining(timed)
-            return timed.response.readline(MAX_LINE)
+            while b"\n" not in timed.pending:
+                if len(timed.pending) > MAX_LINE:
+                    self._fail(answers.oversized_problem(timed.where, MAX_LINE, what="a line"))
+                self._remaining(timed)
+                piece = timed.response.read1(MAX_LINE)
+                if not piece:
+                    line, timed.pending = timed.pending, b""
+                    return line
+                timed.pending += piece
         except http.client.IncompleteRead:
             return b""  # the server closed the stream mid-chunk
+        except MlccError:
+            raise
         except Exception as error:
             first = self._ttft is None
             self._fail(
                 self._transport_problem(error, timed.where, first=first, tokens=self._tokens)
             )
+        line, _, timed.pending = timed.pending.partition(b"\n")
+        return line + b"\n"
 
     def _transport_problem(
         self, error: Exception, where: str, *, first: bool, tokens: int

@@ -101,6 +101,16 @@ def http_problem(
     return Problem(message=message, where=where, fix=fix)
 
 
+def oversized_problem(where: str, limit: int, *, what: str = "the answer") -> Problem:
+    """An answer (or one line of a stream) longer than the check reads: said as such, not
+    reported as the broken JSON its first ``limit`` bytes would be."""
+    return Problem(
+        message=f"{what} is longer than {limit} bytes, the most the check reads",
+        where=where,
+        fix="check --url: an OpenAI-compatible server's model list and stream events are small",
+    )
+
+
 def redirect_problem(where: str, status: int, location: str | None, url: str) -> Problem:
     """A redirect is never followed: the check calls exactly the URL it was given."""
     if not location:
