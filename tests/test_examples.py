@@ -22,6 +22,7 @@ def test_the_examples_ship() -> None:
         "deployment.yaml",
         "https-endpoint.yaml",
         "multi-node-vllm.yaml",
+        "plugins",
         "reference-context.json",
         "reference.yaml",
     ]
@@ -85,3 +86,23 @@ def test_the_multi_node_example_renders_one_group_of_two_p5_nodes(
     assert not [d for d in documents if d["kind"] == "Deployment"]
     loaded = load_spec_file(path)
     assert documents == list(render(loaded.spec, context=loaded.context).objects)
+
+
+def test_the_example_plugin_validates_and_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    """``mlcc validate examples/plugins`` has a plugin folder to run on, and the plugin it holds
+    resolves as a built-in engine does (``--plugin-dir``)."""
+    plugins = EXAMPLES / "plugins"
+    assert cli.main(["validate", str(plugins)]) == 0
+    assert capsys.readouterr().out == f"ok: {plugins} (6 engines in the registry)\n"
+    manifest = plugins / "toyserve" / "manifest.json"
+    assert cli.main(["validate", str(manifest)]) == 0
+    assert capsys.readouterr().out == f"ok: {manifest}\n"
+    flags = ["--plugin-dir", str(plugins), "--engine", "toyserve", "--model", "org/name"]
+    flags += ["--instance-type", "ml.g5.12xlarge", "--lora", "--engine-version", "1.2.0"]
+    assert cli.main(["env", *flags]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "TOYSERVE_MODEL=org/name",
+        "TOYSERVE_TENSOR_PARALLEL_SIZE=4",
+        "TOYSERVE_ENABLE_LORA=true",
+        "TOYSERVE_MAX_LORA_RANK=16",
+    ]
