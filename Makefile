@@ -33,9 +33,13 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap synth test lint bench clean node-env
+.PHONY: bootstrap stream-bootstrap scan-bootstrap synth test lint bench clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
+
+# The streaming-load test's torch and Run:ai streamer (pyproject's stream-test extra, about
+# 800 MiB): make test installs them into .venv, make synth never does.
+stream-bootstrap: $(VENV)/.stream-installed
 
 scan-bootstrap: $(SCAN_VENV)/.installed
 
@@ -43,6 +47,11 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.lock
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $@
+
+# -c requirements.lock: the extra never moves a version the library's lock pins.
+$(VENV)/.stream-installed: requirements-stream-test.lock $(VENV)/.installed
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-stream-test.lock -c requirements.lock
 	touch $@
 
 $(SCAN_VENV)/.installed: requirements-scan.lock
@@ -72,7 +81,7 @@ lint: bootstrap
 	$(BIN)/mypy
 
 # -n auto: one pytest worker per core (pytest-xdist); the CDK synths run in node beside them.
-test: bootstrap scan-bootstrap lint
+test: bootstrap stream-bootstrap scan-bootstrap lint
 	$(BIN)/pytest -n auto
 
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
