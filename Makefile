@@ -33,7 +33,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap stream-bootstrap scan-bootstrap synth test lint bench clean node-env
+.PHONY: bootstrap stream-bootstrap scan-bootstrap synth test lint bench regen clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -87,6 +87,25 @@ test: bootstrap stream-bootstrap scan-bootstrap lint
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
 bench: bootstrap
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
+
+# Every file generated from this repository, rewritten in one command (.gitattributes marks
+# the generated files). The tool of each:
+#   mlcc_constructs/data/grafana-dashboard.json  mlcc dashboard (the built-in engines only)
+#   benchmarks/cold_start.json                   mlcc plan of examples/reference.yaml
+#                                                (benchmarks/cold_start.py)
+#   snapshots/test_*/                            syrupy: pytest --snapshot-update of the test
+#                                                module of each folder
+# Not rewritten here, though generated: the stack histories (snapshots/<stack>/): each step is
+# a reviewed declaration, written with tools/stack_step.py after reading its diff, never
+# regenerated; the recorded engine facts (mlcc_constructs/data/engine_parsers/,
+# tests/engine_parsers/): read from an engine release's wheel (tools/engine_parser_facts.py);
+# benchmarks/results.json: make bench, a measurement of the machine it runs on.
+SNAPSHOT_TESTS = $(patsubst snapshots/%,tests/%.py,$(wildcard snapshots/test_*))
+
+regen: bootstrap
+	MLCC_ENGINE_PATH= $(BIN)/mlcc dashboard -o mlcc_constructs/data/grafana-dashboard.json
+	$(BIN)/python -c 'from benchmarks.cold_start import PLAN_OUT, cold_start_plans; cold_start_plans(PLAN_OUT)'
+	$(BIN)/pytest -n auto --snapshot-update $(SNAPSHOT_TESTS)
 
 clean:
 	rm -rf cdk.out dist .pytest_cache .mypy_cache .ruff_cache
