@@ -27,15 +27,22 @@ def test_the_public_dataclasses() -> None:
     )
 
 
+SPEC_PACKAGE = "mlcc_constructs.core.serving.spec"
+
+
 @pytest.mark.parametrize("name", PUBLIC_DATACLASSES)
-def test_frozen_keyword_only_and_documented_in_help(name: str) -> None:
+def test_frozen_keyword_only_and_documented(name: str) -> None:
+    """Every field documented: the spec types (``core/serving/spec``) in the class docstring
+    that ``help()`` shows, every other public dataclass field by field
+    (tests/test_field_docs.py)."""
     cls = getattr(mlcc_constructs, name)
     params = cls.__dataclass_params__
     assert params.frozen
     shown = pydoc.render_doc(cls, renderer=pydoc.plaintext)
     for field in dataclasses.fields(cls):
         assert field.kw_only, f"{name}.{field.name} is not keyword-only"
-        assert f"``{field.name}``" in shown, f"{name}.{field.name} is not documented in help()"
+        if cls.__module__.startswith(SPEC_PACKAGE):
+            assert f"``{field.name}``" in shown, f"{name}.{field.name} is not in help()"
     typing.get_type_hints(cls)  # resolves: no name hidden behind TYPE_CHECKING
 
 

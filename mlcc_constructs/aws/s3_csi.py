@@ -51,15 +51,12 @@ def pinned_addon_version(addon: str = ADDON_NAME) -> str:
 class S3CsiParentIds:
     """Ids for creating the role and the add-on directly in the parent scope (so they keep the
     logical ids of a deployed stack).
-
-    Fields:
-
-    ``role``: construct id of the IAM role, e.g. ``S3CsiRole``.
-    ``addon``: construct id of the ``CfnAddon``, e.g. ``S3CsiDriverAddon``.
     """
 
     role: str
+    """Construct id of the IAM role, e.g. ``S3CsiRole``."""
     addon: str
+    """Construct id of the ``CfnAddon``, e.g. ``S3CsiDriverAddon``."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -67,37 +64,34 @@ class S3CsiParentIds:
 
 @dataclass(frozen=True, kw_only=True)
 class S3CsiDriverProps:
-    """Props of :class:`S3CsiDriver`.
-
-    ``cluster``: the EKS cluster the add-on is installed on.
-    ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
-    ``read_buckets``: buckets the driver mounts read-only (objects, descriptor keys or
-    literal names: :data:`mlcc_constructs.aws.buckets.BucketRef`); default: the descriptor's
-    ``core``, ``training`` and ``adapters`` buckets.
-    ``tls_bucket``: the bucket the HyperPod operator writes TLS certificates to (read access
-    for the pods that mount them); default: the descriptor's ``tls`` bucket; ``None``: no TLS
-    statement (a cluster without the HyperPod inference operator).
-    ``profile``: fills ``${profile}`` when a bucket is given by descriptor key; required
-    then (account and region come from the stack); default ``None``.
-    ``addon_version``: default: the version pinned in ``versions.json``.
-    ``resolve_conflicts``: ``ResolveConflicts`` of the add-on; default ``OVERWRITE``.
-    ``configuration_values``: the add-on's configuration (its schema: ``aws eks
-    describe-addon-configuration --addon-name aws-mountpoint-s3-csi-driver``); default
-    ``None`` (the add-on's defaults). The app passes
-    :func:`mlcc_constructs.core.platform.gpu_capacity.s3_csi_addon_configuration`.
-    ``parent_ids``: default ``None``: the role and the add-on are this construct's
-    children ``Role`` and ``Addon``.
-    """
+    """Props of :class:`S3CsiDriver`."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The EKS cluster the add-on is installed on."""
     oidc_provider: iam.IOpenIdConnectProvider
+    """The cluster's IAM OIDC provider (IRSA trust)."""
     read_buckets: Sequence[BucketRef] = DEFAULT_READ_BUCKETS
+    """Buckets the driver mounts read-only (objects, descriptor keys or literal names:
+    :data:`mlcc_constructs.aws.buckets.BucketRef`); default: the descriptor's ``core``, ``training``
+    and ``adapters`` buckets."""
     tls_bucket: BucketRef | None = "tls"
+    """The bucket the HyperPod operator writes TLS certificates to (read access for the pods that
+    mount them); default: the descriptor's ``tls`` bucket; ``None``: no TLS statement (a cluster
+    without the HyperPod inference operator)."""
     profile: str | None = None
+    """Fills ``${profile}`` when a bucket is given by descriptor key; required then (account and
+    region come from the stack); default ``None``."""
     addon_version: str | None = None
+    """Default: the version pinned in ``versions.json``."""
     resolve_conflicts: str = "OVERWRITE"
+    """``ResolveConflicts`` of the add-on; default ``OVERWRITE``."""
     configuration_values: Mapping[str, Any] | None = None
+    """The add-on's configuration (its schema: ``aws eks describe-addon-configuration --addon-name
+    aws-mountpoint-s3-csi-driver``); default ``None`` (the add-on's defaults). The app passes
+    :func:`mlcc_constructs.core.platform.gpu_capacity.s3_csi_addon_configuration`."""
     parent_ids: S3CsiParentIds | None = field(default=None)
+    """Default ``None``: the role and the add-on are this construct's children ``Role`` and
+    ``Addon``."""
 
     def __post_init__(self) -> None:
         check_fields(self)
