@@ -60,7 +60,6 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.aws.s3_csi import (
         S3CsiDriver as S3CsiDriver,
         S3CsiDriverProps as S3CsiDriverProps,
-        S3CsiParentIds as S3CsiParentIds,
     )
     from mlcc_constructs.aws.served_model import (
         ServedModel as ServedModel,
@@ -186,7 +185,6 @@ _LAZY: dict[str, str] = {
     "ModelBucketsProps": "mlcc_constructs.aws.buckets",
     "S3CsiDriver": "mlcc_constructs.aws.s3_csi",
     "S3CsiDriverProps": "mlcc_constructs.aws.s3_csi",
-    "S3CsiParentIds": "mlcc_constructs.aws.s3_csi",
     "CacheBackend": "mlcc_constructs.k8s.cache_backend",
     "CacheBackendProps": "mlcc_constructs.k8s.cache_backend",
     "AdapterInferenceComponents": "mlcc_constructs.aws.inference_components",

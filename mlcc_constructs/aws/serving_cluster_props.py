@@ -105,11 +105,6 @@ class ServingClusterProps:
     """The kubectl Lambda layer (its kubectl of the cluster's minor version); default ``None``: the
     layer package pinned in ``versions.json`` (child ``KubectlLayer``); required with another
     ``kubernetes_version``."""
-    in_parent_scope: bool = False
-    """Default ``False``: the children are this construct's (``<id>/Cluster``, ...). ``True``
-    creates them directly in the construct's scope with the same ids, for a stack whose deployed
-    resources were its own children (the app's eks-cluster stack): see *Logical ids* in the
-    serving_cluster module."""
     load_balancer_groups: Mapping[str, Sequence[str]] = field(default_factory=_internal_only)
     """The load balancer schemes (``internal``, ``internet-facing``) the cluster serves, each with
     its groups: every listed scheme gets the IngressClass ``mlcc-<scheme>`` (a load balancer per
