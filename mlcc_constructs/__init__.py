@@ -15,7 +15,6 @@ __version__ = "0.2.0"
 
 if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __getattr__)
     from mlcc_constructs.aws.buckets import (
-        BucketRef as BucketRef,
         ModelBuckets as ModelBuckets,
         ModelBucketsProps as ModelBucketsProps,
     )
@@ -180,7 +179,6 @@ _LAZY: dict[str, str] = {
     "ServingChart": "mlcc_constructs.k8s.serving_chart",
     "ServingChartProps": "mlcc_constructs.k8s.serving_chart",
     "EngineWorkload": "mlcc_constructs.k8s.workload",
-    "BucketRef": "mlcc_constructs.aws.buckets",
     "ModelBuckets": "mlcc_constructs.aws.buckets",
     "ModelBucketsProps": "mlcc_constructs.aws.buckets",
     "S3CsiDriver": "mlcc_constructs.aws.s3_csi",
