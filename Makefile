@@ -33,9 +33,13 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap scan-bootstrap test-debs synth deploy test lint docs bench clean node-env
+.PHONY: bootstrap stream-bootstrap scan-bootstrap test-debs synth deploy test lint docs bench regen clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
+
+# The streaming-load test's torch and Run:ai streamer (pyproject's stream-test extra, about
+# 800 MiB): make test installs them into .venv, make synth never does.
+stream-bootstrap: $(VENV)/.stream-installed
 
 scan-bootstrap: $(SCAN_VENV)/.installed
 
@@ -43,6 +47,11 @@ $(VENV)/.installed: requirements.lock pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --disable-pip-version-check -q -r requirements.lock
 	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $@
+
+# -c requirements.lock: the extra never moves a version the library's lock pins.
+$(VENV)/.stream-installed: requirements-stream-test.lock $(VENV)/.installed
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements-stream-test.lock -c requirements.lock
 	touch $@
 
 $(SCAN_VENV)/.installed: requirements-scan.lock
@@ -92,7 +101,7 @@ lint: bootstrap
 	$(BIN)/mypy
 
 # -n auto: one pytest worker per core (pytest-xdist); the CDK synths run in node beside them.
-test: bootstrap scan-bootstrap test-debs lint
+test: bootstrap stream-bootstrap scan-bootstrap test-debs lint
 	$(BIN)/pytest -n auto
 
 # The docs site from docs/ into site/ (mkdocs.yml; strict: a broken link, a nav entry without
@@ -104,6 +113,25 @@ docs: bootstrap
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
 bench: bootstrap
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
+
+# Every file generated from this repository, rewritten in one command (.gitattributes marks
+# the generated files). The tool of each:
+#   mlcc_constructs/data/grafana-dashboard.json  mlcc dashboard (the built-in engines only)
+#   benchmarks/cold_start.json                   mlcc plan of examples/reference.yaml
+#                                                (benchmarks/cold_start.py)
+#   snapshots/test_*/                            syrupy: pytest --snapshot-update of the test
+#                                                module of each folder
+# Not rewritten here, though generated: the stack histories (snapshots/<stack>/): each step is
+# a reviewed declaration, written with tools/stack_step.py after reading its diff, never
+# regenerated; the recorded engine facts (mlcc_constructs/data/engine_parsers/,
+# tests/engine_parsers/): read from an engine release's wheel (tools/engine_parser_facts.py);
+# benchmarks/results.json: make bench, a measurement of the machine it runs on.
+SNAPSHOT_TESTS = $(patsubst snapshots/%,tests/%.py,$(wildcard snapshots/test_*))
+
+regen: bootstrap
+	MLCC_ENGINE_PATH= $(BIN)/mlcc dashboard -o mlcc_constructs/data/grafana-dashboard.json
+	$(BIN)/python -c 'from benchmarks.cold_start import PLAN_OUT, cold_start_plans; cold_start_plans(PLAN_OUT)'
+	$(BIN)/pytest -n auto --snapshot-update $(SNAPSHOT_TESTS)
 
 clean:
 	rm -rf cdk.out dist site .pytest_cache .mypy_cache .ruff_cache

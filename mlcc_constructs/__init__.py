@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __getattr__)
     from mlcc_constructs.aws.buckets import (
@@ -53,10 +53,12 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.aws.nag import (
         MlccChecks as MlccChecks,
     )
+    from mlcc_constructs.aws.readiness import (
+        ReadinessProvider as ReadinessProvider,
+    )
     from mlcc_constructs.aws.s3_csi import (
         S3CsiDriver as S3CsiDriver,
         S3CsiDriverProps as S3CsiDriverProps,
-        S3CsiParentIds as S3CsiParentIds,
     )
     from mlcc_constructs.aws.served_model import (
         ServedModel as ServedModel,
@@ -94,12 +96,28 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.core.serving.render import (
         render as render,
     )
+    from mlcc_constructs.core.serving.spec.autoscaling import (
+        Autoscaling as Autoscaling,
+    )
+    from mlcc_constructs.core.serving.spec.cache_routing import (
+        KvCache as KvCache,
+        Routing as Routing,
+    )
     from mlcc_constructs.core.serving.spec.context import (
         RenderContext as RenderContext,
     )
     from mlcc_constructs.core.serving.spec.deployment import (
         DeploymentSpec as DeploymentSpec,
         SecretRef as SecretRef,
+    )
+    from mlcc_constructs.core.serving.spec.endpoint import (
+        Endpoint as Endpoint,
+        SecretsManagerSecret as SecretsManagerSecret,
+    )
+    from mlcc_constructs.core.serving.spec.gateway import (
+        ClaimRule as ClaimRule,
+        Gateway as Gateway,
+        JwtAuth as JwtAuth,
     )
     from mlcc_constructs.k8s.cache_backend import (
         CacheBackend as CacheBackend,
@@ -131,8 +149,20 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
 
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
+    # -- spec types: DeploymentSpec and every type its fields take (a user builds these). The
+    # sections of DeploymentSpec go here too, one line each (tests/test_public_api.py checks
+    # that every mlcc_constructs class a public dataclass's field takes is listed).
     "DeploymentSpec": "mlcc_constructs.core.serving.spec.deployment",
     "SecretRef": "mlcc_constructs.core.serving.spec.deployment",
+    "Endpoint": "mlcc_constructs.core.serving.spec.endpoint",
+    "SecretsManagerSecret": "mlcc_constructs.core.serving.spec.endpoint",
+    "Gateway": "mlcc_constructs.core.serving.spec.gateway",
+    "JwtAuth": "mlcc_constructs.core.serving.spec.gateway",
+    "ClaimRule": "mlcc_constructs.core.serving.spec.gateway",
+    "Autoscaling": "mlcc_constructs.core.serving.spec.autoscaling",
+    "Routing": "mlcc_constructs.core.serving.spec.cache_routing",
+    "KvCache": "mlcc_constructs.core.serving.spec.cache_routing",
+    # -- rendering and preparing
     "RenderContext": "mlcc_constructs.core.serving.spec.context",
     "PreparedDeployment": "mlcc_constructs.core.serving.prepare.deployment",
     "prepare": "mlcc_constructs.core.serving.prepare.deployment",
@@ -153,7 +183,6 @@ _LAZY: dict[str, str] = {
     "ModelBucketsProps": "mlcc_constructs.aws.buckets",
     "S3CsiDriver": "mlcc_constructs.aws.s3_csi",
     "S3CsiDriverProps": "mlcc_constructs.aws.s3_csi",
-    "S3CsiParentIds": "mlcc_constructs.aws.s3_csi",
     "CacheBackend": "mlcc_constructs.k8s.cache_backend",
     "CacheBackendProps": "mlcc_constructs.k8s.cache_backend",
     "AdapterInferenceComponents": "mlcc_constructs.aws.inference_components",
@@ -161,6 +190,7 @@ _LAZY: dict[str, str] = {
     "KubernetesObjects": "mlcc_constructs.aws.kubernetes_objects",
     "KubernetesObjectsProps": "mlcc_constructs.aws.kubernetes_objects",
     "MlccChecks": "mlcc_constructs.aws.nag",
+    "ReadinessProvider": "mlcc_constructs.aws.readiness",
     "InstanceGroup": "mlcc_constructs.core.platform.hyperpod",
     "Taint": "mlcc_constructs.core.platform.hyperpod_taints",
     "HyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",

@@ -28,6 +28,16 @@ from mlcc_constructs.core.platform.image_cache import NO_CACHE_NOTE
 from stacks.app_context import stack_env
 
 
+class StackChildrenServingCluster(ServingCluster):
+    """The app's ServingCluster: its children are the stack's own (``Cluster``, ``S3CsiRole``,
+    ``S3CsiDriverAddon``, ...), as they were when ``mlcc-<profile>-eks-cluster`` was first
+    deployed, so their construct paths and logical ids stay what the deployed stack has (a
+    changed logical id replaces the resource)."""
+
+    def _children_scope(self, scope: Construct) -> Construct:
+        return scope
+
+
 class EksClusterStack(cdk.Stack):
     """The EKS cluster ``mlcc-<profile>-eks`` with the Mountpoint S3 CSI driver add-on."""
 
@@ -70,7 +80,7 @@ class EksClusterStack(cdk.Stack):
             iam.Role.from_role_arn(self, f"{admin_access_id(arn)}Role", arn)
             for arn in environment.admin_role_arns
         ]
-        self.serving_cluster = ServingCluster(
+        self.serving_cluster: ServingCluster = StackChildrenServingCluster(
             self,
             "ServingCluster",
             props=ServingClusterProps(
@@ -87,9 +97,6 @@ class EksClusterStack(cdk.Stack):
                 load_balancer_groups=(
                     {"internal": ()} if load_balancer_groups is None else load_balancer_groups
                 ),
-                # The deployed stack has the cluster's resources as its own children: their
-                # construct paths, and so their logical ids, stay as they were.
-                in_parent_scope=True,
                 nat_gateways=egress.nat_gateways if egress else None,
                 pull_through_secrets=egress.pull_through_secrets if egress else None,
                 leader_worker_set=leader_worker_set,

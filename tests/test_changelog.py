@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+import mlcc_constructs
 from mlcc_constructs.core.support.migration import (
     CHANGELOG,
     CHANGELOG_SECTION,
@@ -94,7 +95,7 @@ def _resolves(dotted: str) -> bool:
 
 
 def test_the_changelog_has_the_sections_errors_point_to() -> None:
-    assert "## Unreleased (this version)" in TEXT
+    assert f"## {mlcc_constructs.__version__} (this version)" in TEXT
     assert "ServingCluster" in TEXT and "ServedModel" in TEXT  # their author adds entries
     assert f"#### {CHANGELOG_SECTION}\n" in TEXT
     for group in GROUPS:

@@ -188,12 +188,12 @@ BAD_SERVING_CLUSTER = [
         ],
     ),
     (
-        lambda: {"profile": 3, "in_parent_scope": "yes"},
+        lambda: {"profile": 3, "leader_worker_set": "yes"},
         [
             "/profile: wrong type for ServingClusterProps.profile (got 3; allowed: str or None; "
             "fix: pass str or None)",
-            "/in_parent_scope: wrong type for ServingClusterProps.in_parent_scope (got 'yes'; "
-            "allowed: bool; fix: pass bool)",
+            "/leader_worker_set: wrong type for ServingClusterProps.leader_worker_set (got "
+            "'yes'; allowed: bool; fix: pass bool)",
         ],
     ),
 ]

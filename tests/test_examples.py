@@ -28,17 +28,6 @@ def test_the_examples_ship() -> None:
     ]
 
 
-def test_the_example_plugin_validates_and_runs(capsys: pytest.CaptureFixture[str]) -> None:
-    """``examples/plugins`` holds a made-up engine (docs/guides/engines.md): it passes ``mlcc
-    validate`` and gets its own argv, with no file of the package edited."""
-    plugins = str(EXAMPLES / "plugins")
-    assert cli.main(["validate", plugins]) == 0
-    capsys.readouterr()
-    argv = ["argv", "--plugin-dir", plugins, "--engine", "hyperserve", "--model", "org/name"]
-    assert cli.main([*argv, "--instance-type", "ml.g6e.xlarge", "--engine-version", "2.0.0"]) == 0
-    assert capsys.readouterr().out.startswith('["hyperserve", "run", "org/name"')
-
-
 def test_the_reference_set_renders(capsys: pytest.CaptureFixture[str]) -> None:
     """The opt-in reference set (``-c deployments_file=examples/reference.yaml``) is a spec
     list ``mlcc render -f`` takes as it is."""
@@ -97,3 +86,25 @@ def test_the_multi_node_example_renders_one_group_of_two_p5_nodes(
     assert not [d for d in documents if d["kind"] == "Deployment"]
     loaded = load_spec_file(path)
     assert documents == list(render(loaded.spec, context=loaded.context).objects)
+
+
+def test_the_example_plugin_validates_and_renders(capsys: pytest.CaptureFixture[str]) -> None:
+    """``mlcc validate examples/plugins`` has a plugin folder to run on, and the plugin it holds
+    resolves as a built-in engine does (``--plugin-dir``)."""
+    plugins = EXAMPLES / "plugins"
+    assert cli.main(["validate", str(plugins)]) == 0
+    assert capsys.readouterr().out == f"ok: {plugins} (6 engines in the registry)\n"
+    manifest = plugins / "toyserve" / "manifest.json"
+    assert cli.main(["validate", str(manifest)]) == 0
+    assert capsys.readouterr().out == f"ok: {manifest}\n"
+    flags = ["--plugin-dir", str(plugins), "--engine", "toyserve", "--model", "org/name"]
+    flags += ["--instance-type", "ml.g5.12xlarge", "--lora", "--engine-version", "1.2.0"]
+    assert cli.main(["argv", *flags[:6], "--instance-type", "ml.g6e.xlarge"]) == 0
+    assert capsys.readouterr().out.startswith('["toyserve", "serve", "--model", "org/name"')
+    assert cli.main(["env", *flags]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "TOYSERVE_MODEL=org/name",
+        "TOYSERVE_TENSOR_PARALLEL_SIZE=4",
+        "TOYSERVE_ENABLE_LORA=true",
+        "TOYSERVE_MAX_LORA_RANK=16",
+    ]

@@ -205,13 +205,14 @@ def test_construct_refuses_a_deployment_it_cannot_emit(
             "ServingChartProps",
             {"spec": "llama"},
             "/spec: wrong type for ServingChartProps.spec (got 'llama'; allowed: DeploymentSpec; "
-            "fix: pass DeploymentSpec)",
+            "fix: pass DeploymentSpec (from mlcc_constructs import DeploymentSpec))",
         ),
         (
             "EngineDeploymentProps",
             {"deployment": None},
             "/deployment: wrong type for EngineDeploymentProps.deployment (got None; allowed: "
-            "PreparedDeployment; fix: pass PreparedDeployment)",
+            "PreparedDeployment; fix: pass PreparedDeployment (from mlcc_constructs import "
+            "PreparedDeployment))",
         ),
     ],
 )

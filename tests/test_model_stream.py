@@ -42,10 +42,15 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
-# Whether it is installed, not imported: the streamer runs in the engine's subprocess below, and
-# importing it here would load torch into every xdist worker at collection (about 2 s CPU each).
-if importlib.util.find_spec("runai_model_streamer") is None:
-    pytest.skip("runai-model-streamer is a test dependency", allow_module_level=True)
+# Whether they are installed, not imported (so not pytest.importorskip): the streamer runs in the
+# engine's subprocess below, and importing it here would load torch into every xdist worker at
+# collection (about 2 s CPU each).
+if any(importlib.util.find_spec(name) is None for name in ("runai_model_streamer", "torch")):
+    pytest.skip(
+        "runai-model-streamer and torch are not installed: they are the stream-test extra "
+        "(make test installs requirements-stream-test.lock; make synth does not)",
+        allow_module_level=True,
+    )
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"

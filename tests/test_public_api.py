@@ -27,15 +27,22 @@ def test_the_public_dataclasses() -> None:
     )
 
 
+SPEC_PACKAGE = "mlcc_constructs.core.serving.spec"
+
+
 @pytest.mark.parametrize("name", PUBLIC_DATACLASSES)
-def test_frozen_keyword_only_and_documented_in_help(name: str) -> None:
+def test_frozen_keyword_only_and_documented(name: str) -> None:
+    """Every field documented: the spec types (``core/serving/spec``) in the class docstring
+    that ``help()`` shows, every other public dataclass field by field
+    (tests/test_field_docs.py)."""
     cls = getattr(mlcc_constructs, name)
     params = cls.__dataclass_params__
     assert params.frozen
     shown = pydoc.render_doc(cls, renderer=pydoc.plaintext)
     for field in dataclasses.fields(cls):
         assert field.kw_only, f"{name}.{field.name} is not keyword-only"
-        assert f"``{field.name}``" in shown, f"{name}.{field.name} is not documented in help()"
+        if cls.__module__.startswith(SPEC_PACKAGE):
+            assert f"``{field.name}``" in shown, f"{name}.{field.name} is not in help()"
     typing.get_type_hints(cls)  # resolves: no name hidden behind TYPE_CHECKING
 
 
@@ -67,6 +74,17 @@ def test_get_type_hints_of_the_deployment_spec() -> None:
             "allowed: Mapping[str, str]; fix: pass Mapping[str, str])",
         ),
         (
+            {"endpoint": {"scheme": "internal"}},
+            "/endpoint: wrong type for DeploymentSpec.endpoint (got {'scheme': 'internal'}; "
+            "allowed: Endpoint; fix: pass Endpoint (from mlcc_constructs import Endpoint))",
+        ),
+        (
+            {"autoscaling": {"max_replicas": 2}},
+            "/autoscaling: wrong type for DeploymentSpec.autoscaling (got {'max_replicas': 2}; "
+            "allowed: Autoscaling or None; fix: pass Autoscaling or None (from mlcc_constructs "
+            "import Autoscaling))",
+        ),
+        (
             {"config_delivery": "argv"},
             "/config_delivery: wrong type for DeploymentSpec.config_delivery (got 'argv'; "
             "allowed: 'env' or 'args'; fix: pass 'env' or 'args')",
@@ -85,3 +103,40 @@ def test_every_wrong_field_is_reported_at_once() -> None:
     with pytest.raises(MlccError) as caught:
         DeploymentSpec(engine=1, model="org/name", instance_type=None, lora=1)  # type: ignore[arg-type]
     assert [p.pointer for p in caught.value.problems] == ["/engine", "/instance_type", "/lora"]
+
+
+# Exported classes a user gets from a factory, never builds field by field: the types of their
+# fields are outputs (a Resolution, a RenderedObject...), not things to import.
+BUILT_BY_A_FACTORY = {
+    "PreparedDeployment": "prepare()",
+    "CacheBackendSpec": "CacheBackendSpec.from_dict() of a CacheBackend's spec mapping",
+}
+
+
+def _package_classes(hint: object) -> set[type]:
+    if isinstance(hint, type):
+        return {hint} if hint.__module__.startswith("mlcc_constructs.") else set()
+    return {c for a in typing.get_args(hint) for c in _package_classes(a)}
+
+
+def test_every_type_a_spec_or_props_field_takes_is_exported_from_the_root() -> None:
+    """So ``from mlcc_constructs import ...`` (what the type errors name) reaches every class a
+    user builds to fill a DeploymentSpec or a props object, however deep."""
+    todo = [getattr(mlcc_constructs, name) for name in PUBLIC_DATACLASSES]
+    seen: set[type] = set()
+    missing: dict[str, str] = {}
+    while todo:
+        cls = todo.pop()
+        if cls in seen or cls.__name__ in BUILT_BY_A_FACTORY:
+            continue
+        seen.add(cls)
+        for field_name, hint in typing.get_type_hints(cls).items():
+            for taken in _package_classes(hint):
+                if taken.__name__ not in mlcc_constructs.__all__:
+                    missing[taken.__name__] = f"{cls.__name__}.{field_name}"
+                if dataclasses.is_dataclass(taken):
+                    todo.append(taken)
+    assert missing == {}
+    assert {"Endpoint", "SecretsManagerSecret", "Autoscaling", "Routing", "KvCache", "Gateway"} <= (
+        {c.__name__ for c in seen}
+    )

@@ -407,6 +407,30 @@ def test_check_passes_when_nothing_rolls_or_the_surge_fits(
     assert run(capsys, "rollout", "check", *ARGS) == (0, expected, "")
 
 
+@pytest.mark.parametrize("source", ["flags", "file"])
+def test_check_without_a_target_rolls_out_the_hyperpod_iec(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str], tmp_path: Path, source: str
+) -> None:
+    """No ``--target`` and no ``target:`` in the spec: rollout takes hyperpod-eks, the one
+    target whose objects hold an IEC, not ``mlcc render``'s default (eks), which it refuses."""
+    if source == "flags":
+        argv = [a for a in ARGS if a not in ("--target", "hyperpod-eks")]
+    else:
+        deployment = tmp_path / "deploy.yaml"
+        deployment.write_text(
+            f"engine: vllm\nmodel: {MODEL}\ninstance_type: {TYPE}\nname: llama\n"
+            "namespace: inference\n"
+        )
+        argv = ["-f", str(deployment), *SPEC[-6:], "--cluster", "hp"]
+    assert "--target" not in argv
+    cluster.kubectl("get inferenceendpointconfig", RENDERED)
+    cluster.kubectl("get nodes", ONE_NODE)
+    cluster.kubectl("get pods", OLD_POD)
+    cluster.describe(1)
+    expected = f"{SUBJECT}: the pod template is unchanged: no rollout\n"
+    assert run(capsys, "rollout", "check", *argv) == (0, expected, "")
+
+
 # -- apply without a surge -------------------------------------------------------------------
 
 

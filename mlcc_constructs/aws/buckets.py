@@ -49,15 +49,13 @@ _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 
 @dataclass(frozen=True, kw_only=True)
 class ModelBucketsProps:
-    """Props of :class:`ModelBuckets`.
-
-    ``profile`` fills ``${profile}`` in the descriptor's name patterns; ``${account}`` and
-    ``${region}`` come from the stack, which must have an explicit environment.
-    ``keys``: the descriptor buckets to create (default: every bucket in the descriptor).
-    """
+    """Props of :class:`ModelBuckets`."""
 
     profile: str
+    """Fills ``${profile}`` in the descriptor's name patterns; ``${account}`` and ``${region}``
+    come from the stack, which must have an explicit environment. Required."""
     keys: Sequence[str] | None = None
+    """The descriptor buckets to create (default: every bucket in the descriptor)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

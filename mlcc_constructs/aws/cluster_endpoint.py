@@ -57,12 +57,14 @@ _FIX_TEAM_SUBNETS = (
 
 @dataclass(frozen=True, kw_only=True)
 class EndpointComponents:
-    """What :func:`add_endpoint_components` created: ``ingress_classes`` (``None`` without a
-    scheme), ``network_policy`` (the ConfigMap's) and ``secrets_store`` (the add-on)."""
+    """What :func:`add_endpoint_components` created."""
 
     ingress_classes: KubernetesObjects | None
+    """The IngressClasses and their IngressClassParams; ``None`` without a scheme."""
     network_policy: KubernetesObjects
+    """The ConfigMap that makes Auto Mode enforce NetworkPolicies."""
     secrets_store: eks.CfnAddon
+    """The Secrets Store CSI add-on."""
 
 
 def known_cidr(subnet: ec2.ISubnet) -> str | None:

@@ -49,17 +49,20 @@ from mlcc_constructs.core.platform.versions import pinned
 
 @dataclass(frozen=True, kw_only=True)
 class ClusterMetrics:
-    """What :func:`add_cluster_metrics` created: ``workspace``, ``scraper``,
-    ``prometheus_query_url`` (the workspace's query base URL, a token), ``keda_role``,
-    ``keda_chart`` and ``keda_authentication`` (the ``ClusterTriggerAuthentication``'s
-    manifest)."""
+    """What :func:`add_cluster_metrics` created."""
 
     workspace: aps.CfnWorkspace
+    """The Amazon Managed Service for Prometheus workspace."""
     scraper: aps.CfnScraper
+    """The managed scraper of the cluster's annotated pods."""
     prometheus_query_url: str
+    """The workspace's query base URL (a token)."""
     keda_role: iam.Role
+    """KEDA's IRSA role (reads the workspace and CloudWatch metric data)."""
     keda_chart: eks.HelmChart
+    """The pinned KEDA Helm chart."""
     keda_authentication: eks.KubernetesManifest
+    """The ``ClusterTriggerAuthentication`` ``mlcc-aws``'s manifest."""
 
 
 def add_cluster_metrics(

@@ -94,21 +94,20 @@ def capacity_problems(
 class GpuNodeClass:
     """The GPU pool's own Auto Mode ``NodeClass``: what the built-in ``default`` one has (the
     node role, subnets and security groups), plus the pool's settings (module doc).
-
-    ``role``: the Auto Mode node role (a ``ServingCluster`` passes the one ``aws_eks_v2``
-    created: EKS made its access entry when it created the cluster; another role needs an
-    ``EC2`` access entry with ``AmazonEKSAutoNodePolicy`` first).
-    ``subnets``: the nodes' subnets (the cluster's private subnets), at least one.
-    ``security_groups``: the nodes' security groups (the cluster security group), at least one.
-    ``name``: the NodeClass's name; default ``mlcc-gpu`` (never ``default``, the built-in's).
-    ``ephemeral_storage``: each node's ephemeral storage; default ``200Gi``.
     """
 
     role: iam.IRole
+    """The Auto Mode node role (a ``ServingCluster`` passes the one ``aws_eks_v2`` created: EKS made
+    its access entry when it created the cluster; another role needs an ``EC2`` access entry with
+    ``AmazonEKSAutoNodePolicy`` first)."""
     subnets: Sequence[ec2.ISubnet]
+    """The nodes' subnets (the cluster's private subnets), at least one."""
     security_groups: Sequence[ec2.ISecurityGroup]
+    """The nodes' security groups (the cluster security group), at least one."""
     name: str = NODE_CLASS_NAME
+    """The NodeClass's name; default ``mlcc-gpu`` (never ``default``, the built-in's)."""
     ephemeral_storage: str = EPHEMERAL_STORAGE
+    """Each node's ephemeral storage; default ``200Gi``."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -158,32 +157,31 @@ class GpuNodeClass:
 class GpuNodePoolProps:
     """Props of :class:`GpuNodePool`. The pool offers the union of ``instance_families`` and
     the families of ``instance_types``; at least one of them must be given.
-
-    ``cluster``: the EKS Auto Mode cluster whose kubectl provider applies the pool.
-    ``instance_families``: instance families (``g5``, ``p5``); default ``()``.
-    ``instance_types``: instance types of the instance catalog (``ml.g5.12xlarge`` or
-    ``g5.12xlarge``), whose families the pool offers; default ``()``.
-    ``name``: the NodePool's name; default ``mlcc-gpu``.
-    ``node_class``: the pool's own NodeClass (:class:`GpuNodeClass`); default ``None``: the
-    built-in ``default`` NodeClass.
-    ``gpu_limit``: the most ``nvidia.com/gpu`` the pool's nodes hold together (``limits``); default
-    ``None``: no limit (the app passes its deployments' max replicas x GPUs per pod).
-    ``maintenance_window``: when drift may replace nodes, one at a time,
-    ``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC; default ``None``: never (expiry still does).
-    ``expire_after``: each node's lifetime; default ``336h`` (Auto Mode's; at most 21 days).
-    ``termination_grace_period``: how long a node being removed waits for its pods to drain;
-    default ``2h``. See :mod:`mlcc_constructs.core.platform.gpu_disruption`.
     """
 
     cluster: eks.ICluster | eks.Cluster
+    """The EKS Auto Mode cluster whose kubectl provider applies the pool."""
     instance_families: Sequence[str] = ()
+    """Instance families (``g5``, ``p5``); default ``()``."""
     instance_types: Sequence[str] = ()
+    """Instance types of the instance catalog (``ml.g5.12xlarge`` or ``g5.12xlarge``), whose
+    families the pool offers; default ``()``."""
     name: str = NODE_POOL_NAME
+    """The NodePool's name; default ``mlcc-gpu``."""
     node_class: GpuNodeClass | None = None
+    """The pool's own NodeClass (:class:`GpuNodeClass`); default ``None``: the built-in ``default``
+    NodeClass."""
     gpu_limit: int | None = None
+    """The most ``nvidia.com/gpu`` the pool's nodes hold together (``limits``); default ``None``: no
+    limit (the app passes its deployments' max replicas x GPUs per pod)."""
     maintenance_window: str | None = None
+    """When drift may replace nodes, one at a time, ``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC;
+    default ``None``: never (expiry still does)."""
     expire_after: str = EXPIRE_AFTER
+    """Each node's lifetime; default ``336h`` (Auto Mode's; at most 21 days)."""
     termination_grace_period: str = TERMINATION_GRACE_PERIOD
+    """How long a node being removed waits for its pods to drain; default ``2h``. See
+    :mod:`mlcc_constructs.core.platform.gpu_disruption`."""
 
     def __post_init__(self) -> None:
         check_fields(self)

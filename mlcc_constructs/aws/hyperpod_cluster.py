@@ -97,45 +97,43 @@ _DEPLOYMENT_FINDINGS = (
 
 @dataclass(frozen=True, kw_only=True)
 class HyperPodClusterProps:
-    """Props of :class:`HyperPodCluster`.
-
-    ``cluster``: the orchestrating EKS cluster (its name; the networking add-ons go on it).
-    ``eks_cluster_arn``: that cluster's ARN (``Orchestrator.Eks.ClusterArn``).
-    ``cluster_name``: the HyperPod cluster's name.
-    ``groups``: the instance groups (:class:`mlcc_constructs.core.platform.hyperpod.InstanceGroup`).
-    ``subnet_ids``: the private subnets of the EKS cluster's VPC the nodes run in.
-    ``security_group_ids``: the nodes' security groups (the EKS cluster security group lets
-    them reach the control plane and the cluster's other nodes).
-    ``profile``: fills ``${profile}`` of the artifacts bucket's name when it is a descriptor
-    key of ``stacks/buckets.json``; default ``None`` (required then).
-    ``artifacts_bucket``: the bucket the lifecycle scripts are copied into: the team's
-    ``s3.IBucket``, a descriptor key or a literal name
-    (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"artifacts"`` (the descriptor's).
-    ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs; default: the
-    cluster's name attribute.
-    ``install_dependencies``: default ``True``: install HyperPod's required components on the
-    EKS cluster first; ``False`` when the team installs AWS's dependency chart itself.
-    ``kubernetes_version``: the EKS cluster's Kubernetes version, checked against the versions
-    HyperPod documents (a warning, id :data:`HYPERPOD_VERSION_WARNING`); default ``None``: the
-    version pinned in ``versions.json``, which ``ServingCluster`` runs.
-    ``groups_where``, ``groups_pointer``: where ``groups`` were declared, what a problem of a
-    group names (``<where>:<pointer>/<index>/count``); default ``"HyperPodClusterProps"``,
-    ``"/groups"`` (the app passes its context key).
-    """
+    """Props of :class:`HyperPodCluster`."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The orchestrating EKS cluster (its name; the networking add-ons go on it)."""
     eks_cluster_arn: str
+    """That cluster's ARN (``Orchestrator.Eks.ClusterArn``)."""
     cluster_name: str
+    """The HyperPod cluster's name."""
     groups: Sequence[InstanceGroup]
+    """The instance groups (:class:`mlcc_constructs.core.platform.hyperpod.InstanceGroup`)."""
     subnet_ids: Sequence[str]
+    """The private subnets of the EKS cluster's VPC the nodes run in."""
     security_group_ids: Sequence[str]
+    """The nodes' security groups (the EKS cluster security group lets them reach the control plane
+    and the cluster's other nodes)."""
     profile: str | None = None
+    """Fills ``${profile}`` of the artifacts bucket's name when it is a descriptor key of
+    ``stacks/buckets.json``; default ``None`` (required then)."""
     artifacts_bucket: BucketRef = "artifacts"
+    """The bucket the lifecycle scripts are copied into: the team's ``s3.IBucket``, a descriptor key
+    or a literal name (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"artifacts"`` (the
+    descriptor's)."""
     eks_cluster_name: str | None = None
+    """The EKS cluster's name as text, for the IAM ARNs; default: the cluster's name attribute."""
     install_dependencies: bool = True
+    """Default ``True``: install HyperPod's required components on the EKS cluster first; ``False``
+    when the team installs AWS's dependency chart itself."""
     kubernetes_version: str | None = None
+    """The EKS cluster's Kubernetes version, checked against the versions HyperPod documents (a
+    warning, id :data:`HYPERPOD_VERSION_WARNING`); default ``None``: the version pinned in
+    ``versions.json``, which ``ServingCluster`` runs."""
     groups_where: str = "HyperPodClusterProps"
+    """Where ``groups`` were declared, what a problem of a group names
+    (``<where>:<pointer>/<index>/count``); default ``"HyperPodClusterProps"`` (the app passes its
+    context key)."""
     groups_pointer: str = "/groups"
+    """The JSON pointer of ``groups`` in ``groups_where``; default ``"/groups"``."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -348,12 +346,10 @@ def _instance_group(
 
 @dataclass(frozen=True, kw_only=True)
 class ImportedHyperPodClusterProps:
-    """Props of :class:`ImportedHyperPodCluster`.
-
-    ``cluster_name``: the existing HyperPod cluster's name.
-    """
+    """Props of :class:`ImportedHyperPodCluster`."""
 
     cluster_name: str
+    """The existing HyperPod cluster's name."""
 
     def __post_init__(self) -> None:
         check_fields(self)

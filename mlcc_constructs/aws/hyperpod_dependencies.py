@@ -42,16 +42,14 @@ from mlcc_constructs.core.support.typecheck import check_fields
 
 @dataclass(frozen=True, kw_only=True)
 class HyperPodDependenciesProps:
-    """Props of :class:`HyperPodDependencies`.
-
-    ``cluster``: the EKS cluster that orchestrates the HyperPod cluster (its kubectl provider
-    installs the charts and applies the objects).
-    ``instance_types``: the HyperPod instance groups' types (``ml.`` names of the instance
-    catalog); the device plugins and the agent run on exactly these.
-    """
+    """Props of :class:`HyperPodDependencies`."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The EKS cluster that orchestrates the HyperPod cluster (its kubectl provider installs the
+    charts and applies the objects)."""
     instance_types: Sequence[str]
+    """The HyperPod instance groups' types (``ml.`` names of the instance catalog); the device
+    plugins and the agent run on exactly these."""
 
     def __post_init__(self) -> None:
         check_fields(self)

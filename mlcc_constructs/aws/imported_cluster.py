@@ -63,34 +63,31 @@ class IServingCluster(Protocol):
 
 @dataclass(frozen=True, kw_only=True)
 class ImportedServingClusterProps:
-    """Props of :class:`ImportedServingCluster` (``ServingCluster.from_cluster_attributes``).
-
-    ``cluster``: the team's cluster; to apply objects it needs its kubectl provider
-    (``eks.Cluster.from_cluster_attributes(..., kubectl_provider=...)``).
-    ``oidc_provider``: the cluster's IAM OIDC provider.
-    ``vpc``: the cluster's VPC; default ``None``: the cluster's own ``vpc`` attribute.
-    ``cluster_name``: the cluster's name as text; default ``None``: the cluster's
-    ``cluster_name`` attribute.
-    ``s3_csi_role``: the role of the cluster's Mountpoint S3 CSI driver, which
-    :meth:`ImportedServingCluster.grant_model_read` grants to; default ``None``: no grants.
-    ``load_balancer_cidrs``: scheme (``internal``, ``internet-facing``) -> the CIDRs of the
-    subnets the cluster's load balancers live in (two or more IPv4 networks each); default
-    ``{}``: none known (a deployment rendered for this cluster would admit no load balancer).
-    ``prometheus_query_url``: the query base URL of the workspace the cluster's metrics go to
-    (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``), with KEDA installed and
-    a ``ClusterTriggerAuthentication`` ``mlcc-aws`` whose identity may query it; default
-    ``None``: none (deployments rendered for this cluster cannot autoscale on metrics).
-    """
+    """Props of :class:`ImportedServingCluster` (``ServingCluster.from_cluster_attributes``)."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The team's cluster; to apply objects it needs its kubectl provider
+    (``eks.Cluster.from_cluster_attributes(..., kubectl_provider=...)``)."""
     oidc_provider: iam.IOpenIdConnectProvider
+    """The cluster's IAM OIDC provider."""
     vpc: ec2.IVpc | None = None
+    """The cluster's VPC; default ``None``: the cluster's own ``vpc`` attribute."""
     cluster_name: str | None = None
+    """The cluster's name as text; default ``None``: the cluster's ``cluster_name`` attribute."""
     s3_csi_role: iam.IRole | None = None
+    """The role of the cluster's Mountpoint S3 CSI driver, which
+    :meth:`ImportedServingCluster.grant_model_read` grants to; default ``None``: no grants."""
     load_balancer_cidrs: Mapping[str, Sequence[str]] = field(
         default_factory=lambda: MappingProxyType({})
     )
+    """Scheme (``internal``, ``internet-facing``) -> the CIDRs of the subnets the cluster's load
+    balancers live in (two or more IPv4 networks each); default ``{}``: none known (a deployment
+    rendered for this cluster would admit no load balancer)."""
     prometheus_query_url: str | None = None
+    """The query base URL of the workspace the cluster's metrics go to
+    (``https://aps-workspaces.<region>.amazonaws.com/workspaces/<id>``), with KEDA installed and a
+    ``ClusterTriggerAuthentication`` ``mlcc-aws`` whose identity may query it; default ``None``:
+    none (deployments rendered for this cluster cannot autoscale on metrics)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

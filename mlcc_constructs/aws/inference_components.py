@@ -38,22 +38,20 @@ BaseComponentRef = sagemaker.CfnInferenceComponent | str
 
 @dataclass(frozen=True, kw_only=True)
 class AdapterInferenceComponentsProps:
-    """Props of :class:`AdapterInferenceComponents`.
-
-    ``endpoint_name``: the SageMaker endpoint the base component runs on.
-    ``base_component``: the base model's inference component (the construct, which also
-    orders the deployment after it, or its name).
-    ``adapters``: lora name → canonical adapter version URI (``.../v<hash12>/``).
-    ``name_prefix``: component names are ``<name_prefix>-<lora name>``; default: the base
-    component's name (required when the base construct has no literal name).
-    ``variant_name``: the endpoint variant; default ``None`` (omitted: SageMaker's default).
-    """
+    """Props of :class:`AdapterInferenceComponents`."""
 
     endpoint_name: str
+    """The SageMaker endpoint the base component runs on."""
     base_component: BaseComponentRef
+    """The base model's inference component (the construct, which also orders the deployment after
+    it, or its name)."""
     adapters: Mapping[str, str] = field(default_factory=dict)
+    """Lora name → canonical adapter version URI (``.../v<hash12>/``)."""
     name_prefix: str | None = None
+    """Component names are ``<name_prefix>-<lora name>``; default: the base component's name
+    (required when the base construct has no literal name)."""
     variant_name: str | None = None
+    """The endpoint variant; default ``None`` (omitted: SageMaker's default)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.adapters, Mapping):

@@ -81,43 +81,40 @@ DEPENDENCY_IDS: Mapping[str, str] = {
 
 @dataclass(frozen=True, kw_only=True)
 class HyperPodInferenceOperatorProps:
-    """Props of :class:`HyperPodInferenceOperator`.
-
-    ``cluster``: the EKS cluster (add-ons; its kubectl provider applies the namespace).
-    ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
-    ``hyperpod_cluster_arn``: the ARN of the HyperPod cluster the operator serves on; default
-    ``None``: ``hyperpod_cluster``'s (give one of the two).
-    ``role_name``: the execution role's name (it must start with ``SageMakerHyperPodInference-``
-    for AWS's managed policy to pass it; this construct grants passing exactly this role).
-    ``profile``: fills ``${profile}`` of the TLS bucket's name when it is a descriptor key of
-    ``stacks/buckets.json``; default ``None`` (required then).
-    ``tls_bucket``: the bucket the operator writes TLS certificates to: the team's
-    ``s3.IBucket``, a descriptor key or a literal name
-    (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"tls"`` (the descriptor's).
-    ``addon_version``: default: the version pinned in ``versions.json``.
-    ``eks_cluster_name``: the EKS cluster's name as text, for the IAM ARNs (so cdk-nag's
-    finding ids are known when the roles are built); default: the cluster's name attribute.
-    ``inference_gateway``: turn the add-on's Inference Gateway on (with its controller's role),
-    for deployments with ``endpoint.gateway``; default ``False`` (off: no role, no gateway).
-    ``install_keda``: default ``True``: the add-on installs KEDA (with ``KedaRole``); ``False``
-    on a cluster that has KEDA already (a ``ServingCluster`` with ``scaling_metrics``): one KEDA
-    per cluster.
-    ``hyperpod_cluster``: the HyperPod cluster the operator serves on, as a construct; default
-    ``None``: ``hyperpod_cluster_arn``'s. Given, a ``ServedModel`` of this operator is checked
-    against the cluster's instance groups (:meth:`HyperPodCluster.host`).
-    """
+    """Props of :class:`HyperPodInferenceOperator`."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The EKS cluster (add-ons; its kubectl provider applies the namespace)."""
     oidc_provider: iam.IOpenIdConnectProvider
+    """The cluster's IAM OIDC provider (IRSA trust)."""
     hyperpod_cluster_arn: str | None = None
+    """The ARN of the HyperPod cluster the operator serves on; default ``None``:
+    ``hyperpod_cluster``'s (give one of the two)."""
     role_name: str
+    """The execution role's name (it must start with ``SageMakerHyperPodInference-`` for AWS's
+    managed policy to pass it; this construct grants passing exactly this role)."""
     profile: str | None = None
+    """Fills ``${profile}`` of the TLS bucket's name when it is a descriptor key of
+    ``stacks/buckets.json``; default ``None`` (required then)."""
     tls_bucket: BucketRef = "tls"
+    """The bucket the operator writes TLS certificates to: the team's ``s3.IBucket``, a descriptor
+    key or a literal name (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"tls"`` (the
+    descriptor's)."""
     addon_version: str | None = None
+    """Default: the version pinned in ``versions.json``."""
     eks_cluster_name: str | None = None
+    """The EKS cluster's name as text, for the IAM ARNs (so cdk-nag's finding ids are known when the
+    roles are built); default: the cluster's name attribute."""
     inference_gateway: bool = False
+    """Turn the add-on's Inference Gateway on (with its controller's role), for deployments with
+    ``endpoint.gateway``; default ``False`` (off: no role, no gateway)."""
     install_keda: bool = True
+    """Default ``True``: the add-on installs KEDA (with ``KedaRole``); ``False`` on a cluster that
+    has KEDA already (a ``ServingCluster`` with ``scaling_metrics``): one KEDA per cluster."""
     hyperpod_cluster: HyperPodCluster | ImportedHyperPodCluster | None = None
+    """The HyperPod cluster the operator serves on, as a construct; default ``None``:
+    ``hyperpod_cluster_arn``'s. Given, a ``ServedModel`` of this operator is checked against the
+    cluster's instance groups (:meth:`HyperPodCluster.host`)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -27,22 +27,19 @@ from mlcc_constructs.core.support.typecheck import check_fields
 
 @dataclass(frozen=True, kw_only=True)
 class KubernetesObjectsProps:
-    """Props of :class:`KubernetesObjects`.
-
-    ``cluster``: the EKS cluster whose kubectl provider applies the objects.
-    ``objects``: the Kubernetes objects, in apply order.
-    ``ordered``: default ``True``: each object's resource depends on the one before it, so
-    CloudFormation applies them in order (as ``kubectl apply -f`` would) and deletes them in
-    reverse.
-    ``retain``: default ``False``; ``True`` keeps the objects in the cluster when their
-    resources leave the stack (``RemovalPolicy.RETAIN``), e.g. for namespaces that may hold
-    objects the app does not own.
-    """
+    """Props of :class:`KubernetesObjects`."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The EKS cluster whose kubectl provider applies the objects."""
     objects: Sequence[Mapping[str, Any]]
+    """The Kubernetes objects, in apply order."""
     ordered: bool = True
+    """Default ``True``: each object's resource depends on the one before it, so CloudFormation
+    applies them in order (as ``kubectl apply -f`` would) and deletes them in reverse."""
     retain: bool = False
+    """Default ``False``; ``True`` keeps the objects in the cluster when their resources leave the
+    stack (``RemovalPolicy.RETAIN``), e.g. for namespaces that may hold objects the app does not
+    own."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -334,20 +334,18 @@ def _acknowledge_framework(
 
 @dataclass(frozen=True, kw_only=True)
 class WorkloadReadinessProps:
-    """Props of :class:`WorkloadReadiness`.
-
-    ``target``: what to wait for (:func:`~mlcc_constructs.core.serving.readiness.readiness_target`).
-    ``cluster``: the cluster (its kubectl provider applies the ``Role``; its API is read).
-    ``subnets``: where the waiter's Lambda runs when this makes it; default ``None``: the VPC's
-    private subnets with egress (it needs no egress: only the API endpoint, inside the VPC).
-    ``provider``: the cluster's waiter (``ServingCluster.readiness``); default ``None``: the
-    stack's own, made on first use.
-    """
+    """Props of :class:`WorkloadReadiness`."""
 
     target: ReadinessTarget
+    """What to wait for (:func:`~mlcc_constructs.core.serving.readiness.readiness_target`)."""
     cluster: eks.ICluster | eks.Cluster
+    """The cluster (its kubectl provider applies the ``Role``; its API is read)."""
     subnets: ec2.SubnetSelection | None = None
+    """Where the waiter's Lambda runs when this makes it; default ``None``: the VPC's private
+    subnets with egress (it needs no egress: only the API endpoint, inside the VPC)."""
     provider: ReadinessProvider | None = None
+    """The cluster's waiter (``ServingCluster.readiness``); default ``None``: the stack's own, made
+    on first use."""
 
     def __post_init__(self) -> None:
         check_fields(self)

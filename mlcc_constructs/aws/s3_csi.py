@@ -9,19 +9,17 @@ descriptor keys of ``stacks/buckets.json`` or literal bucket names
 (:data:`mlcc_constructs.aws.buckets.BucketRef`), never ARN strings, so a grant cannot name a
 wildcard bucket. :meth:`S3CsiDriver.grant_read` adds a bucket after construction.
 
-Logical ids: by default the role and the add-on are this construct's children ``Role`` and
-``Addon``. ``parent_ids`` creates them directly in the parent scope instead; the app's
-eks-cluster stack uses it because the deployed stack has them as ``S3CsiRole`` and
-``S3CsiDriverAddon`` (policy ``S3CsiRoleDefaultPolicyE2B11437``), and a changed logical id
-replaces the resource. That beats overriding logical ids: construct paths keep matching the
-logical ids that ``cdk diff`` and cdk-nag print, and no hashed suffix is hard-coded.
+Logical ids: the role and the add-on are this construct's children ``Role`` and ``Addon``.
+``ServingCluster``'s driver puts them beside itself instead, as ``S3CsiRole`` and
+``S3CsiDriverAddon`` (policy ``S3CsiRoleDefaultPolicyE2B11437``): the ids of stacks deployed
+before, which a changed logical id would replace (``ServingCluster``'s *Logical ids*).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
@@ -48,56 +46,32 @@ def pinned_addon_version(addon: str = ADDON_NAME) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class S3CsiParentIds:
-    """Ids for creating the role and the add-on directly in the parent scope (so they keep the
-    logical ids of a deployed stack).
-
-    Fields:
-
-    ``role``: construct id of the IAM role, e.g. ``S3CsiRole``.
-    ``addon``: construct id of the ``CfnAddon``, e.g. ``S3CsiDriverAddon``.
-    """
-
-    role: str
-    addon: str
-
-    def __post_init__(self) -> None:
-        check_fields(self)
-
-
-@dataclass(frozen=True, kw_only=True)
 class S3CsiDriverProps:
-    """Props of :class:`S3CsiDriver`.
-
-    ``cluster``: the EKS cluster the add-on is installed on.
-    ``oidc_provider``: the cluster's IAM OIDC provider (IRSA trust).
-    ``read_buckets``: buckets the driver mounts read-only (objects, descriptor keys or
-    literal names: :data:`mlcc_constructs.aws.buckets.BucketRef`); default: the descriptor's
-    ``core``, ``training`` and ``adapters`` buckets.
-    ``tls_bucket``: the bucket the HyperPod operator writes TLS certificates to (read access
-    for the pods that mount them); default: the descriptor's ``tls`` bucket; ``None``: no TLS
-    statement (a cluster without the HyperPod inference operator).
-    ``profile``: fills ``${profile}`` when a bucket is given by descriptor key; required
-    then (account and region come from the stack); default ``None``.
-    ``addon_version``: default: the version pinned in ``versions.json``.
-    ``resolve_conflicts``: ``ResolveConflicts`` of the add-on; default ``OVERWRITE``.
-    ``configuration_values``: the add-on's configuration (its schema: ``aws eks
-    describe-addon-configuration --addon-name aws-mountpoint-s3-csi-driver``); default
-    ``None`` (the add-on's defaults). The app passes
-    :func:`mlcc_constructs.core.platform.gpu_capacity.s3_csi_addon_configuration`.
-    ``parent_ids``: default ``None``: the role and the add-on are this construct's
-    children ``Role`` and ``Addon``.
-    """
+    """Props of :class:`S3CsiDriver`."""
 
     cluster: eks.ICluster | eks.Cluster
+    """The EKS cluster the add-on is installed on."""
     oidc_provider: iam.IOpenIdConnectProvider
+    """The cluster's IAM OIDC provider (IRSA trust)."""
     read_buckets: Sequence[BucketRef] = DEFAULT_READ_BUCKETS
+    """Buckets the driver mounts read-only (objects, descriptor keys or literal names:
+    :data:`mlcc_constructs.aws.buckets.BucketRef`); default: the descriptor's ``core``, ``training``
+    and ``adapters`` buckets."""
     tls_bucket: BucketRef | None = "tls"
+    """The bucket the HyperPod operator writes TLS certificates to (read access for the pods that
+    mount them); default: the descriptor's ``tls`` bucket; ``None``: no TLS statement (a cluster
+    without the HyperPod inference operator)."""
     profile: str | None = None
+    """Fills ``${profile}`` when a bucket is given by descriptor key; required then (account and
+    region come from the stack); default ``None``."""
     addon_version: str | None = None
+    """Default: the version pinned in ``versions.json``."""
     resolve_conflicts: str = "OVERWRITE"
+    """``ResolveConflicts`` of the add-on; default ``OVERWRITE``."""
     configuration_values: Mapping[str, Any] | None = None
-    parent_ids: S3CsiParentIds | None = field(default=None)
+    """The add-on's configuration (its schema: ``aws eks describe-addon-configuration --addon-name
+    aws-mountpoint-s3-csi-driver``); default ``None`` (the add-on's defaults). The app passes
+    :func:`mlcc_constructs.core.platform.gpu_capacity.s3_csi_addon_configuration`."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -112,13 +86,19 @@ class S3CsiDriverProps:
 
 
 class S3CsiDriver(Construct):
-    """The ``aws-mountpoint-s3-csi-driver`` EKS add-on with an IRSA role."""
+    """The ``aws-mountpoint-s3-csi-driver`` EKS add-on with an IRSA role (children ``Role`` and
+    ``Addon``)."""
+
+    # The role's and the add-on's construct ids, and whether they go beside this construct
+    # (in its scope) rather than under it: ServingCluster's own subclass sets them.
+    _ROLE_ID = "Role"
+    _ADDON_ID = "Addon"
+    _BESIDE = False
 
     def __init__(self, scope: Construct, id: str, *, props: S3CsiDriverProps) -> None:
         super().__init__(scope, id)
-        owner: Construct = scope if props.parent_ids else self
-        role_id = props.parent_ids.role if props.parent_ids else "Role"
-        addon_id = props.parent_ids.addon if props.parent_ids else "Addon"
+        owner: Construct = scope if self._BESIDE else self
+        role_id, addon_id = self._ROLE_ID, self._ADDON_ID
         issuer = props.oidc_provider.open_id_connect_provider_issuer
         condition = cdk.CfnJson(
             self,

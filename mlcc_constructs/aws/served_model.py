@@ -124,47 +124,45 @@ _PROPS = "ServedModelProps"
 
 @dataclass(frozen=True, kw_only=True)
 class ServedModelProps:
-    """Props of :class:`ServedModel`.
-
-    ``deployment``: the prepared deployment (``prepare(spec, context=RenderContext(...))``).
-    ``cluster``: the cluster the objects are applied to: an
-    :class:`~mlcc_constructs.aws.imported_cluster.IServingCluster` (a ``ServingCluster``, or
-    ``ServingCluster.from_cluster_attributes`` of the team's own), whose load balancer subnets
-    the deployment's NetworkPolicy must admit (checked: :mod:`mlcc_constructs.core.serving.
-    cluster_fit`) and whose GPU node pool must offer its instance families; or a bare
-    ``eks.ICluster`` with a kubectl provider, for a deployment without a load balancer of the
-    cluster's (``endpoint.scheme: none``, or ``hyperpod-eks``), which is refused otherwise.
-    ``operator``: what objects of the HyperPod inference operator's kinds wait for: the
-    :class:`~mlcc_constructs.aws.inference_operator.HyperPodInferenceOperator` (its add-on) or
-    any ``IDependable`` that installs the CRDs; default ``None``: the deployment may have no
-    such object (a ``hyperpod-eks`` deployment is refused).
-    ``create_namespace``: default ``True``: apply the deployment's ``Namespace`` (retained)
-    before its objects, unless it is built in (``default``, ``kube-system``, ...); ``False``
-    when the namespace exists or another construct applies it (several deployments of one
-    namespace: the app's ``mlcc-<profile>-serving`` stack).
-    ``wait_for_ready``: default ``True``: the deploy waits until the workload is ready and fails
-    (rolling back) with the pod's reason when it is not within the ready timeout
-    (``DeploymentSpec.ready_timeout_seconds``, else computed); ``False``: it completes when
-    the objects are applied. Waiting reads the cluster's API from its VPC: an imported cluster
-    needs ``vpc``, ``cluster_security_group_id``, ``cluster_endpoint`` and
-    ``cluster_certificate_authority_data``.
-    ``readiness``: the cluster's deploy waiter; default ``None``: the ``ServingCluster``'s
-    (``ServingCluster.readiness``), else the stack's own (``MlccReadiness``, made on first use:
-    22 resources per stack).
-    ``readiness_subnets``: where the stack's own waiter's Lambda runs; default ``None``: the
-    VPC's private subnets with egress.
-    ``declared_at``: where the deployment is declared (a spec file's entry), what the checks'
-    problems name; default ``None``: the construct's path.
-    """
+    """Props of :class:`ServedModel`."""
 
     deployment: PreparedDeployment
+    """The prepared deployment (``prepare(spec, context=RenderContext(...))``)."""
     cluster: eks.ICluster | eks.Cluster | IServingCluster
+    """The cluster the objects are applied to: an
+    :class:`~mlcc_constructs.aws.imported_cluster.IServingCluster` (a ``ServingCluster``, or
+    ``ServingCluster.from_cluster_attributes`` of the team's own), whose load balancer subnets the
+    deployment's NetworkPolicy must admit (checked: :mod:`mlcc_constructs.core.serving.
+    cluster_fit`) and whose GPU node pool must offer its instance families; or a bare
+    ``eks.ICluster`` with a kubectl provider, for a deployment without a load balancer of the
+    cluster's (``endpoint.scheme: none``, or ``hyperpod-eks``), which is refused otherwise."""
     operator: HyperPodInferenceOperator | IDependable | None = None
+    """What objects of the HyperPod inference operator's kinds wait for: the
+    :class:`~mlcc_constructs.aws.inference_operator.HyperPodInferenceOperator` (its add-on) or any
+    ``IDependable`` that installs the CRDs; default ``None``: the deployment may have no such object
+    (a ``hyperpod-eks`` deployment is refused)."""
     create_namespace: bool = True
+    """Default ``True``: apply the deployment's ``Namespace`` (retained) before its objects, unless
+    it is built in (``default``, ``kube-system``, ...); ``False`` when the namespace exists or
+    another construct applies it (several deployments of one namespace: the app's
+    ``mlcc-<profile>-serving`` stack)."""
     wait_for_ready: bool = True
+    """Default ``True``: the deploy waits until the workload is ready and fails (rolling back) with
+    the pod's reason when it is not within the ready timeout
+    (``DeploymentSpec.ready_timeout_seconds``, else computed); ``False``: it completes when the
+    objects are applied. Waiting reads the cluster's API from its VPC: an imported cluster needs
+    ``vpc``, ``cluster_security_group_id``, ``cluster_endpoint`` and
+    ``cluster_certificate_authority_data``."""
     readiness: ReadinessProvider | None = None
+    """The cluster's deploy waiter; default ``None``: the ``ServingCluster``'s
+    (``ServingCluster.readiness``), else the stack's own (``MlccReadiness``, made on first use: 22
+    resources per stack)."""
     readiness_subnets: ec2.SubnetSelection | None = None
+    """Where the stack's own waiter's Lambda runs; default ``None``: the VPC's private subnets with
+    egress."""
     declared_at: str | None = None
+    """Where the deployment is declared (a spec file's entry), what the checks' problems name;
+    default ``None``: the construct's path."""
 
     def __post_init__(self) -> None:
         raise_if_any(_text_problems(self) or field_problems(self, where=_PROPS))

@@ -23,7 +23,7 @@
 * ``GpuCapacity`` (only with GPU families or types): the :class:`GpuNodePool`.
 * ``OidcProvider``: the native ``AWS::IAM::OIDCProvider`` of the cluster (IRSA).
 * ``S3CsiDriver`` and beside it ``S3CsiRole`` and ``S3CsiDriverAddon``
-  (:class:`~mlcc_constructs.aws.s3_csi.S3CsiParentIds`): the Mountpoint S3 CSI driver, its node
+  (:data:`S3CSI_IDS`): the Mountpoint S3 CSI driver, its node
   pod tolerating the GPU taint, reading ``read_buckets`` (and the TLS bucket; more with
   :meth:`ServingCluster.grant_model_read`).
 
@@ -57,11 +57,12 @@ The cluster side of the deployments' endpoints (:mod:`mlcc_constructs.aws.cluste
 **Logical ids.** CloudFormation logical ids come from construct paths, and a changed logical
 id replaces the resource. The children's ids above are a contract: a team's
 ``ServingCluster(stack, "Serving")`` has ``Serving/Cluster``, ``Serving/S3CsiRole``, ... and
-keeps them. The app's deployed ``mlcc-<profile>-eks-cluster`` stack had these resources as
-the stack's own children (``Cluster``, ``S3CsiRole``, ``S3CsiDriverAddon``, policy
-``S3CsiRoleDefaultPolicyE2B11437``), so the app passes ``in_parent_scope=True``: the children
-are created in the stack with the same ids, and their construct paths are exactly what they
-were. Not a construct id ``Default`` (which CDK leaves out of logical ids): CDK also writes
+keeps them. A stack deployed with these resources as its own children (the app's
+``mlcc-<profile>-eks-cluster``: ``Cluster``, ``S3CsiRole``, ``S3CsiDriverAddon``, policy
+``S3CsiRoleDefaultPolicyE2B11437``) keeps them with a subclass whose :meth:`_children_scope`
+returns the scope (``stacks/eks_cluster_stack.py``): the children are created in the stack
+with the same ids, and their construct paths are exactly what they were. Not a construct id
+``Default`` (which CDK leaves out of logical ids): CDK also writes
 construct paths into templates (the VPC's ``Name`` tags, the kubectl provider's description),
 and the stack-level singletons (the ``CfnJson`` provider) would move in the template: measured,
 that is 61 changed lines of the eks-cluster template; nor overridden logical ids: construct
@@ -114,11 +115,7 @@ from mlcc_constructs.aws.imported_cluster import (
     IServingCluster,
 )
 from mlcc_constructs.aws.readiness import PROVIDER_ID, ReadinessProvider
-from mlcc_constructs.aws.s3_csi import (
-    S3CsiDriver,
-    S3CsiDriverProps,
-    S3CsiParentIds,
-)
+from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps
 from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps as ServingClusterProps
 from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
@@ -130,7 +127,16 @@ from mlcc_constructs.core.serving.endpoint.outputs import cluster_outputs
 from mlcc_constructs.core.support.errors import fail
 
 # Logical ids are a contract with the deployed stack: a changed id replaces the resource.
-S3CSI_IDS = S3CsiParentIds(role="S3CsiRole", addon="S3CsiDriverAddon")
+S3CSI_IDS = ("S3CsiRole", "S3CsiDriverAddon")
+"""The construct ids of the S3 CSI driver's role and add-on, beside the ``S3CsiDriver``."""
+
+
+class _ClusterS3CsiDriver(S3CsiDriver):
+    """ServingCluster's S3 CSI driver: its role and add-on beside it (:data:`S3CSI_IDS`)."""
+
+    _ROLE_ID, _ADDON_ID = S3CSI_IDS
+    _BESIDE = True
+
 
 _CONTROL_PLANE_LOGS = (
     eks.ClusterLoggingTypes.API,
@@ -165,8 +171,7 @@ class ServingCluster(Construct):
     ) -> None:
         super().__init__(scope, id)
         props = self._props = props or ServingClusterProps()
-        # Where the children go: this construct, or its scope (``in_parent_scope``).
-        owner: Construct = scope if props.in_parent_scope else self
+        owner = self._children_scope(scope)
         self.vpc: ec2.IVpc = props.vpc or _new_vpc(
             owner,
             props.availability_zones,
@@ -251,7 +256,7 @@ class ServingCluster(Construct):
         self.oidc_provider = eks.OidcProviderNative(
             owner, "OidcProvider", url=self.cluster.cluster_open_id_connect_issuer_url
         )
-        self.s3_csi = S3CsiDriver(
+        self.s3_csi: S3CsiDriver = _ClusterS3CsiDriver(
             owner,
             "S3CsiDriver",
             props=S3CsiDriverProps(
@@ -260,7 +265,6 @@ class ServingCluster(Construct):
                 read_buckets=props.read_buckets,
                 tls_bucket=props.tls_bucket,
                 profile=props.profile,
-                parent_ids=S3CSI_IDS,
                 configuration_values=s3_csi_addon_configuration(),
             ),
         )
@@ -331,6 +335,12 @@ class ServingCluster(Construct):
             public_cidrs=self._props.endpoint_public_cidrs,
         )
         return add_stack_outputs(self, found, self.node.id if prefix is None else prefix)
+
+    def _children_scope(self, scope: Construct) -> Construct:
+        """Where the children go: this construct (``<id>/Cluster``, ...). A subclass returns
+        ``scope`` for a stack whose deployed resources were the stack's own children, so their
+        construct paths and logical ids stay as they were (see *Logical ids* in the module)."""
+        return self
 
     @staticmethod
     def from_cluster_attributes(

@@ -49,110 +49,98 @@ def _internal_only() -> Mapping[str, Sequence[str]]:
 
 @dataclass(frozen=True, kw_only=True)
 class ServingClusterProps:
-    """Props of :class:`ServingCluster`. Every field is optional.
-
-    ``cluster_name``: the EKS cluster's name (1-100 letters, digits, ``-``, ``_``); default
-    ``None``: CloudFormation names it.
-    ``vpc``: the team's VPC (``ec2.IVpc``); default ``None``: a new VPC (child ``Vpc``).
-    ``availability_zones``: the new VPC's zones, at least two; default ``()``: up to three
-    of the stack's zones. Only without ``vpc``.
-    ``vpc_subnets``: the subnets of the cluster and its kubectl provider; default ``None``:
-    the VPC's private subnets with egress (``SubnetType.PRIVATE_WITH_EGRESS``).
-    ``admin_roles``: IAM roles (``iam.IRole``; an ARN from configuration:
-    ``iam.Role.from_role_arn``) given ``AmazonEKSClusterAdminPolicy`` at cluster scope by EKS
-    access entries; default ``()``.
-    ``endpoint_public_cidrs``: IPv4 networks that reach the public API endpoint; default
-    ``()``: the endpoint is private. ``0.0.0.0/0`` is refused.
-    ``gpu_instance_families``: instance families the GPU NodePool offers (``g5``); default
-    ``()``.
-    ``gpu_instance_types``: instance types of the catalog whose families the pool offers
-    (``ml.g5.12xlarge``); default ``()``. Neither: no GPU NodePool.
-    ``gpu_limit``: the most GPUs the GPU NodePool holds (``limits``); default ``None``: no limit.
-    ``gpu_maintenance_window``: when drift may replace GPU nodes
-    (``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC); default ``None``: never
-    (:class:`~mlcc_constructs.aws.gpu_node_pool.GpuNodePoolProps`).
-    ``control_plane_log_days``: how long the EKS control-plane log group keeps its logs; default
-    ``90`` (:mod:`mlcc_constructs.core.platform.log_retention`).
-    ``flow_log_days``: how long the VPC flow log group keeps its logs (the VPC ServingCluster
-    creates); default ``30``.
-    ``scaling_metrics``: default ``True``: an Amazon Managed Service for Prometheus workspace
-    with a managed scraper of the cluster's annotated pods, and KEDA (pinned Helm chart, IRSA
-    role reading that workspace and CloudWatch metric data, ``ClusterTriggerAuthentication``
-    ``mlcc-aws``); ``False``: none (the deployments then cannot autoscale).
-    ``read_buckets``: buckets the S3 CSI driver mounts read-only
-    (:data:`~mlcc_constructs.aws.buckets.BucketRef`: the team's ``s3.IBucket``, a descriptor
-    key or a literal name); default ``()`` (add some with :meth:`ServingCluster.grant_model_read`).
-    ``tls_bucket``: the bucket the HyperPod inference operator writes TLS certificates to (the
-    driver gets read access); default ``None``: none.
-    ``profile``: fills ``${profile}`` of descriptor keys; default ``None`` (required then).
-    ``kubernetes_version``: the cluster's Kubernetes version (``1.35``); default ``None``: the
-    version pinned in ``versions.json``.
-    ``kubectl_layer``: the kubectl Lambda layer (its kubectl of the cluster's minor version);
-    default ``None``: the layer package pinned in ``versions.json`` (child ``KubectlLayer``);
-    required with another ``kubernetes_version``.
-    ``in_parent_scope``: default ``False``: the children are this construct's
-    (``<id>/Cluster``, ...). ``True`` creates them directly in the construct's scope with the
-    same ids, for a stack whose deployed resources were its own children (the app's
-    eks-cluster stack): see *Logical ids* in the serving_cluster module.
-    ``load_balancer_groups``: the load balancer schemes (``internal``, ``internet-facing``) the
-    cluster serves, each with its groups: every listed scheme gets the IngressClass
-    ``mlcc-<scheme>`` (a load balancer per Ingress) and one ``mlcc-<scheme>-<group>`` per group
-    (one load balancer shared by the group's Ingresses). Default ``{"internal": ()}``: internal
-    endpoints, no groups. ``{}``: no IngressClass (deployments then need ``endpoint.scheme:
-    none``).
-    ``nat_gateways``: the NAT gateways of the VPC ServingCluster creates, at most one per zone;
-    default ``None``: 1 with a dev ``profile``, else one per zone
-    (:mod:`mlcc_constructs.core.platform.vpc_network`). Only without ``vpc``.
-    ``pull_through_secrets``: the ECR pull through cache (children ``PullThroughCache*`` and
-    ``ImageCachePullPolicy``, :mod:`mlcc_constructs.aws.image_cache`): upstream registry ->
-    the existing Secrets Manager secret (name beginning ``ecr-pullthroughcache/``, or its ARN)
-    of each upstream that needs credentials (``{"docker-hub": "ecr-pullthroughcache/docker-hub"}``);
-    default ``None``: no pull through cache (deployments then render without
-    ``RenderContext.image_registry``).
-    ``readiness_waiter``: default ``True``: the cluster's deploy waiter (child ``MlccReadiness``,
-    :class:`~mlcc_constructs.aws.readiness.ReadinessProvider`: two Lambdas, a Step Functions
-    waiter, their roles and log groups, a security group and an access entry), which each
-    ``ServedModel`` given ``ServingCluster.readiness`` uses; ``False``: none (each stack that
-    waits makes its own).
-    ``leader_worker_set``: default ``False``: install LeaderWorkerSet (child
-    ``LeaderWorkerSet``, the pinned lws Helm chart in ``lws-system``,
-    :mod:`mlcc_constructs.aws.cluster_leader_worker_set`), which a deployment over more than
-    one node (``nodes`` > 1 on eks) needs; set it when any deployment is multi-node. Off by
-    default so a cluster of single-node deployments keeps its template and runs no controller.
-    ``load_balancer_subnets``: with ``vpc`` only (required then for every scheme of
-    ``load_balancer_groups``): each scheme's subnets, two or more in distinct zones, with CIDRs
-    known at synth (``ec2.Subnet.from_subnet_attributes(..., ipv4_cidr_block=...)``), holding
-    nothing but load balancers (the deployments' NetworkPolicies admit their whole CIDRs) and
-    tagged ``kubernetes.io/role/internal-elb`` (internal) or ``kubernetes.io/role/elb``
-    (internet-facing), as Auto Mode requires (tagged here when the app creates them). Default
-    ``None``: the VPC ServingCluster creates has its own (see the cluster_endpoint module).
-    """
+    """Props of :class:`ServingCluster`. Every field is optional."""
 
     cluster_name: str | None = None
+    """The EKS cluster's name (1-100 letters, digits, ``-``, ``_``); default ``None``:
+    CloudFormation names it."""
     vpc: ec2.IVpc | None = None
+    """The team's VPC (``ec2.IVpc``); default ``None``: a new VPC (child ``Vpc``)."""
     availability_zones: Sequence[str] = ()
+    """The new VPC's zones, at least two; default ``()``: up to three of the stack's zones. Only
+    without ``vpc``."""
     vpc_subnets: ec2.SubnetSelection | None = None
+    """The subnets of the cluster and its kubectl provider; default ``None``: the VPC's private
+    subnets with egress (``SubnetType.PRIVATE_WITH_EGRESS``)."""
     admin_roles: Sequence[iam.IRole] = ()
+    """IAM roles (``iam.IRole``; an ARN from configuration: ``iam.Role.from_role_arn``) given
+    ``AmazonEKSClusterAdminPolicy`` at cluster scope by EKS access entries; default ``()``."""
     endpoint_public_cidrs: Sequence[str] = ()
+    """IPv4 networks that reach the public API endpoint; default ``()``: the endpoint is private.
+    ``0.0.0.0/0`` is refused."""
     gpu_instance_families: Sequence[str] = ()
+    """Instance families the GPU NodePool offers (``g5``); default ``()``."""
     gpu_instance_types: Sequence[str] = ()
+    """Instance types of the catalog whose families the pool offers (``ml.g5.12xlarge``); default
+    ``()``. Neither: no GPU NodePool."""
     gpu_limit: int | None = None
+    """The most GPUs the GPU NodePool holds (``limits``); default ``None``: no limit."""
     gpu_maintenance_window: str | None = None
+    """When drift may replace GPU nodes (``'<daily|sun|...|sat> HH:MM <hours>h'`` UTC); default
+    ``None``: never (:class:`~mlcc_constructs.aws.gpu_node_pool.GpuNodePoolProps`)."""
     control_plane_log_days: int = CONTROL_PLANE_LOG_DAYS
+    """How long the EKS control-plane log group keeps its logs; default ``90``
+    (:mod:`mlcc_constructs.core.platform.log_retention`)."""
     flow_log_days: int = FLOW_LOG_DAYS
+    """How long the VPC flow log group keeps its logs (the VPC ServingCluster creates); default
+    ``30``."""
     scaling_metrics: bool = True
+    """Default ``True``: an Amazon Managed Service for Prometheus workspace with a managed scraper
+    of the cluster's annotated pods, and KEDA (pinned Helm chart, IRSA role reading that workspace
+    and CloudWatch metric data, ``ClusterTriggerAuthentication`` ``mlcc-aws``); ``False``: none (the
+    deployments then cannot autoscale)."""
     read_buckets: Sequence[BucketRef] = ()
+    """Buckets the S3 CSI driver mounts read-only (:data:`~mlcc_constructs.aws.buckets.BucketRef`:
+    the team's ``s3.IBucket``, a descriptor key or a literal name); default ``()`` (add some with
+    :meth:`ServingCluster.grant_model_read`)."""
     tls_bucket: BucketRef | None = None
+    """The bucket the HyperPod inference operator writes TLS certificates to (the driver gets read
+    access); default ``None``: none."""
     profile: str | None = None
+    """Fills ``${profile}`` of descriptor keys; default ``None`` (required then)."""
     kubernetes_version: str | None = None
+    """The cluster's Kubernetes version (``1.35``); default ``None``: the version pinned in
+    ``versions.json``."""
     kubectl_layer: lambda_.ILayerVersion | None = None
-    in_parent_scope: bool = False
+    """The kubectl Lambda layer (its kubectl of the cluster's minor version); default ``None``: the
+    layer package pinned in ``versions.json`` (child ``KubectlLayer``); required with another
+    ``kubernetes_version``."""
     load_balancer_groups: Mapping[str, Sequence[str]] = field(default_factory=_internal_only)
+    """The load balancer schemes (``internal``, ``internet-facing``) the cluster serves, each with
+    its groups: every listed scheme gets the IngressClass ``mlcc-<scheme>`` (a load balancer per
+    Ingress) and one ``mlcc-<scheme>-<group>`` per group (one load balancer shared by the group's
+    Ingresses). Default ``{"internal": ()}``: internal endpoints, no groups. ``{}``: no IngressClass
+    (deployments then need ``endpoint.scheme: none``)."""
     load_balancer_subnets: Mapping[str, Sequence[ec2.ISubnet]] | None = None
+    """With ``vpc`` only (required then for every scheme of ``load_balancer_groups``): each scheme's
+    subnets, two or more in distinct zones, with CIDRs known at synth
+    (``ec2.Subnet.from_subnet_attributes(..., ipv4_cidr_block=...)``), holding nothing but load
+    balancers (the deployments' NetworkPolicies admit their whole CIDRs) and tagged
+    ``kubernetes.io/role/internal-elb`` (internal) or ``kubernetes.io/role/elb`` (internet-facing),
+    as Auto Mode requires (tagged here when the app creates them). Default ``None``: the VPC
+    ServingCluster creates has its own (see the cluster_endpoint module)."""
     nat_gateways: int | None = None
+    """The NAT gateways of the VPC ServingCluster creates, at most one per zone; default ``None``: 1
+    with a dev ``profile``, else one per zone (:mod:`mlcc_constructs.core.platform.vpc_network`).
+    Only without ``vpc``."""
     pull_through_secrets: Mapping[str, str] | None = None
+    """The ECR pull through cache (children ``PullThroughCache*`` and ``ImageCachePullPolicy``,
+    :mod:`mlcc_constructs.aws.image_cache`): upstream registry -> the existing Secrets Manager
+    secret (name beginning ``ecr-pullthroughcache/``, or its ARN) of each upstream that needs
+    credentials (``{"docker-hub": "ecr-pullthroughcache/docker-hub"}``); default ``None``: no pull
+    through cache (deployments then render without ``RenderContext.image_registry``)."""
     readiness_waiter: bool = True
+    """Default ``True``: the cluster's deploy waiter (child ``MlccReadiness``,
+    :class:`~mlcc_constructs.aws.readiness.ReadinessProvider`: two Lambdas, a Step Functions waiter,
+    their roles and log groups, a security group and an access entry), which each ``ServedModel``
+    given ``ServingCluster.readiness`` uses; ``False``: none (each stack that waits makes its
+    own)."""
     leader_worker_set: bool = False
+    """Default ``False``: install LeaderWorkerSet (child ``LeaderWorkerSet``, the pinned lws Helm
+    chart in ``lws-system``, :mod:`mlcc_constructs.aws.cluster_leader_worker_set`), which a
+    deployment over more than one node (``nodes`` > 1 on eks) needs; set it when any deployment is
+    multi-node. Off by default so a cluster of single-node deployments keeps its template and runs
+    no controller."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -29,20 +29,16 @@ from mlcc_constructs.core.support.typecheck import check_fields
 
 @dataclass(frozen=True, kw_only=True)
 class CacheBackendProps:
-    """Props of :class:`CacheBackend`: ``CacheBackend(scope, id, props=CacheBackendProps(...))``.
-
-    Fields:
-
-    ``name``: ``metadata.name`` of the CacheBackend. Required.
-    ``spec``: The typed spec (admitted when the construct is created and again at synth). Required.
-    ``namespace``: ``metadata.namespace``. Default: none (the chart's or kubectl's namespace).
-    ``labels``: ``metadata.labels``. Default: none (no labels).
-    """
+    """Props of :class:`CacheBackend`: ``CacheBackend(scope, id, props=CacheBackendProps(...))``."""
 
     name: str
+    """``metadata.name`` of the CacheBackend. Required."""
     spec: CacheBackendSpec
+    """The typed spec (admitted when the construct is created and again at synth). Required."""
     namespace: str | None = None
+    """``metadata.namespace``. Default: none (the chart's or kubectl's namespace)."""
     labels: Mapping[str, str] | None = None
+    """``metadata.labels``. Default: none (no labels)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -19,16 +19,11 @@ ENTRY_ID = "ConfigMap"
 
 @dataclass(frozen=True, kw_only=True)
 class EngineConfigMapProps:
-    """Props of :class:`EngineConfigMap`.
-
-    Fields:
-
-    ``deployment``: The prepared deployment
-    (``mlcc_constructs.core.serving.prepare.deployment.prepare``); its target
-        must render a ConfigMap and its ``config_delivery`` must be ``env``.
-    """
+    """Props of :class:`EngineConfigMap`."""
 
     deployment: PreparedDeployment
+    """The prepared deployment (``mlcc_constructs.core.serving.prepare.deployment.prepare``); its
+    target must render a ConfigMap and its ``config_delivery`` must be ``env``."""
 
     def __post_init__(self) -> None:
         check_fields(self)

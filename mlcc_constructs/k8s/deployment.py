@@ -36,17 +36,13 @@ _PRIMARY = {DEPLOYMENT_ENTRY: "Resource"}
 
 @dataclass(frozen=True, kw_only=True)
 class EngineDeploymentProps:
-    """Props of :class:`EngineDeployment`.
-
-    Fields:
-
-    ``deployment``: The prepared deployment; its target must render a Deployment (``eks``).
-    ``config_map``: The ConfigMap the pods read (``env`` delivery), made from the same deployment.
-        Default: a new child ``ConfigMap``.
-    """
+    """Props of :class:`EngineDeployment`."""
 
     deployment: PreparedDeployment
+    """The prepared deployment; its target must render a Deployment (``eks``)."""
     config_map: EngineConfigMap | None = None
+    """The ConfigMap the pods read (``env`` delivery), made from the same deployment. Default: a new
+    child ``ConfigMap``."""
 
     def __post_init__(self) -> None:
         check_fields(self)

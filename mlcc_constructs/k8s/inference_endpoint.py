@@ -18,15 +18,11 @@ KIND = "InferenceEndpointConfig"
 
 @dataclass(frozen=True, kw_only=True)
 class InferenceEndpointConfigProps:
-    """Props of :class:`InferenceEndpointConfig`.
-
-    Fields:
-
-    ``deployment``: The prepared deployment; its target must render an InferenceEndpointConfig
-        (``hyperpod-eks``).
-    """
+    """Props of :class:`InferenceEndpointConfig`."""
 
     deployment: PreparedDeployment
+    """The prepared deployment; its target must render an InferenceEndpointConfig
+    (``hyperpod-eks``)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -17,12 +17,10 @@ from mlcc_constructs.k8s._api import api_object
 
 @dataclass(frozen=True, kw_only=True)
 class NamespacesProps:
-    """Props of :class:`Namespaces`.
-
-    ``namespaces``: the namespace names, in the order they are emitted.
-    """
+    """Props of :class:`Namespaces`."""
 
     namespaces: Sequence[str]
+    """The namespace names, in the order they are emitted."""
 
     def __post_init__(self) -> None:
         check_fields(self)

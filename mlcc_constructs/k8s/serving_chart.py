@@ -26,19 +26,15 @@ _DEPLOYMENT = "Deployment"  # the rendered id (and kind) of the pods' workload o
 
 @dataclass(frozen=True, kw_only=True)
 class ServingChartProps:
-    """Props of :class:`ServingChart`.
-
-    Fields:
-
-    ``spec``: The deployment; ``spec.target`` picks the objects.
-    ``context``: Account, region and profile (IEC TLS bucket, region fallback). Default: none
-        (inferred from a model bucket named by ``stacks/buckets.json``).
-    ``registry``: Engine registry (plugins). Default: the built-in engines.
-    """
+    """Props of :class:`ServingChart`."""
 
     spec: DeploymentSpec
+    """The deployment; ``spec.target`` picks the objects."""
     context: RenderContext | None = None
+    """Account, region and profile (IEC TLS bucket, region fallback). Default: none (inferred from a
+    model bucket named by ``stacks/buckets.json``)."""
     registry: EngineRegistry | None = None
+    """Engine registry (plugins). Default: the built-in engines."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -14,18 +14,14 @@ from mlcc_constructs.core.support.typecheck import check_fields
 
 @dataclass(frozen=True, kw_only=True)
 class AdapterRank:
-    """One recorded adapter's LoRA rank: PEFT ``r`` and its per-module ``rank_pattern``.
-
-    Fields:
-
-    ``name``: the adapter's name (named in errors).
-    ``r``: PEFT ``r``, the rank of every module without its own.
-    ``rank_pattern``: module name pattern → its rank (PEFT ``rank_pattern``). Default: none.
-    """
+    """One recorded adapter's LoRA rank: PEFT ``r`` and its per-module ``rank_pattern``."""
 
     name: str
+    """The adapter's name (named in errors)."""
     r: int
+    """PEFT ``r``, the rank of every module without its own."""
     rank_pattern: Mapping[str, int] = field(default_factory=dict)
+    """Module name pattern → its rank (PEFT ``rank_pattern``). Default: none."""
 
     def __post_init__(self) -> None:
         if isinstance(self.rank_pattern, Mapping):

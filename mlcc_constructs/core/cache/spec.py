@@ -266,17 +266,6 @@ class CacheBackendSpec(CrdModel):
 
     Unset optional fields stay ``None`` so :meth:`to_dict` emits only what was written (in
     the upstream sample's order); the ``effective_*`` properties apply the CRD defaults.
-
-    Fields:
-
-    ``runtime``: ``VLLM`` or ``SGLang`` (case-sensitive).
-    ``type``: Default: ``LMCache``.
-    ``integration``: Default: ReadWrite, fail-open, Offload, no overrides.
-    ``engine_selector``: ``matchLabels`` for operator mode. Default: none.
-    ``lm_cache``: Required for type LMCache. Default: none.
-    ``remote_storage``: Default: none (host-only hierarchy).
-    ``observation``: Default: none.
-    ``allow_cross_namespace``: Default: unset (false).
     """
 
     CRD: ClassVar[CrdObject] = CrdObject(
@@ -284,17 +273,25 @@ class CacheBackendSpec(CrdModel):
     )
 
     runtime: str = field(metadata=crd(required=lambda: " or ".join(runtimes()), enum=runtimes))
+    """``VLLM`` or ``SGLang`` (case-sensitive)."""
     type: str | None = field(default=None, metadata=crd(enum=cache_types))
+    """Default: ``LMCache``."""
     integration: Integration | None = None
+    """Default: ReadWrite, fail-open, Offload, no overrides."""
     engine_selector: Mapping[str, str] | None = field(
         default=None,
         # ``engineSelector: {}`` reads as empty labels, not as no selector.
         metadata=crd(path="engineSelector.matchLabels", empty_in_parent=True),
     )
+    """``matchLabels`` for operator mode. Default: none."""
     lm_cache: LMCacheSpec | None = None
+    """Required for type LMCache. Default: none."""
     remote_storage: RemoteStorage | None = None
+    """Default: none (host-only hierarchy)."""
     observation: Observation | None = None
+    """Default: none."""
     allow_cross_namespace: bool | None = None
+    """Default: unset (false)."""
 
     @property
     def effective_type(self) -> str:

@@ -73,27 +73,23 @@ ON_CREATE = "on_create.sh"
 
 @dataclass(frozen=True, kw_only=True)
 class InstanceGroup:
-    """One HyperPod instance group.
-
-    Fields:
-
-    ``name``: the instance group name.
-    ``instance_type``: the SageMaker instance type (``ml.g5.12xlarge``), from the catalog.
-    ``count``: the number of instances (at least 1).
-    ``ebs_volume_gib``: the extra EBS volume per instance, mounted at ``/opt/sagemaker``;
-    default :data:`DEFAULT_EBS_VOLUME_GIB`.
-    ``taints``: the nodes' taints; default ``None``: the instance type's
-    (:func:`~mlcc_constructs.core.platform.hyperpod_taints.default_taints`, the GPU taint on a
-    GPU type). ``()`` leaves the nodes untainted.
-    ``labels``: extra Kubernetes labels of the nodes; default none.
-    """
+    """One HyperPod instance group."""
 
     name: str
+    """The instance group name."""
     instance_type: str
+    """The SageMaker instance type (``ml.g5.12xlarge``), from the catalog."""
     count: int
+    """The number of instances (at least 1)."""
     ebs_volume_gib: int = DEFAULT_EBS_VOLUME_GIB
+    """The extra EBS volume per instance, mounted at ``/opt/sagemaker``; default
+    :data:`DEFAULT_EBS_VOLUME_GIB`."""
     taints: tuple[Taint, ...] | None = None
+    """The nodes' taints; default ``None``: the instance type's
+    (:func:`~mlcc_constructs.core.platform.hyperpod_taints.default_taints`, the GPU taint on a GPU
+    type). ``()`` leaves the nodes untainted."""
     labels: Mapping[str, str] = field(default_factory=dict)
+    """Extra Kubernetes labels of the nodes; default none."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -75,16 +75,14 @@ _TAINT_KEYS = ("key", "value", "effect")
 
 @dataclass(frozen=True, kw_only=True)
 class Taint:
-    """One Kubernetes node taint.
-
-    ``key``: the taint's key (``nvidia.com/gpu``).
-    ``effect``: ``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``.
-    ``value``: the taint's value; default ``None`` (no value).
-    """
+    """One Kubernetes node taint."""
 
     key: str
+    """The taint's key (``nvidia.com/gpu``)."""
     effect: Effect
+    """``NoSchedule``, ``PreferNoSchedule`` or ``NoExecute``."""
     value: str | None = None
+    """The taint's value; default ``None`` (no value)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

@@ -129,6 +129,27 @@ def _matches(value: Any, hint: Any) -> bool:
     return True
 
 
+def _our_classes(hint: Any) -> list[type]:
+    """The classes of this package ``hint`` names (``Endpoint`` in ``Endpoint | None``)."""
+    if isinstance(hint, type):
+        return [hint] if hint.__module__.startswith("mlcc_constructs.") else []
+    return [c for a in typing.get_args(hint) for c in _our_classes(a)]
+
+
+def _where_from(hint: Any) -> str:
+    """Where the package's classes in ``hint`` are imported from: the package root when it
+    exports them (every type a public spec or props field takes: tests/test_public_api.py),
+    else their module. The root is read from ``sys.modules``, not imported: it is this
+    package's parent, always loaded before this module."""
+    root = sys.modules.get("mlcc_constructs")
+    public = set(getattr(root, "__all__", ()))
+    lines = []
+    for cls in dict.fromkeys(_our_classes(hint)):
+        module = "mlcc_constructs" if cls.__name__ in public else cls.__module__
+        lines.append(f"from {module} import {cls.__name__}")
+    return f" ({'; '.join(lines)})" if lines else ""
+
+
 def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
     """Every field of dataclass ``instance`` whose value does not match its annotation."""
     problems = []
@@ -149,7 +170,7 @@ def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
                     pointer=json_pointer(item.name),
                     value=value,
                     allowed=_describe(hint),
-                    fix=f"pass {_describe(hint)}",
+                    fix=f"pass {_describe(hint)}{_where_from(hint)}",
                 )
             )
     return problems

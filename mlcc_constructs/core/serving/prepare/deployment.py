@@ -68,19 +68,12 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class PreparedDeployment(DeploymentFacts):
-    """A deployment's facts (:class:`DeploymentFacts`) and its objects, rendered from them.
-
-    Fields: the facts (``spec``, ``target``, ``resolution``, ``names``, ``container``,
-    ``pod_template``, ``model_region``, ``tls_uri``, ``load_balancer_cidrs``, ``secrets``,
-    ``cache``, ``warnings``, ``ready_timeout``, ``min_replicas``, ``instance_types``,
-    ``prometheus_query_url``, ``cluster_region``, ``metrics_scraper_cidrs``,
-    ``service_monitor_namespace``: documented on :class:`DeploymentFacts`), and
-
-    ``objects``: The target's objects in apply order, each with its construct id: what
-        ``mlcc render``, ``dist/``, the cdk8s constructs and the CDK serving stacks emit.
-    """
+    """A deployment's facts (:class:`DeploymentFacts`, each field documented there) and its
+    objects, rendered from them."""
 
     objects: tuple[RenderedObject, ...]
+    """The target's objects in apply order, each with its construct id: what ``mlcc render``,
+    ``dist/``, the cdk8s constructs and the CDK serving stacks emit."""
 
 
 def infer_environment(bucket: str) -> dict[str, str]:

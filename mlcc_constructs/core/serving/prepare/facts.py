@@ -26,68 +26,62 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, kw_only=True)
 class DeploymentFacts:
-    """Every fact a deployment's objects are rendered from.
-
-    Fields:
-
-    ``spec``: The spec, with ``engine_version`` filled in from the pinned image when it was unset.
-    ``target``: The target's descriptor.
-    ``resolution``: The engine config (Tier 1, Tier 2, plain env) and the parsed model source.
-    ``names``: The objects' names.
-    ``container``: The engine container, whatever object carries it.
-    ``pod_template``: The pod template, where the target's pods are the library's own
-        (``pod_volumes``): the engine container as Kubernetes runs it, its volumes, and the
-        CacheBackend's wiring (flags, env, native sidecar, shared memory, client config)
-        already applied. ``None`` where the platform makes the pods (an IEC's operator).
-    ``model_region``: The model bucket's region (``s3://`` models).
-    ``tls_uri``: Where the IEC writes its TLS certificate (targets with ``tls_bucket``).
-    ``load_balancer_cidrs``: The CIDRs of the subnets the endpoint's load balancers live in
-        (the render context's for its scheme); empty for scheme ``none``.
-    ``secrets``: Where the secrets come from: Kubernetes Secrets as named, Secrets Manager
-        values through the deployment's SecretProviderClass.
-    ``cache``: The admitted CacheBackend, or ``None``.
-    ``warnings``: Resolver and render notes for the user.
-    ``ready_timeout``: How long a deploy waits for the workload to be ready (the spec's
-        ``ready_timeout_seconds``, else the formula of
-        :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the workload's own
-        deadline. It carries the deployment's cold start (:attr:`cold_start`).
-    ``min_replicas``: The fewest pods the deployment runs
-        (:func:`~mlcc_constructs.core.serving.prepare.disruption.min_replicas`): what its
-        PodDisruptionBudget and the single-replica warning follow.
-    ``instance_types``: Every instance type the pods may run on, preferred first: the spec's
-        ``instance_type`` (``resolution.instance``), then its ``instance_types`` fallbacks.
-    ``prometheus_query_url``: Where an autoscaler reads the engine's metrics (the render
-        context's Amazon Managed Service for Prometheus query endpoint). Default: none.
-    ``cluster_region``: The cluster's AWS region (the render context's, else the spec's): where
-        the autoscaler's AWS calls go. Default: none (unknown).
-    ``metrics_scraper_cidrs``: Where the target's Prometheus scraper reaches the engine port
-        from, for an engine with metrics on a target that scrapes them (the render context's,
-        else its internal load balancer subnets). Default: none.
-    ``service_monitor_namespace``: The namespace of the Prometheus Operator's Prometheus that
-        scrapes the engine through a ServiceMonitor (the render context's
-        ``prometheus_operator_namespace``, for an engine with metrics on a target that scrapes
-        them). Default: none (no ServiceMonitor).
-    """
+    """Every fact a deployment's objects are rendered from."""
 
     spec: DeploymentSpec
+    """The spec, with ``engine_version`` filled in from the pinned image when it was unset."""
     target: TargetDescriptor
+    """The target's descriptor."""
     resolution: Resolution
+    """The engine config (Tier 1, Tier 2, plain env) and the parsed model source."""
     names: Names
+    """The objects' names."""
     container: Container
+    """The engine container, whatever object carries it."""
     pod_template: Mapping[str, Any] | None
+    """The pod template, where the target's pods are the library's own (``pod_volumes``): the engine
+    container as Kubernetes runs it, its volumes, and the CacheBackend's wiring (flags, env, native
+    sidecar, shared memory, client config) already applied. ``None`` where the platform makes the
+    pods (an IEC's operator)."""
     model_region: str | None
+    """The model bucket's region (``s3://`` models)."""
     tls_uri: str | None
+    """Where the IEC writes its TLS certificate (targets with ``tls_bucket``)."""
     load_balancer_cidrs: tuple[str, ...]
+    """The CIDRs of the subnets the endpoint's load balancers live in (the render context's for its
+    scheme); empty for scheme ``none``."""
     secrets: SecretsPlan
+    """Where the secrets come from: Kubernetes Secrets as named, Secrets Manager values through the
+    deployment's SecretProviderClass."""
     cache: Admission | None
+    """The admitted CacheBackend, or ``None``."""
     warnings: tuple[str, ...]
+    """Resolver and render notes for the user."""
     ready_timeout: ReadyTimeout
+    """How long a deploy waits for the workload to be ready (the spec's ``ready_timeout_seconds``,
+    else the formula of :mod:`~mlcc_constructs.core.serving.prepare.ready_timeout`); also the
+    workload's own deadline. It carries the deployment's cold start (:attr:`cold_start`)."""
     min_replicas: int
+    """The fewest pods the deployment runs
+    (:func:`~mlcc_constructs.core.serving.prepare.disruption.min_replicas`): what its
+    PodDisruptionBudget and the single-replica warning follow."""
     instance_types: tuple[InstanceType, ...]
+    """Every instance type the pods may run on, preferred first: the spec's ``instance_type``
+    (``resolution.instance``), then its ``instance_types`` fallbacks."""
     prometheus_query_url: str | None = None
+    """Where an autoscaler reads the engine's metrics (the render context's Amazon Managed Service
+    for Prometheus query endpoint). Default: none."""
     cluster_region: str | None = None
+    """The cluster's AWS region (the render context's, else the spec's): where the autoscaler's AWS
+    calls go. Default: none (unknown)."""
     metrics_scraper_cidrs: tuple[str, ...] = ()
+    """Where the target's Prometheus scraper reaches the engine port from, for an engine with
+    metrics on a target that scrapes them (the render context's, else its internal load balancer
+    subnets). Default: none."""
     service_monitor_namespace: str | None = None
+    """The namespace of the Prometheus Operator's Prometheus that scrapes the engine through a
+    ServiceMonitor (the render context's ``prometheus_operator_namespace``, for an engine with
+    metrics on a target that scrapes them). Default: none (no ServiceMonitor)."""
 
     @property
     def cold_start(self) -> ColdStart:
