@@ -98,7 +98,14 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         RenderContext as RenderContext,
     )
     from mlcc_constructs.core.serving.spec.deployment import (
+        CacheSpec as CacheSpec,
+        ComputeSpec as ComputeSpec,
         DeploymentSpec as DeploymentSpec,
+        EngineSpec as EngineSpec,
+        LoraSpec as LoraSpec,
+        ModelSpec as ModelSpec,
+        RolloutSpec as RolloutSpec,
+        ScalingSpec as ScalingSpec,
         SecretRef as SecretRef,
     )
     from mlcc_constructs.k8s.cache_backend import (
@@ -132,6 +139,13 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
     "DeploymentSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "CacheSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "ComputeSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "EngineSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "LoraSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "ModelSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "RolloutSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "ScalingSpec": "mlcc_constructs.core.serving.spec.deployment",
     "SecretRef": "mlcc_constructs.core.serving.spec.deployment",
     "RenderContext": "mlcc_constructs.core.serving.spec.context",
     "PreparedDeployment": "mlcc_constructs.core.serving.prepare.deployment",

@@ -13,6 +13,7 @@ from _cdk_app import serving_on
 from test_cdk_nag import _findings
 
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -42,11 +43,11 @@ def _cluster(stack: Any) -> Any:
 
 
 def _prepared(*, secrets: bool) -> Any:
-    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs import RenderContext, prepare
     from mlcc_constructs.core.serving.spec.endpoint import SecretsManagerSecret
 
     return prepare(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm",
             model="org/model",
             instance_type="ml.g5.2xlarge",

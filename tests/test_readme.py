@@ -13,7 +13,7 @@ import yaml
 from _cdk_app import manifest_object
 
 from mlcc_constructs.core.serving.render import render
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from tests._flat import flat_spec
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -33,7 +33,7 @@ def test_the_cdk8s_example_runs_and_matches_the_core(tmp_path: Path) -> None:
     }
     subprocess.run([sys.executable, "example.py"], cwd=tmp_path, env=env, check=True)
     documents = list(yaml.safe_load_all((tmp_path / "dist" / "llama.k8s.yaml").read_text()))
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model="meta-llama/Llama-3.1-8B-Instruct",
         instance_type="ml.g6e.xlarge",

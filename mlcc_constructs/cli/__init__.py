@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "rollout",
     "endpoint",
     "dashboard",
+    "spec",
 )
 
 
@@ -47,6 +48,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "rollout": "rollout",
     "endpoint": "endpoint",
     "dashboard": "dashboard",
+    "spec": "spec",
 }
 
 
