@@ -96,14 +96,16 @@ def errors(context: RenderContext = CONTEXT, **fields: Any) -> list[str]:
             "/scaling/replicas: replicas is fixed at 2, but autoscaling sets the replica count: "
             "the two "
             "would fight over it (got 2; allowed: 1 (the default) with autoscaling; fix: drop "
-            "replicas and set autoscaling.min_replicas (and max_replicas) instead)",
+            "scaling.replicas and set scaling.autoscaling.min_replicas (and max_replicas) "
+            "instead)",
         ),
         (
             {"replicas": 3, "autoscaling": Autoscaling(max_replicas=4, scale_to_zero=True)},
             "/scaling/replicas: replicas is fixed at 3, but scale_to_zero sets the replica count: "
             "the "
             "two would fight over it (got 3; allowed: 1 (the default) with autoscaling; fix: "
-            "drop replicas and set autoscaling.min_replicas (and max_replicas) instead)",
+            "drop scaling.replicas and set scaling.autoscaling.min_replicas (and max_replicas) "
+            "instead)",
         ),
         (
             {"autoscaling": Autoscaling(max_replicas=2, metric="vllm:num_request_waiting")},
@@ -118,7 +120,7 @@ def errors(context: RenderContext = CONTEXT, **fields: Any) -> list[str]:
             "/scaling/autoscaling/target: the metric vllm:kv_cache_usage_perc (kv_cache_usage) "
             "has no "
             "default target: only the queue-depth metric has one (got None; fix: set "
-            "autoscaling.target (the kv_cache_usage value per replica to aim for))",
+            "scaling.autoscaling.target (the kv_cache_usage value per replica to aim for))",
         ),
         (
             {"engine": "lmi", "autoscaling": Autoscaling(max_replicas=2)},

@@ -119,7 +119,7 @@ def test_every_phase_says_what_it_assumes_and_where_the_figure_comes_from() -> N
         for phase in _cold(size).phases:
             assert phase.assumption and phase.source
     load = _cold(None).phase("weight_load")
-    assert "set model_bytes" in load.assumption
+    assert "set model.bytes" in load.assumption
 
 
 def test_the_load_paths_are_data_keyed_by_name() -> None:
@@ -206,7 +206,7 @@ def test_an_index_without_a_size_is_refused(document: Any) -> None:
         "/metadata/total_size",
     )
     assert problem.allowed == "a positive integer (bytes)"
-    assert "model_bytes" in problem.fix
+    assert "model.bytes" in problem.fix
 
 
 # -- one budget in every object ------------------------------------------------------------

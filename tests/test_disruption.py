@@ -142,7 +142,8 @@ def test_one_replica_outside_dev_is_warned_about_node_expiry(
         "chat: one replica and no PodDisruptionBudget in profile 'prod': EKS Auto Mode replaces "
         "every node within 21 days (and on AMI drift), expiry waits for no budget, and each "
         "replacement stops serving for the drain and the cold start on a new node (up to the "
-        f"ready timeout, {prepared.ready_timeout.seconds} s); set replicas: 2 or more to keep "
+        f"ready timeout, {prepared.ready_timeout.seconds} s); set scaling.replicas: 2 or more to "
+        "keep "
         "serving through it"
     ]
 
@@ -272,8 +273,9 @@ BAD: list[tuple[dict[str, Any], str]] = [
         "/rollout/strategy: rollout replace with one replica stops serving for every update: the "
         "old pod "
         "drains and exits before the new one starts its cold start (got 'replace'; allowed: "
-        "surge, or replace with replicas >= 2 or accept_downtime: true; fix: keep rollout: "
-        "surge (needs one spare GPU node), run 2 replicas, or set accept_downtime: true to "
+        "surge, or replace with scaling.replicas >= 2 or rollout.accept_downtime: true; fix: keep "
+        "rollout.strategy: "
+        "surge (needs one spare GPU node), run 2 replicas, or set rollout.accept_downtime: true to "
         "accept the outage)",
     ),
     (

@@ -179,7 +179,7 @@ def test_composable_config_map_and_deployment() -> None:
             "/engine/config_delivery: config delivery 'args' puts the engine config in the "
             "container's "
             "argv: there is no ConfigMap (got 'args'; fix: drop the EngineConfigMap, or use "
-            "config_delivery='env')",
+            "engine.config_delivery='env')",
         ),
     ],
 )

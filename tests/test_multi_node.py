@@ -209,7 +209,7 @@ BAD = {
         "/compute/nodes: nodes must be a whole number of at least 1, or auto (got 0; allowed: 1, "
         "2, 3, "
         "... or auto; fix: set nodes to how many instances one model copy spans (1: one node), "
-        "or auto to derive it from model_bytes)",
+        "or auto to derive it from model.bytes)",
     ),
     "nodes not a number": (
         {"nodes": "two"},
@@ -246,8 +246,8 @@ BAD = {
     "nodes auto without a model size": (
         {"nodes": "auto"},
         "/compute/nodes: nodes: auto needs the model's size to derive the node count (got 'auto'; "
-        "allowed: 1, 2, 3, ... (or auto with model_bytes or model_config); fix: set model_bytes "
-        "(the model's weights in bytes) or model_config (its config.json), or give nodes as a "
+        "allowed: 1, 2, 3, ... (or auto with model.bytes or model.config); fix: set model.bytes "
+        "(the model's weights in bytes) or model.config (its config.json), or give nodes as a "
         "number)",
     ),
 }

@@ -76,7 +76,7 @@ def test_unknown_size_names_how_to_give_it() -> None:
         nodes_for_model(
             model_bytes=None, instance=P5, gpu_memory_utilization=0.9, kv_headroom_fraction=0.1
         )
-    assert "model_bytes" in str(err.value)
+    assert "model.bytes" in str(err.value)
 
 
 def test_too_big_for_the_maximum_node_count() -> None:

@@ -178,7 +178,8 @@ def test_no_secrets_manager_value_no_role() -> None:
         model.grant_secrets_key(None)
     assert [str(p) for p in caught.value.problems] == [
         "Team/Llama: the deployment reads no Secrets Manager value: its pods have no role to "
-        "grant to (fix: give the deployment api_key_secret or a secret_env entry from Secrets "
+        "grant to (fix: give the deployment endpoint.api_key_secret or an engine.secret_env entry "
+        "from Secrets "
         "Manager, or grant nothing)"
     ]
 

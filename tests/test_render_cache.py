@@ -110,7 +110,7 @@ def test_env_delivery_passes_the_injected_args_through_the_wrapper(tmp_path: Pat
             "hyperpod-eks",
             "/cache/backend: LMCache injection applies to target eks; the HyperPod inference "
             "operator wires its own KV cache (InferenceEndpointConfig kvCacheSpec) (got "
-            "'hyperpod-eks'; allowed: eks; fix: drop cache_backend, or render for target eks)",
+            "'hyperpod-eks'; allowed: eks; fix: drop cache.backend, or render for target eks)",
         ),
     ],
 )

@@ -343,7 +343,7 @@ BAD_SPECS = [
         "/engine/env/HF_TOKEN: looks like a credential: it would be stored in plain text in a "
         "ConfigMap "
         "or the pod spec (got 'HF_TOKEN'; fix: reference a Kubernetes Secret instead "
-        "(secret_env={'HF_TOKEN': SecretRef(name=..., key=...)}, or --secret-env "
+        "(engine.secret_env={'HF_TOKEN': SecretRef(name=..., key=...)}, or --secret-env "
         "HF_TOKEN=SECRET:KEY))",
     ),
     (

@@ -105,7 +105,7 @@ def _index_bytes(args: argparse.Namespace, spec: Any, context: Any) -> int | Non
             pointer="/model/uri",
             value=spec.model.uri,
             allowed="an s3:// model",
-            fix="drop --read-index and set model_bytes (the model's safetensors index "
+            fix="drop --read-index and set model.bytes (the model's safetensors index "
             "metadata.total_size)",
         )
     import boto3  # type: ignore[import-untyped]

@@ -54,7 +54,7 @@ class EngineConfigMap(constructs.Construct):
                 "there is no ConfigMap",
                 pointer="/engine/config_delivery",
                 value=deployment.spec.engine.config_delivery,
-                fix="drop the EngineConfigMap, or use config_delivery='env'",
+                fix="drop the EngineConfigMap, or use engine.config_delivery='env'",
             )
         self.props = props
         """The props this construct was made from."""

@@ -129,8 +129,8 @@ def single_replica_warning(
         f"{name}: {one} and no PodDisruptionBudget in profile {profile!r}: EKS Auto Mode "
         f"replaces every node within {AUTO_MODE_MAX_NODE_LIFETIME_DAYS} days (and on AMI drift), "
         f"expiry waits for no budget, and {each} stops serving for the drain and the "
-        f"cold start on a new node (up to the ready timeout, {cold_start_s} s); set replicas: 2 "
-        "or more to keep serving through it"
+        f"cold start on a new node (up to the ready timeout, {cold_start_s} s); set "
+        "scaling.replicas: 2 or more to keep serving through it"
     )
 
 
@@ -153,9 +153,10 @@ def rollout_problems(spec: DeploymentSpec, minimum: int) -> list[Problem]:
                 "old pod drains and exits before the new one starts its cold start",
                 pointer="/rollout/strategy",
                 value=spec.rollout.strategy,
-                allowed="surge, or replace with replicas >= 2 or accept_downtime: true",
-                fix="keep rollout: surge (needs one spare GPU node), run 2 replicas, or set "
-                "accept_downtime: true to accept the outage",
+                allowed="surge, or replace with scaling.replicas >= 2 or rollout.accept_downtime: "
+                "true",
+                fix="keep rollout.strategy: surge (needs one spare GPU node), run 2 replicas, or "
+                "set rollout.accept_downtime: true to accept the outage",
             )
         )
     return problems

@@ -104,7 +104,8 @@ def plan_secrets(
                     "declares no api_key): clients could call it without one",
                     pointer=pointer,
                     value=spec.endpoint.api_key_secret,
-                    fix="drop api_key_secret and keep the endpoint internal, or use an engine "
+                    fix="drop endpoint.api_key_secret and keep the endpoint internal, or use an "
+                    "engine "
                     "whose manifest declares api_key",
                 )
             )
@@ -114,7 +115,7 @@ def plan_secrets(
                     message=f"the API key's variable {key_variable} is also set in secret_env",
                     pointer=f"/engine/secret_env/{key_variable}",
                     value=key_variable,
-                    fix="keep only api_key_secret",
+                    fix="keep only endpoint.api_key_secret",
                 )
             )
         else:
@@ -132,7 +133,7 @@ def plan_secrets(
                     pointer="/engine/config_delivery",
                     value="args",
                     allowed="env",
-                    fix="use config_delivery env (the image runs the mlcc wrapper)",
+                    fix="use engine.config_delivery env (the image runs the mlcc wrapper)",
                 )
             )
     if synced and not target.pod_volumes:
@@ -145,7 +146,8 @@ def plan_secrets(
                 if spec.endpoint.api_key_secret
                 else "/engine/secret_env",
                 value=target.name,
-                fix="use a Kubernetes Secret (secret_env SecretRef) on this target, or target eks",
+                fix="use a Kubernetes Secret (engine.secret_env SecretRef) on this target, or "
+                "target eks",
             )
         )
     plan = SecretsPlan(name=names.secrets, synced=tuple(synced), env=MappingProxyType(env))

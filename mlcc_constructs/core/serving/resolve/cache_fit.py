@@ -66,7 +66,7 @@ def admit_for_deployment(
                 pointer=POINTER,
                 value=target.name,
                 allowed=injecting,
-                fix=f"drop cache_backend, or render for target {injecting}",
+                fix=f"drop cache.backend, or render for target {injecting}",
             )
         )
     manifest = resolution.manifest

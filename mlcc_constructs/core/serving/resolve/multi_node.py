@@ -34,8 +34,8 @@ def multi_node_problems(
                 message="nodes: auto needs the model's size to derive the node count",
                 pointer="/compute/nodes",
                 value="auto",
-                allowed="1, 2, 3, ... (or auto with model_bytes or model_config)",
-                fix="set model_bytes (the model's weights in bytes) or model_config (its "
+                allowed="1, 2, 3, ... (or auto with model.bytes or model.config)",
+                fix="set model.bytes (the model's weights in bytes) or model.config (its "
                 "config.json), or give nodes as a number",
             )
         )

@@ -123,8 +123,8 @@ def nodes_for_model(
             where=where,
             pointer="/compute/nodes",
             value="auto",
-            fix="set the spec's model_bytes (the safetensors index's metadata.total_size) or "
-            "model_config (its config.json), or give nodes as a number",
+            fix="set the spec's model.bytes (the safetensors index's metadata.total_size) or "
+            "model.config (its config.json), or give nodes as a number",
         )
     if not 0 < gpu_memory_utilization <= 1:
         raise fail(

@@ -182,7 +182,7 @@ class _Reader:
                 "ConfigMap or the pod spec",
                 pointer=pointer,
                 value=key,
-                fix=f"reference a Kubernetes Secret instead (secret_env={{{key!r}: "
+                fix=f"reference a Kubernetes Secret instead (engine.secret_env={{{key!r}: "
                 f"SecretRef(name=..., key=...)}}, or --secret-env {key}=SECRET:KEY)",
             )
         owner = self.registry.owner_of(key)

@@ -185,7 +185,8 @@ def autoscaling_problems(
                 pointer="/scaling/replicas",
                 value=replicas,
                 allowed="1 (the default) with autoscaling",
-                fix="drop replicas and set autoscaling.min_replicas (and max_replicas) instead",
+                fix="drop scaling.replicas and set scaling.autoscaling.min_replicas (and "
+                "max_replicas) instead",
             )
         )
     problems += _metric_problems(autoscaling, engine, metrics, pointer)
@@ -229,7 +230,7 @@ def _metric_problems(
                 "queue-depth metric has one",
                 pointer=f"{pointer}/target",
                 value=None,
-                fix=f"set autoscaling.target (the {role} value per replica to aim for)",
+                fix=f"set scaling.autoscaling.target (the {role} value per replica to aim for)",
             )
         ]
     return []

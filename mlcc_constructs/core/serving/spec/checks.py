@@ -182,7 +182,7 @@ def _node_problems(spec: DeploymentSpec) -> list[Problem]:
                 value=nodes,
                 allowed="1, 2, 3, ... or auto",
                 fix="set nodes to how many instances one model copy spans (1: one node), or "
-                "auto to derive it from model_bytes",
+                "auto to derive it from model.bytes",
             )
         )
     pp = spec.compute.pipeline_parallel_degree
