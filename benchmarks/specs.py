@@ -16,13 +16,12 @@ def deployment_entries(
     on the default target (eks), or on ``targets`` taken in turn."""
     entries: list[dict[str, Any]] = [
         {
-            "engine": "vllm",
-            "model": MODEL,
-            "instance_type": "ml.g5.12xlarge",
+            "engine": {"name": "vllm", "env": {"VLLM_MAX_NUM_SEQS": "64"}},
+            "model": {"uri": MODEL},
+            "compute": {"instance_type": "ml.g5.12xlarge"},
             "name": f"{name}-{index}",
             "namespace": NAMESPACE,
-            "lora": True,
-            "env": {"VLLM_MAX_NUM_SEQS": "64"},
+            "lora": {"enabled": True},
             "profile": "dev",
         }
         for index in range(count)

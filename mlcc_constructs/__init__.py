@@ -107,7 +107,14 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         RenderContext as RenderContext,
     )
     from mlcc_constructs.core.serving.spec.deployment import (
+        CacheSpec as CacheSpec,
+        ComputeSpec as ComputeSpec,
         DeploymentSpec as DeploymentSpec,
+        EngineSpec as EngineSpec,
+        LoraSpec as LoraSpec,
+        ModelSpec as ModelSpec,
+        RolloutSpec as RolloutSpec,
+        ScalingSpec as ScalingSpec,
         SecretRef as SecretRef,
     )
     from mlcc_constructs.core.serving.spec.endpoint import (
@@ -153,6 +160,13 @@ _LAZY: dict[str, str] = {
     # sections of DeploymentSpec go here too, one line each (tests/test_public_api.py checks
     # that every mlcc_constructs class a public dataclass's field takes is listed).
     "DeploymentSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "CacheSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "ComputeSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "EngineSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "LoraSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "ModelSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "RolloutSpec": "mlcc_constructs.core.serving.spec.deployment",
+    "ScalingSpec": "mlcc_constructs.core.serving.spec.deployment",
     "SecretRef": "mlcc_constructs.core.serving.spec.deployment",
     "Endpoint": "mlcc_constructs.core.serving.spec.endpoint",
     "SecretsManagerSecret": "mlcc_constructs.core.serving.spec.endpoint",

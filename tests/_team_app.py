@@ -12,7 +12,10 @@ from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs import (
+    ComputeSpec,
     DeploymentSpec,
+    EngineSpec,
+    ModelSpec,
     RenderContext,
     ServedModel,
     ServedModelProps,
@@ -79,9 +82,9 @@ class TeamServingStack(cdk.Stack):
         )
         deployment = prepare(
             DeploymentSpec(
-                engine="vllm",
-                model=MODEL,
-                instance_type="ml.g5.2xlarge",
+                engine=EngineSpec(name="vllm"),
+                model=ModelSpec(uri=MODEL),
+                compute=ComputeSpec(instance_type="ml.g5.2xlarge"),
                 name="llama",
                 namespace="team-a",
             ),

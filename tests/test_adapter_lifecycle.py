@@ -21,7 +21,6 @@ from mlcc_constructs.core.adapters.model_record import ModelRecord
 from mlcc_constructs.core.adapters.record import AdapterRecord, RecordedFile, hash_bytes
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.clean import execute_clean, plan_project_clean, project_models
 from mlcc_constructs.ops.promotion import Promotion, promote
@@ -42,6 +41,7 @@ from tests._adapter_env import (
     upload,
     version_of,
 )
+from tests._flat import flat_spec
 
 BOT_V1 = adapter_files(weights=b"bot-1")
 BOT_V2 = adapter_files(r=32, weights=b"bot-2")
@@ -550,7 +550,7 @@ def test_clean_refuses_while_the_cluster_serves_a_fine_tune_as_its_model(
 ) -> None:
     _world(s3)
     served = L.full_finetune(CORE, "acme", "full-sft")
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=served.uri,
         instance_type="ml.g5.xlarge",
@@ -602,7 +602,7 @@ def test_clean_refuses_while_a_deployment_streams_a_fine_tune(
     """A streamed model has no PersistentVolume: its Deployment's annotation names it."""
     _world(s3)
     served = L.full_finetune(CORE, "acme", "full-sft")
-    spec = DeploymentSpec(engine="vllm", model=served.uri, instance_type="ml.g5.xlarge", name="sft")
+    spec = flat_spec(engine="vllm", model=served.uri, instance_type="ml.g5.xlarge", name="sft")
     objects = render(spec, context=RenderContext(profile="test")).objects
     assert not [o for o in objects if o["kind"] == "PersistentVolume"]
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]

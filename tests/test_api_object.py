@@ -14,15 +14,15 @@ import yaml
 from mlcc_constructs.core.serving.prepare.deployment import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(profile="dev")
 SPECS = {
-    "vllm-eks": DeploymentSpec(
+    "vllm-eks": flat_spec(
         engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="api-vllm", lora=True
     ),
-    "sglang-hyperpod": DeploymentSpec(
+    "sglang-hyperpod": flat_spec(
         engine="sglang",
         model=MODEL,
         instance_type="ml.g5.12xlarge",

@@ -26,6 +26,7 @@ from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 AMP = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef"
 CONTEXT = RenderContext(
@@ -36,12 +37,12 @@ IEC_CRD = "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml
 
 def deployment(**fields: Any) -> DeploymentSpec:
     base: dict[str, Any] = {
-        "engine": "vllm",
-        "model": "org/model",
-        "instance_type": "g5.12xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": "org/model"},
+        "compute": {"instance_type": "g5.12xlarge"},
         "name": "chat",
     }
-    return DeploymentSpec(**{**base, **fields})
+    return flat_spec(**{**base, **fields})
 
 
 def prepared(context: RenderContext = CONTEXT, **fields: Any) -> PreparedDeployment:
@@ -66,41 +67,49 @@ def errors(context: RenderContext = CONTEXT, **fields: Any) -> list[str]:
     [
         (
             {"autoscaling": Autoscaling(max_replicas=0)},
-            "/autoscaling/max_replicas: max_replicas must be at least 1: it bounds the replicas "
+            "/scaling/autoscaling/max_replicas: max_replicas must be at least 1: it bounds the "
+            "replicas "
             "(and GPUs) the autoscaler may start (got 0; allowed: 1..2147483647; fix: set the "
             "most replicas you are willing to pay for)",
         ),
         (
             {"autoscaling": Autoscaling(min_replicas=3, max_replicas=2)},
-            "/autoscaling/min_replicas: min_replicas is above max_replicas (got 3; allowed: "
+            "/scaling/autoscaling/min_replicas: min_replicas is above max_replicas (got 3; "
+            "allowed: "
             "1..2 (max_replicas); fix: lower min_replicas to at most 2, or raise max_replicas)",
         ),
         (
             {"autoscaling": Autoscaling(max_replicas=2, cooldown_seconds=-1)},
-            "/autoscaling/cooldown_seconds: cooldown_seconds must be non-negative seconds (got "
+            "/scaling/autoscaling/cooldown_seconds: cooldown_seconds must be non-negative seconds "
+            "(got "
             "-1; allowed: 0..2147483647; fix: leave it unset for the default (360 s))",
         ),
         (
             {"autoscaling": Autoscaling(max_replicas=2, min_replicas=0)},
-            "/autoscaling/min_replicas: min_replicas must be at least 1 (the floor while serving "
+            "/scaling/autoscaling/min_replicas: min_replicas must be at least 1 (the floor while "
+            "serving "
             "traffic) (got 0; allowed: 1..2147483647; fix: to run no replica while idle, keep "
             "min_replicas 1 and set autoscaling.scale_to_zero: true)",
         ),
         (
             {"replicas": 2, "autoscaling": Autoscaling(max_replicas=4)},
-            "/replicas: replicas is fixed at 2, but autoscaling sets the replica count: the two "
+            "/scaling/replicas: replicas is fixed at 2, but autoscaling sets the replica count: "
+            "the two "
             "would fight over it (got 2; allowed: 1 (the default) with autoscaling; fix: drop "
-            "replicas and set autoscaling.min_replicas (and max_replicas) instead)",
+            "scaling.replicas and set scaling.autoscaling.min_replicas (and max_replicas) "
+            "instead)",
         ),
         (
             {"replicas": 3, "autoscaling": Autoscaling(max_replicas=4, scale_to_zero=True)},
-            "/replicas: replicas is fixed at 3, but scale_to_zero sets the replica count: the "
+            "/scaling/replicas: replicas is fixed at 3, but scale_to_zero sets the replica count: "
+            "the "
             "two would fight over it (got 3; allowed: 1 (the default) with autoscaling; fix: "
-            "drop replicas and set autoscaling.min_replicas (and max_replicas) instead)",
+            "drop scaling.replicas and set scaling.autoscaling.min_replicas (and max_replicas) "
+            "instead)",
         ),
         (
             {"autoscaling": Autoscaling(max_replicas=2, metric="vllm:num_request_waiting")},
-            "/autoscaling/metric: engine 'vllm' exports no scaling metric "
+            "/scaling/autoscaling/metric: engine 'vllm' exports no scaling metric "
             "'vllm:num_request_waiting' (got 'vllm:num_request_waiting'; allowed: "
             "vllm:num_requests_waiting (queue_depth), vllm:num_requests_running "
             "(running_requests), vllm:kv_cache_usage_perc (kv_cache_usage); fix: did you mean "
@@ -108,13 +117,15 @@ def errors(context: RenderContext = CONTEXT, **fields: Any) -> list[str]:
         ),
         (
             {"autoscaling": Autoscaling(max_replicas=2, metric="kv_cache_usage")},
-            "/autoscaling/target: the metric vllm:kv_cache_usage_perc (kv_cache_usage) has no "
+            "/scaling/autoscaling/target: the metric vllm:kv_cache_usage_perc (kv_cache_usage) "
+            "has no "
             "default target: only the queue-depth metric has one (got None; fix: set "
-            "autoscaling.target (the kv_cache_usage value per replica to aim for))",
+            "scaling.autoscaling.target (the kv_cache_usage value per replica to aim for))",
         ),
         (
             {"engine": "lmi", "autoscaling": Autoscaling(max_replicas=2)},
-            "/autoscaling: engine 'lmi' exports no Prometheus metrics on record (its manifest "
+            "/scaling/autoscaling: engine 'lmi' exports no Prometheus metrics on record (its "
+            "manifest "
             "declares no metrics), so nothing can drive an autoscaler (got 'lmi'; fix: serve it "
             "with a fixed replicas, or declare the engine's metrics in its manifest "
             "(metrics.names.queue_depth at least))",
@@ -127,7 +138,7 @@ def test_bad_autoscaling_is_refused_naming_the_field(fields: dict[str, Any], exp
 
 def test_autoscaling_on_eks_needs_the_prometheus_url() -> None:
     (problem,) = errors(RenderContext(region="us-east-1"), autoscaling=Autoscaling(max_replicas=2))
-    assert problem.startswith("/autoscaling: autoscaling on eks reads the engine's metric")
+    assert problem.startswith("/scaling/autoscaling: autoscaling on eks reads the engine's metric")
     assert "`mlcc render --prometheus-url https://aps-workspaces." in problem
 
 
@@ -148,7 +159,9 @@ def test_scale_to_zero_is_refused_on_hyperpod() -> None:
         instance_type="ml.g5.12xlarge",
         autoscaling=Autoscaling(max_replicas=2, scale_to_zero=True),
     )
-    assert problem.startswith("/autoscaling/scale_to_zero: scale to zero needs a wake-up signal")
+    assert problem.startswith(
+        "/scaling/autoscaling/scale_to_zero: scale to zero needs a wake-up signal"
+    )
 
 
 # -- the derived facts other kinds read ---------------------------------------------------------
@@ -271,36 +284,38 @@ def test_the_rules_are_for_the_pinned_keda() -> None:
 def test_a_spec_file_takes_autoscaling() -> None:
     loaded = spec_from_mapping(
         {
-            "engine": "vllm",
-            "model": "org/model",
-            "instance_type": "g5.12xlarge",
+            "engine": {"name": "vllm"},
+            "model": {"uri": "org/model"},
+            "compute": {"instance_type": "g5.12xlarge"},
             "name": "chat",
-            "autoscaling": {"max_replicas": 3, "scale_to_zero": True, "target": 2},
+            "scaling": {"autoscaling": {"max_replicas": 3, "scale_to_zero": True, "target": 2}},
         },
         where="spec.yaml",
     )
-    assert loaded.spec.autoscaling == Autoscaling(max_replicas=3, scale_to_zero=True, target=2.0)
+    assert loaded.spec.scaling.autoscaling == Autoscaling(
+        max_replicas=3, scale_to_zero=True, target=2.0
+    )
 
 
 def test_a_spec_file_refuses_an_unknown_autoscaling_field() -> None:
     with pytest.raises(MlccError) as caught:
         spec_from_mapping(
             {
-                "engine": "vllm",
-                "model": "org/model",
-                "instance_type": "g5.12xlarge",
-                "autoscaling": {"max_replicas": 3, "cooldown": 5},
+                "engine": {"name": "vllm"},
+                "model": {"uri": "org/model"},
+                "compute": {"instance_type": "g5.12xlarge"},
+                "scaling": {"autoscaling": {"max_replicas": 3, "cooldown": 5}},
             },
             where="spec.yaml",
         )
-    assert "/autoscaling" in str(caught.value)
+    assert "/scaling/autoscaling" in str(caught.value)
 
 
 def test_mlcc_render_takes_the_prometheus_url(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "engine: vllm\nmodel: org/model\ninstance_type: g5.12xlarge\nname: chat\n"
-        "region: us-east-1\nautoscaling: {max_replicas: 2}\n"
+        "engine: {name: vllm}\nmodel: {uri: org/model}\ncompute: {instance_type: g5.12xlarge}\n"
+        "name: chat\nregion: us-east-1\nscaling: {autoscaling: {max_replicas: 2}}\n"
     )
     command = [sys.executable, "-m", "mlcc_constructs.cli", "render", "-f", str(spec)]
     out = subprocess.run([*command, "--prometheus-url", AMP], capture_output=True, text=True)

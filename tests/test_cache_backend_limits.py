@@ -18,6 +18,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 SERVER = "/spec/lmCache/podLocal/server"
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -134,7 +135,7 @@ def test_cache_check_refuses_the_engine_port(
 
 
 def test_render_refuses_the_engine_port() -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type="ml.g5.12xlarge",
@@ -145,7 +146,7 @@ def test_render_refuses_the_engine_port() -> None:
     with pytest.raises(MlccError) as raised:
         render(spec, context=CONTEXT)
     assert [p.pointer for p in raised.value.problems] == [
-        "/cache_backend/lmCache/podLocal/server/port"
+        "/cache/backend/lmCache/podLocal/server/port"
     ]
 
 
@@ -154,7 +155,7 @@ def cached(instance_type: str, l1: str, memory: str, **extra: Any) -> Deployment
         "l1Capacity": l1,
         "resources": {"requests": {"cpu": "1", "memory": memory}, "limits": {"memory": memory}},
     }
-    return DeploymentSpec(
+    return flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type=instance_type,
@@ -198,4 +199,4 @@ def test_sidecar_plus_engine_above_the_node_memory_is_refused(
         render(spec, context=CONTEXT)
     (problem,) = raised.value.problems
     assert problem.message == message
-    assert problem.pointer == "/cache_backend/lmCache/podLocal/server/resources"
+    assert problem.pointer == "/cache/backend/lmCache/podLocal/server/resources"

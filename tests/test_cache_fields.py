@@ -170,8 +170,8 @@ def test_a_spec_file_names_problems_under_its_own_pointer() -> None:
     raw["lmCache"]["chunkSizeTokens"] = "128"
     raw["integration"]["engineOverrides"]["env"] = [{"name": "PYTHONHASHSEED", "value": "1"}]
     with pytest.raises(MlccError) as caught:
-        parse_spec(raw, where="spec.yaml", path="/cache_backend")
+        parse_spec(raw, where="spec.yaml", path="/cache/backend")
     assert [f"{p.where}:{p.pointer}" for p in caught.value.problems] == [
-        "spec.yaml:/cache_backend/lmCache/chunkSizeTokens",
-        "spec.yaml:/cache_backend/integration/engineOverrides/env/0",
+        "spec.yaml:/cache/backend/lmCache/chunkSizeTokens",
+        "spec.yaml:/cache/backend/integration/engineOverrides/env/0",
     ]

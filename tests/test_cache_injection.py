@@ -17,6 +17,7 @@ from mlcc_constructs.core.cache import (
     render_cache_config_maps,
 )
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 KV_CONFIG = (
     '{"kv_connector":"LMCacheMPConnector",'
@@ -352,10 +353,9 @@ def test_snapshot_sglang(yaml_snapshot: SnapshotAssertion) -> None:
 
 def _rendered_deployment(engine_name: str) -> dict[str, Any]:
     render = pytest.importorskip("mlcc_constructs.core.serving.render")
-    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
     rendered = render.render(
-        DeploymentSpec(
+        flat_spec(
             engine=engine_name,
             model="meta-llama/Meta-Llama-3-8B-Instruct",
             instance_type="g5.12xlarge",

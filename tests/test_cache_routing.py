@@ -31,6 +31,7 @@ from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.files import schema, spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError, Problem
+from tests._flat import flat_spec
 
 CRD = "crds/inference.sagemaker.aws.amazon.com_inferenceendpointconfigs.yaml"
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -40,14 +41,14 @@ REDIS = "redis://redis.inference.svc.cluster.local:6379"
 
 def _spec(**fields: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "llama",
         "target": "hyperpod-eks",
     }
     values.update(fields)
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 def _iec(**fields: Any) -> dict[str, Any]:
@@ -159,7 +160,7 @@ BAD = [
     (
         "unknown strategy",
         {"routing": Routing(strategy="prefix-aware")},
-        "/routing/strategy",
+        "/cache/routing/strategy",
         "prefix-aware",
         ", ".join(ROUTING_STRATEGIES),
         "did you mean prefixaware",
@@ -167,7 +168,7 @@ BAD = [
     (
         "unknown l2 backend",
         {"kv_cache": KvCache(l2="memcached")},
-        "/kv_cache/l2",
+        "/cache/kv_cache/l2",
         "memcached",
         "redis, tieredstorage",
         "use redis",
@@ -175,7 +176,7 @@ BAD = [
     (
         "redis without its url",
         {"kv_cache": KvCache(l2="redis")},
-        "/kv_cache/l2_url",
+        "/cache/kv_cache/l2_url",
         None,
         "redis://host:port",
         "set kv_cache.l2_url",
@@ -183,7 +184,7 @@ BAD = [
     (
         "a url without a backend",
         {"kv_cache": KvCache(l2_url=REDIS)},
-        "/kv_cache/l2_url",
+        "/cache/kv_cache/l2_url",
         REDIS,
         "",
         "set kv_cache.l2: redis",
@@ -191,7 +192,7 @@ BAD = [
     (
         "not a redis url",
         {"kv_cache": KvCache(l2="redis", l2_url="http://redis:6379")},
-        "/kv_cache/l2_url",
+        "/cache/kv_cache/l2_url",
         "http://redis:6379",
         "redis://host:port",
         "Redis cluster's endpoint",
@@ -199,7 +200,7 @@ BAD = [
     (
         "a relative config file",
         {"kv_cache": KvCache(config_file="kv.yaml")},
-        "/kv_cache/config_file",
+        "/cache/kv_cache/config_file",
         "kv.yaml",
         "an absolute path",
         "/opt/ml/model/kv-cache.yaml",
@@ -207,7 +208,7 @@ BAD = [
     (
         "kv_cache on sglang",
         {"engine": "sglang", "kv_cache": KvCache()},
-        "/kv_cache",
+        "/cache/kv_cache",
         "sglang",
         "vllm",
         "serve the model with vllm",
@@ -215,26 +216,34 @@ BAD = [
     (
         "routing on tensorrt-llm",
         {"engine": "tensorrt-llm", "routing": Routing()},
-        "/routing",
+        "/cache/routing",
         "tensorrt-llm",
         "vllm",
         "serve the model with vllm",
     ),
     (
         "routing on eks",
-        {"target": "eks", "instance_type": "g5.12xlarge", "routing": Routing()},
-        "/routing",
+        {
+            "target": "eks",
+            "compute": {"instance_type": "g5.12xlarge"},
+            "cache": {"routing": Routing()},
+        },
+        "/cache/routing",
         "eks",
         "targets hyperpod-eks",
         "deploy to hyperpod-eks",
     ),
     (
         "kv_cache on eks",
-        {"target": "eks", "instance_type": "g5.12xlarge", "kv_cache": KvCache()},
-        "/kv_cache",
+        {
+            "target": "eks",
+            "compute": {"instance_type": "g5.12xlarge"},
+            "cache": {"kv_cache": KvCache()},
+        },
+        "/cache/kv_cache",
         "eks",
         "targets hyperpod-eks",
-        "drop kv_cache",
+        "drop cache.kv_cache",
     ),
 ]
 
@@ -272,10 +281,10 @@ def test_every_problem_is_reported_at_once() -> None:
         engine="sglang", routing=Routing(strategy="fastest"), kv_cache=KvCache(l2="redis")
     )
     assert sorted(p.pointer for p in problems) == [
-        "/kv_cache",
-        "/kv_cache/l2_url",
-        "/routing",
-        "/routing/strategy",
+        "/cache/kv_cache",
+        "/cache/kv_cache/l2_url",
+        "/cache/routing",
+        "/cache/routing/strategy",
     ]
 
 
@@ -328,31 +337,38 @@ def test_only_vllm_declares_them_citing_aws() -> None:
 def test_a_spec_file_takes_routing_and_kv_cache() -> None:
     loaded = spec_from_mapping(
         {
-            "engine": "vllm",
-            "model": MODEL,
-            "instance_type": "ml.g5.12xlarge",
+            "engine": {"name": "vllm"},
+            "model": {"uri": MODEL},
+            "compute": {"instance_type": "ml.g5.12xlarge"},
             "target": "hyperpod-eks",
-            "routing": {"strategy": "kvaware"},
-            "kv_cache": {"l1": True, "l2": "redis", "l2_url": REDIS},
+            "cache": {
+                "routing": {"strategy": "kvaware"},
+                "kv_cache": {"l1": True, "l2": "redis", "l2_url": REDIS},
+            },
         },
         where="spec.yaml",
     )
-    assert loaded.spec.routing == Routing(strategy="kvaware")
-    assert loaded.spec.kv_cache == KvCache(l2="redis", l2_url=REDIS)
+    assert loaded.spec.cache.routing == Routing(strategy="kvaware")
+    assert loaded.spec.cache.kv_cache == KvCache(l2="redis", l2_url=REDIS)
 
 
 @pytest.mark.parametrize(
     ("field", "value", "pointer", "fix"),
     [
-        ("routing", {"strategy": "sticky"}, "/routing/strategy", "prefixaware, kvaware"),
-        ("kv_cache", {"l2": "s3"}, "/kv_cache/l2", "l2: tieredstorage"),
-        ("kv_cache", {"l3": True}, "/kv_cache", "see mlcc_constructs/data"),
+        ("routing", {"strategy": "sticky"}, "/cache/routing/strategy", "prefixaware, kvaware"),
+        ("kv_cache", {"l2": "s3"}, "/cache/kv_cache/l2", "l2: tieredstorage"),
+        ("kv_cache", {"l3": True}, "/cache/kv_cache", "see mlcc_constructs/data"),
     ],
 )
 def test_a_spec_file_refuses_bad_values(field: str, value: Any, pointer: str, fix: str) -> None:
     with pytest.raises(MlccError) as caught:
         spec_from_mapping(
-            {"engine": "vllm", "model": MODEL, "instance_type": "g5.12xlarge", field: value},
+            {
+                "engine": {"name": "vllm"},
+                "model": {"uri": MODEL},
+                "compute": {"instance_type": "g5.12xlarge"},
+                "cache": {field: value},
+            },
             where="spec.yaml",
         )
     [problem] = caught.value.problems
@@ -361,7 +377,7 @@ def test_a_spec_file_refuses_bad_values(field: str, value: Any, pointer: str, fi
 
 
 def test_the_spec_schema_offers_what_the_core_accepts() -> None:
-    properties = schema()["properties"]
+    properties = schema()["properties"]["cache"]["properties"]
     assert properties["routing"]["properties"]["strategy"]["enum"] == list(ROUTING_STRATEGIES)
     assert properties["kv_cache"]["properties"]["l2"]["enum"] == list(L2_URL_REQUIRED)
     assert json.dumps(properties["routing"]).count("intelligentRoutingSpec") == 1

@@ -18,7 +18,7 @@ from mlcc_constructs.core.adapters.clean import (
 )
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from tests._flat import flat_spec
 
 CORE = "mlcc-models-dev-123456789012-us-east-1"
 FINETUNE = L.full_finetune(CORE, "acme", "full-sft")
@@ -27,7 +27,7 @@ CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev
 
 def _rendered(target: str, model: str, model_load: str = "mount") -> dict[str, Any]:
     """The object of ``target`` that names the model's S3 prefix, as kubectl returns it."""
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=model,
         instance_type="ml.g5.xlarge",

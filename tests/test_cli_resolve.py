@@ -97,8 +97,8 @@ def test_bad_input_exits_1_with_every_problem_on_its_own_line() -> None:
     lines = out.stderr.splitlines()
     # each problem names the flag the value came from and the field's JSON pointer
     assert [line.split(":")[2:4] for line in lines] == [
-        [" --set", "/env/VLLM_X"],
-        [" --set", "/env/HF_TOKEN"],
+        [" --set", "/engine/env/VLLM_X"],
+        [" --set", "/engine/env/HF_TOKEN"],
     ]
     assert out.stdout == ""
 

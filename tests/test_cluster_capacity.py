@@ -23,8 +23,8 @@ from mlcc_constructs.core.platform.gpu_capacity import (
 )
 from mlcc_constructs.core.platform.versions import check_kubectl_layer, pinned
 from mlcc_constructs.core.serving.render import render
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 WHERE = "CDK context (cdk.json or -c)"
 
@@ -49,7 +49,7 @@ def test_unknown_instance_type_is_the_catalog_error() -> None:
     with pytest.raises(MlccError) as caught:
         instance_families(["ml.g5.13xlarge"])
     assert str(caught.value).startswith(
-        "/instance_type: unknown instance type (got 'ml.g5.13xlarge'"
+        "/compute/instance_type: unknown instance type (got 'ml.g5.13xlarge'"
     )
 
 
@@ -72,7 +72,7 @@ def test_node_pool_is_tainted_for_the_pods_that_tolerate_it() -> None:
     deployment = next(
         o
         for o in render(
-            DeploymentSpec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="x")
+            flat_spec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="x")
         ).objects
         if o["kind"] == "Deployment"
     )

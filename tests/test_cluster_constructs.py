@@ -16,6 +16,7 @@ from test_cdk_nag import _findings
 from test_cfn_lint import IGNORED
 
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -62,10 +63,10 @@ def _child(name: str) -> Any:
 
 
 def _prepared(target: str = "eks", namespace: str = "team-a") -> Any:
-    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs import RenderContext, prepare
 
     return prepare(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm",
             model="org/model",
             instance_type="ml.g5.12xlarge",

@@ -307,16 +307,16 @@ def _internet_facing() -> dict[str, Any]:
         {
             "name": "open-llama",
             "target": "eks",
-            "engine": "vllm",
-            "model": "org/model",
-            "instance_type": "ml.g5.2xlarge",
+            "engine": {"name": "vllm"},
+            "model": {"uri": "org/model"},
+            "compute": {"instance_type": "ml.g5.2xlarge"},
             "namespace": "inference",
             "endpoint": {
                 "scheme": "internet-facing",
                 "certificate_arn": CERTIFICATE,
                 "group": "public-api",
+                "api_key_secret": "open-llama-api-key",
             },
-            "api_key_secret": "open-llama-api-key",
         }
     )
     app = build_app(

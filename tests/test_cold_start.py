@@ -17,8 +17,8 @@ from mlcc_constructs.core.serving.prepare import cold_start as cs
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.resolve import model_size as ms
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -119,7 +119,7 @@ def test_every_phase_says_what_it_assumes_and_where_the_figure_comes_from() -> N
         for phase in _cold(size).phases:
             assert phase.assumption and phase.source
     load = _cold(None).phase("weight_load")
-    assert "set model_bytes" in load.assumption
+    assert "set model.bytes" in load.assumption
 
 
 def test_the_load_paths_are_data_keyed_by_name() -> None:
@@ -206,7 +206,7 @@ def test_an_index_without_a_size_is_refused(document: Any) -> None:
         "/metadata/total_size",
     )
     assert problem.allowed == "a positive integer (bytes)"
-    assert "model_bytes" in problem.fix
+    assert "model.bytes" in problem.fix
 
 
 # -- one budget in every object ------------------------------------------------------------
@@ -220,7 +220,7 @@ def _prepared(**fields: Any) -> PreparedDeployment:
         "name": "chat",
         **fields,
     }
-    prepared = prepare(DeploymentSpec(**values), context=CONTEXT)
+    prepared = prepare(flat_spec(**values), context=CONTEXT)
     validate_objects(e.object for e in prepared.objects)
     return prepared
 
@@ -270,7 +270,7 @@ def test_a_size_sizes_the_probe_of_the_iec_worker_too() -> None:
 def test_a_model_size_that_is_not_positive_is_refused_naming_the_field(value: int) -> None:
     with pytest.raises(MlccError) as caught:
         _prepared(model_bytes=value)
-    (problem,) = [p for p in caught.value.problems if p.pointer == "/model_bytes"]
+    (problem,) = [p for p in caught.value.problems if p.pointer == "/model/bytes"]
     assert (problem.value, problem.allowed) == (value, "a positive integer (bytes)")
     assert "metadata.total_size" in problem.fix
 
@@ -278,11 +278,9 @@ def test_a_model_size_that_is_not_positive_is_refused_naming_the_field(value: in
 @pytest.mark.parametrize("value", [True, 1.5, "16060522496", 2.0])
 def test_a_model_size_that_is_not_an_integer_is_refused_in_python(value: Any) -> None:
     with pytest.raises(MlccError) as caught:
-        DeploymentSpec(
-            engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", model_bytes=value
-        )
+        flat_spec(engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", model_bytes=value)
     (problem,) = caught.value.problems
-    assert (problem.pointer, problem.value) == ("/model_bytes", value)
+    assert (problem.pointer, problem.value) == ("/model/bytes", value)
 
 
 # -- several nodes: one model copy over a LeaderWorkerSet group ---------------------------

@@ -15,6 +15,7 @@ from test_readiness_template import _cluster as _kubectl_cluster, _team_stack
 
 from mlcc_constructs.core.platform.load_balancing import REFERENCE_CIDRS
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 ACCOUNT, REGION = "123456789012", "us-east-1"
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
@@ -36,10 +37,10 @@ def _prepared(
     cidrs: dict[str, list[str]] | None = None,
     **fields: Any,
 ) -> Any:
-    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs import RenderContext, prepare
 
     return prepare(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm",
             model="org/model",
             instance_type=instance_type,
@@ -271,7 +272,7 @@ def test_a_hyperpod_deployment_its_groups_cannot_hold_is_refused_where_it_is_ser
     ]
     other = _prepared("other", target="hyperpod-eks", instance_type="ml.g6e.xlarge")
     assert _messages(lambda: _served(stack, "Other", other, serving, operator=operator)) == [
-        "Team/Other:/instance_type: no instance group of HyperPodClusterProps.groups runs "
+        "Team/Other:/compute/instance_type: no instance group of HyperPodClusterProps.groups runs "
         "ml.g6e.xlarge, so the deployment's pods could never schedule (got 'ml.g6e.xlarge'; "
         "allowed: ml.g5.12xlarge; fix: add an instance group of ml.g6e.xlarge to "
         "HyperPodClusterProps.groups, or change the deployment's instance_type)"

@@ -16,8 +16,8 @@ from mlcc_constructs.core.serving.deployment_bill import app_bill, deployment_bi
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint
+from tests._flat import flat_spec
 
 AMP = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-0123abcd-4567-89ef-0123-456789abcdef"
 CONTEXT = RenderContext(
@@ -32,13 +32,13 @@ AUTO_MODE = (
 
 def _prepared(context: RenderContext = CONTEXT, **fields: Any) -> PreparedDeployment:
     values: dict[str, Any] = {
-        "engine": "vllm",
-        "model": f"{BUCKET}/Llama-3.1-8B-Instruct/",
-        "instance_type": "ml.g6.xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": f"{BUCKET}/Llama-3.1-8B-Instruct/"},
+        "compute": {"instance_type": "ml.g6.xlarge"},
         "name": "chat",
         "namespace": "inference",
     }
-    return prepare(DeploymentSpec(**(values | fields)), context=context)
+    return prepare(flat_spec(**(values | fields)), context=context)
 
 
 def _rows(prepared: PreparedDeployment | None = None, **fields: Any) -> list[tuple[Any, ...]]:

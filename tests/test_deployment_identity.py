@@ -19,18 +19,18 @@ from mlcc_constructs.core.serving.identity import (
     duplicate_problems,
 )
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import sectioned_doc
 
 BASE = {
-    "engine": "vllm",
-    "model": "mistralai/Mistral-7B-Instruct-v0.3",
-    "instance_type": "ml.g5.2xlarge",
-    "model_bytes": 14496047104,
+    "engine": {"name": "vllm"},
+    "model": {"uri": "mistralai/Mistral-7B-Instruct-v0.3", "bytes": 14496047104},
+    "compute": {"instance_type": "ml.g5.2xlarge"},
 }
 FLAGS = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
 
 
 def _entry(name: str, namespace: str, **extra: Any) -> dict[str, Any]:
-    return {**BASE, "name": name, "namespace": namespace, **extra}
+    return sectioned_doc({**BASE, "name": name, "namespace": namespace, **extra})
 
 
 # (id, entries, the deployments' files and stacks, or the problems with "#<index>" for the entry)

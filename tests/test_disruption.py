@@ -27,9 +27,10 @@ from mlcc_constructs.core.serving.prepare.disruption import (
     termination_grace_seconds,
 )
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import MAX_REQUEST_SECONDS, DeploymentSpec
+from mlcc_constructs.core.serving.spec.deployment import MAX_REQUEST_SECONDS
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -46,7 +47,7 @@ def _prepare(context: RenderContext = DEV, **fields: Any) -> PreparedDeployment:
         "instance_type": "ml.g5.12xlarge",
         **fields,
     }
-    prepared = prepare(DeploymentSpec(**values), context=context)
+    prepared = prepare(flat_spec(**values), context=context)
     validate_objects(entry.object for entry in prepared.objects)  # Kubernetes schemas, CRD rules
     return prepared
 
@@ -73,7 +74,7 @@ def test_a_budget_follows_the_minimum_replicas(minimum: int, budget: bool) -> No
 
 
 def test_min_replicas_is_the_fixed_replicas_today() -> None:
-    spec = DeploymentSpec(engine="vllm", model=MODEL, instance_type="g5.xlarge", replicas=3)
+    spec = flat_spec(engine="vllm", model=MODEL, instance_type="g5.xlarge", replicas=3)
     assert min_replicas(spec) == 3
 
 
@@ -141,7 +142,8 @@ def test_one_replica_outside_dev_is_warned_about_node_expiry(
         "chat: one replica and no PodDisruptionBudget in profile 'prod': EKS Auto Mode replaces "
         "every node within 21 days (and on AMI drift), expiry waits for no budget, and each "
         "replacement stops serving for the drain and the cold start on a new node (up to the "
-        f"ready timeout, {prepared.ready_timeout.seconds} s); set replicas: 2 or more to keep "
+        f"ready timeout, {prepared.ready_timeout.seconds} s); set scaling.replicas: 2 or more to "
+        "keep "
         "serving through it"
     ]
 
@@ -268,44 +270,51 @@ def test_the_gpu_node_pool_offers_the_fallback_families() -> None:
 BAD: list[tuple[dict[str, Any], str]] = [
     (
         {"rollout": "replace"},
-        "/rollout: rollout replace with one replica stops serving for every update: the old pod "
+        "/rollout/strategy: rollout replace with one replica stops serving for every update: the "
+        "old pod "
         "drains and exits before the new one starts its cold start (got 'replace'; allowed: "
-        "surge, or replace with replicas >= 2 or accept_downtime: true; fix: keep rollout: "
-        "surge (needs one spare GPU node), run 2 replicas, or set accept_downtime: true to "
+        "surge, or replace with scaling.replicas >= 2 or rollout.accept_downtime: true; fix: keep "
+        "rollout.strategy: "
+        "surge (needs one spare GPU node), run 2 replicas, or set rollout.accept_downtime: true to "
         "accept the outage)",
     ),
     (
         {"max_request_seconds": 0},
-        "/max_request_seconds: not a request duration the drain can wait for (got 0; allowed: "
+        "/endpoint/max_request_seconds: not a request duration the drain can wait for (got 0; "
+        "allowed: "
         "1..3600; fix: give the longest request's seconds (default 600, the load balancer's "
         "idle timeout))",
     ),
     (
         {"max_request_seconds": 3601},
-        "/max_request_seconds: not a request duration the drain can wait for (got 3601; "
+        "/endpoint/max_request_seconds: not a request duration the drain can wait for (got 3601; "
         "allowed: 1..3600; fix: give the longest request's seconds (default 600, the load "
         "balancer's idle timeout))",
     ),
     (
         {"instance_types": ("g5.13xlarge",)},
-        "/instance_types/0: unknown instance type (got 'g5.13xlarge'; allowed: the types in "
+        "/compute/instance_types/0: unknown instance type (got 'g5.13xlarge'; allowed: the types "
+        "in "
         "mlcc_constructs/data/instance_catalog.json; fix: did you mean g5.16xlarge or "
         "g5.12xlarge or g5.xlarge?)",
     ),
     (
         {"instance_types": ("ml.g6.12xlarge", "ml.g5.2xlarge")},
-        "/instance_types/1: ml.g5.2xlarge has 1 GPU(s), fewer than the tensor-parallel degree 4 "
+        "/compute/instance_types/1: ml.g5.2xlarge has 1 GPU(s), fewer than the tensor-parallel "
+        "degree 4 "
         "(got 'ml.g5.2xlarge'; allowed: a type with 4 GPUs or more; fix: pick a type with "
         "enough GPUs, or set tensor_parallel_degree to what every type has)",
     ),
     (
         {"instance_types": ("g5.12xlarge",)},
-        "/instance_types/0: listed twice: instance_type and instance_types name each type once "
+        "/compute/instance_types/0: listed twice: instance_type and instance_types name each type "
+        "once "
         "(got 'g5.12xlarge'; fix: remove the repeated type)",
     ),
     (
-        {"instance_type": "ml.g6e.12xlarge", "instance_types": ("ml.g5.12xlarge",)},
-        "/instance_types/0: ml.g5.12xlarge has 24 GiB per GPU, less than ml.g6e.12xlarge's 48 "
+        {"compute": {"instance_type": "ml.g6e.12xlarge", "instance_types": ("ml.g5.12xlarge",)}},
+        "/compute/instance_types/0: ml.g5.12xlarge has 24 GiB per GPU, less than "
+        "ml.g6e.12xlarge's 48 "
         "GiB the engine settings (memory cap, GPU memory share) were computed for (got "
         "'ml.g5.12xlarge'; allowed: a type with 48 GiB per GPU or more; fix: pick a type with "
         "as much GPU memory, or make the smaller type the instance_type)",
@@ -322,21 +331,23 @@ def test_bad_input_is_refused_naming_the_field(fields: dict[str, Any], message: 
 
 def test_spec_files_carry_the_new_fields_and_the_schema_checks_them() -> None:
     document = {
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge", "instance_types": ["ml.g6.12xlarge"]},
         "name": "chat",
-        "instance_types": ["ml.g6.12xlarge"],
-        "max_request_seconds": 120,
-        "rollout": "replace",
-        "accept_downtime": True,
+        "endpoint": {"max_request_seconds": 120},
+        "rollout": {"strategy": "replace", "accept_downtime": True},
     }
     spec = spec_from_mapping(document, where="spec.yaml").spec
-    assert spec.instance_types == ("ml.g6.12xlarge",)
-    assert (spec.max_request_seconds, spec.rollout, spec.accept_downtime) == (120, "replace", True)
+    assert spec.compute.instance_types == ("ml.g6.12xlarge",)
+    assert (
+        spec.endpoint.max_request_seconds,
+        spec.rollout.strategy,
+        spec.rollout.accept_downtime,
+    ) == (120, "replace", True)
     with pytest.raises(MlccError) as caught:
-        spec_from_mapping({**document, "rollout": "recreate"}, where="spec.yaml")
-    assert str(caught.value).startswith("spec.yaml:/rollout: 'recreate' is not one of")
+        spec_from_mapping({**document, "rollout": {"strategy": "recreate"}}, where="spec.yaml")
+    assert str(caught.value).startswith("spec.yaml:/rollout/strategy: 'recreate' is not one of")
 
 
 # -- the drain script itself (stdlib; run here against a real socket) ----------------------
@@ -392,7 +403,9 @@ def test_mlcc_render_takes_the_fields_as_flags(capsys: pytest.CaptureFixture[str
     assert pod["terminationGracePeriodSeconds"] == 165
     assert "affinity" in pod
     assert cli.main([*base, "--rollout", "replace"]) == 1
-    assert "--rollout:/rollout: rollout replace with one replica" in capsys.readouterr().err
+    assert (
+        "--rollout:/rollout/strategy: rollout replace with one replica" in capsys.readouterr().err
+    )
 
 
 def test_the_load_balancer_lets_a_draining_pod_finish_as_long_as_the_drain_waits() -> None:

@@ -114,7 +114,8 @@ def test_multi_node_network(name: str, limits: dict[str, str], env: dict[str, st
             "g5.4xlarge",
             True,
             [
-                "deployment.yaml:/instance_type: ml.g5.4xlarge has no Elastic Fabric Adapter, "
+                "deployment.yaml:/compute/instance_type: ml.g5.4xlarge has no Elastic Fabric "
+                "Adapter, "
                 "which this engine requires between the nodes of a multi-node deployment (got "
                 "'ml.g5.4xlarge'; allowed: an instance type whose catalog entry has "
                 "efa_supported true (e.g. ml.p5.48xlarge, ml.p5en.48xlarge, "
@@ -131,7 +132,10 @@ def test_multi_node_network(name: str, limits: dict[str, str], env: dict[str, st
 )
 def test_multi_node_network_problems(name: str, requires_efa: bool, expected: list[str]) -> None:
     problems = multi_node_network_problems(
-        lookup(name), requires_efa=requires_efa, where="deployment.yaml", pointer="/instance_type"
+        lookup(name),
+        requires_efa=requires_efa,
+        where="deployment.yaml",
+        pointer="/compute/instance_type",
     )
     assert [str(p) for p in problems] == expected
     if problems:

@@ -26,10 +26,11 @@ from mlcc_constructs.core.serving.kinds.secret_provider_class import RULES
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import SecretRef
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
 from mlcc_constructs.core.serving.spec.files import spec_from_layers, spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 HF_MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 S3_MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -47,7 +48,7 @@ def _prepared(*, context: RenderContext = CONTEXT, **values: Any) -> PreparedDep
         "namespace": "inference",
         **values,
     }
-    return prepare(DeploymentSpec(**fields), context=context)
+    return prepare(flat_spec(**fields), context=context)
 
 
 def _one(prepared: PreparedDeployment, kind: str) -> Mapping[str, Any]:
@@ -134,7 +135,7 @@ def test_an_engine_without_api_paths_is_routed_whole_inside_and_refused_on_the_i
     (tmp_path / "bare").mkdir()
     (tmp_path / "bare" / "manifest.json").write_text(json.dumps(plugin))
     registry = EngineRegistry.load([tmp_path], use_env=False)
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="bare", model=HF_MODEL, instance_type="g5.xlarge", name="bare",
         image="example.com/bare:1",
     )  # fmt: skip
@@ -144,8 +145,9 @@ def test_an_engine_without_api_paths_is_routed_whole_inside_and_refused_on_the_i
     assert any("declares no api_paths" in w for w in prepared.warnings)
     exposed = dataclasses.replace(
         spec,
-        endpoint=Endpoint(scheme="internet-facing", certificate_arn=CERT),
-        api_key_secret="team/key",
+        endpoint=Endpoint(
+            scheme="internet-facing", certificate_arn=CERT, api_key_secret="team/key"
+        ),
     )
     with pytest.raises(MlccError) as caught:
         prepare(exposed, context=CONTEXT, registry=registry)
@@ -359,17 +361,17 @@ def test_sglang_gets_its_key_in_a_private_config_file_the_wrapper_writes(tmp_pat
 
 def test_a_config_file_key_needs_the_wrapper() -> None:
     problems = _problems(engine="sglang", api_key_secret="team/key", config_delivery="args")
-    assert problems == [("/config_delivery", "args")]
+    assert problems == [("/engine/config_delivery", "args")]
 
 
 def test_an_engine_without_a_key_setting_is_refused_a_key() -> None:
     problems = _problems(engine="tensorrt-llm", api_key_secret="team/key")
-    assert problems == [("/api_key_secret", "team/key")]
+    assert problems == [("/endpoint/api_key_secret", "team/key")]
 
 
 def test_secrets_manager_values_are_refused_where_pods_mount_nothing() -> None:
     problems = _problems(target="hyperpod-eks", model=S3_MODEL, api_key_secret="team/key")
-    assert ("/api_key_secret", "hyperpod-eks") in problems
+    assert ("/endpoint/api_key_secret", "hyperpod-eks") in problems
 
 
 # --- bad input -------------------------------------------------------------------------
@@ -414,27 +416,32 @@ BAD_ENDPOINTS = [
         [("/endpoint/scheme", "none")],
     ),
     # malformed secrets
-    ({"api_key_secret": "team key"}, [("/api_key_secret", "team key")]),
+    ({"api_key_secret": "team key"}, [("/endpoint/api_key_secret", "team key")]),
     (
         {"api_key_secret": "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/key"},
-        [("/api_key_secret", "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/key")],
+        [
+            (
+                "/endpoint/api_key_secret",
+                "arn:aws:secretsmanager:us-east-1:123456789012:secret:team/key",
+            )
+        ],
     ),
     (
         {"api_key_secret": KEY_ARN.replace("us-east-1", "us-west-2")},
-        [("/api_key_secret", KEY_ARN.replace("us-east-1", "us-west-2"))],
+        [("/endpoint/api_key_secret", KEY_ARN.replace("us-east-1", "us-west-2"))],
     ),
     (
         {"api_key_secret": KEY_ARN.replace("123456789012", "210987654321")},
-        [("/api_key_secret", KEY_ARN.replace("123456789012", "210987654321"))],
+        [("/endpoint/api_key_secret", KEY_ARN.replace("123456789012", "210987654321"))],
     ),
     (
         {"secret_env": {"HF_TOKEN": SecretsManagerSecret(secret="bad secret")}},
-        [("/secret_env/HF_TOKEN/secret", "bad secret")],
+        [("/engine/secret_env/HF_TOKEN/secret", "bad secret")],
     ),
-    ({"allow_from": ("Monitoring",)}, [("/allow_from/0", "Monitoring")]),
+    ({"allow_from": ("Monitoring",)}, [("/endpoint/allow_from/0", "Monitoring")]),
     (
         {"api_key_secret": "team/key", "env": {"VLLM_API_KEY": "plain"}},
-        [("/env/VLLM_API_KEY", "VLLM_API_KEY")],  # a key in plain env is refused as such
+        [("/engine/env/VLLM_API_KEY", "VLLM_API_KEY")],  # a key in plain env is refused as such
     ),
 ]
 
@@ -469,21 +476,28 @@ def test_a_bad_load_balancer_cidr_is_refused_in_the_context() -> None:
 def test_a_spec_file_reads_the_endpoint_the_key_and_both_secret_forms() -> None:
     loaded = spec_from_mapping(
         {
-            "engine": "vllm", "model": HF_MODEL, "instance_type": "g5.xlarge", "name": "chat",
-            "endpoint": {"scheme": "internet-facing", "certificate_arn": CERT, "group": "a"},
-            "api_key_secret": "team/key",
-            "allow_from": ["monitoring"],
-            "secret_env": {
+            "engine": {"name": "vllm", "secret_env": {
                 "HF_TOKEN": {"secrets_manager": "team/hf", "json_key": "token"},
                 "OTHER": {"name": "existing", "key": "k"},
+            }},
+            "model": {"uri": HF_MODEL}, "compute": {"instance_type": "g5.xlarge"}, "name": "chat",
+            "endpoint": {
+                "scheme": "internet-facing", "certificate_arn": CERT, "group": "a",
+                "api_key_secret": "team/key", "allow_from": ["monitoring"],
             },
         },
         where="spec.yaml",
     )  # fmt: skip
     spec = loaded.spec
-    assert spec.endpoint == Endpoint(scheme="internet-facing", certificate_arn=CERT, group="a")
-    assert spec.allow_from == ("monitoring",)
-    assert spec.secret_env == {
+    assert spec.endpoint == Endpoint(
+        scheme="internet-facing",
+        certificate_arn=CERT,
+        group="a",
+        api_key_secret="team/key",
+        allow_from=("monitoring",),
+    )
+    assert spec.endpoint.allow_from == ("monitoring",)
+    assert spec.engine.secret_env == {
         "HF_TOKEN": SecretsManagerSecret(secret="team/hf", json_key="token"),
         "OTHER": SecretRef(name="existing", key="k"),
     }
@@ -492,17 +506,27 @@ def test_a_spec_file_reads_the_endpoint_the_key_and_both_secret_forms() -> None:
 def test_a_mixed_secret_entry_names_the_variable_and_both_forms() -> None:
     with pytest.raises(MlccError) as caught:
         spec_from_mapping(
-            {"engine": "vllm", "model": HF_MODEL, "instance_type": "g5.xlarge",
-             "secret_env": {"HF_TOKEN": {"name": "hf", "secrets_manager": "team/hf"}}},
+            {
+                "engine": {
+                    "name": "vllm",
+                    "secret_env": {"HF_TOKEN": {"name": "hf", "secrets_manager": "team/hf"}},
+                },
+                "model": {"uri": HF_MODEL},
+                "compute": {"instance_type": "g5.xlarge"},
+            },
             where="spec.yaml",
-        )  # fmt: skip
+        )
     (problem,) = caught.value.problems
-    assert (problem.where, problem.pointer) == ("spec.yaml", "/secret_env/HF_TOKEN")
+    assert (problem.where, problem.pointer) == ("spec.yaml", "/engine/secret_env/HF_TOKEN")
     assert problem.allowed == "{name, key} or {secrets_manager[, json_key]}"
 
 
 def test_flags_override_endpoint_fields_one_by_one() -> None:
-    base = {"engine": "vllm", "model": HF_MODEL, "instance_type": "g5.xlarge"}
+    base = {
+        "engine": {"name": "vllm"},
+        "model": {"uri": HF_MODEL},
+        "compute": {"instance_type": "g5.xlarge"},
+    }
     file_layer = {**base, "endpoint": {"scheme": "internal", "hostname": "llm.example.com"}}
     loaded = spec_from_layers(
         [("spec.yaml", file_layer), ("--load-balancer-group", {"endpoint": {"group": "a"}})]
@@ -512,8 +536,12 @@ def test_flags_override_endpoint_fields_one_by_one() -> None:
 
 
 def test_deployments_sharing_a_group_need_hosts_of_their_own() -> None:
-    entry = {"engine": "vllm", "model": HF_MODEL, "instance_type": "g5.xlarge",
-             "endpoint": {"group": "shared"}}  # fmt: skip
+    entry = {
+        "engine": {"name": "vllm"},
+        "model": {"uri": HF_MODEL},
+        "compute": {"instance_type": "g5.xlarge"},
+        "endpoint": {"group": "shared"},
+    }
     with pytest.raises(MlccError) as caught:
         prepare_deployments(
             [{**entry, "name": "a"}, {**entry, "name": "b"}], defaults={"region": "us-east-1"}

@@ -20,9 +20,9 @@ from mlcc_constructs.core.engines.parser_facts import (
 from mlcc_constructs.core.engines.values import ValueChecks
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.tiers import resolve
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.wrapper import flag_for
+from tests._flat import flat_spec
 
 S3_MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 MANIFESTS = {m.engine: m for m in builtin_engines()}
@@ -33,7 +33,7 @@ RECORDED = [(p.parent.name, p.stem) for p in FILES]
 
 def _resolve(engine: str, env: dict[str, str], version: str | None = None) -> Any:
     return resolve(
-        DeploymentSpec(
+        flat_spec(
             engine=engine,
             model=S3_MODEL,
             instance_type="ml.g5.12xlarge",
@@ -76,7 +76,7 @@ def test_a_tier2_flag_the_release_does_not_take_is_refused(
     with pytest.raises(MlccError) as raised:
         _resolve(engine, {key: value}, version)
     text = str(raised.value)
-    assert f"/env/{key}" in text
+    assert f"/engine/env/{key}" in text
     for word in words:
         assert word in text
 

@@ -15,8 +15,8 @@ from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.engines.metrics import HISTOGRAMS, ROLES, engine_metrics, metrics_problems
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.tiers import resolve
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 FACTS_DIR = Path(__file__).resolve().parent / "engine_parsers" / "metrics"
 FACTS = {p.stem: json.loads(p.read_text()) for p in sorted(FACTS_DIR.glob("*.json"))}
@@ -59,7 +59,7 @@ def test_every_manifest_metric_is_exported_with_its_role_type(engine: str) -> No
 def test_metrics_are_enabled_where_they_are_scraped(
     engine: str, target: str, expected: tuple[str, str] | None
 ) -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine=engine, model="org/model", instance_type="g5.xlarge", name="m", target=target
     )
     tier1 = resolve(spec).tier1
@@ -70,7 +70,7 @@ def test_metrics_are_enabled_where_they_are_scraped(
 
 
 def test_a_user_value_wins_over_the_enabled_metrics() -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="sglang",
         model="org/model",
         instance_type="g5.xlarge",
@@ -105,7 +105,7 @@ def _ingress_sources(**fields: Any) -> list[list[str]]:
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     context = fields.pop("context", RenderContext())
-    spec = DeploymentSpec(model="org/model", instance_type="g5.xlarge", name="m", **fields)
+    spec = flat_spec(model="org/model", instance_type="g5.xlarge", name="m", **fields)
     (policy,) = [
         o.object for o in prepare(spec, context=context).objects if o.id == "NetworkPolicy"
     ]

@@ -30,6 +30,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.wrapper import list_form
+from tests._flat import flat_spec
 
 FACTS_DIR = data_path("engine_parsers")
 FACTS = {
@@ -183,7 +184,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
 
 def _spec(case: str, target: str, delivery: str) -> DeploymentSpec:
     values = {"model": S3_MODEL, "instance_type": "ml.g5.12xlarge", "name": "llm", **CASES[case]}
-    return DeploymentSpec(target=target, config_delivery=delivery, **values)
+    return flat_spec(target=target, config_delivery=delivery, **values)
 
 
 def _cli_argv(capsys: pytest.CaptureFixture[str], case: str, target: str) -> list[str]:
@@ -246,7 +247,7 @@ def test_a_flag_from_tier2_and_the_cache_adapter_is_passed_once(
 ) -> None:
     """SGLang's LMCache adapter contributes --enable-metrics; so does SGLANG_ENABLE_METRICS."""
     backend = seed_safe_spec("SGLang")
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="sglang",
         model=S3_MODEL,
         instance_type="ml.g5.12xlarge",
@@ -274,7 +275,7 @@ def test_a_flag_from_tier2_and_the_cache_adapter_is_passed_once(
 def test_the_seed_cache_example_reaches_each_engine_as_arguments_it_accepts(
     tmp_path: Path, engine: str, runtime: str, delivery: str
 ) -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine=engine,
         model=S3_MODEL,
         instance_type="ml.g5.12xlarge",

@@ -22,8 +22,8 @@ from mlcc_constructs.core import wrapper
 from mlcc_constructs.core.cache import CacheBackendSpec
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.serving.prepare.deployment import prepare
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec, sectioned_doc
 
 ENGINES = {m.engine: m for m in builtin_engines()}
 LLAMA_CPP_IMAGE = "123456789012.dkr.ecr.us-east-1.amazonaws.com/sagemaker-llama-cpp:test"
@@ -63,7 +63,7 @@ def _prepared(values: dict[str, Any]) -> Any:
     fields["secret_env"] = {
         k: SecretRef(name=v["name"], key=v["key"]) for k, v in values["secret_env"].items()
     }
-    return prepare(DeploymentSpec(**fields), context=CONTEXT)
+    return prepare(flat_spec(**fields), context=CONTEXT)
 
 
 def _mlcc(*args: str) -> tuple[int, str]:
@@ -129,7 +129,7 @@ def test_argv_and_env_of_a_spec_file_are_what_the_rendered_pod_runs(
 ) -> None:
     values = _values(case)
     spec_file = tmp_path / "deploy.yaml"
-    spec_file.write_text(yaml.safe_dump(values), encoding="utf-8")
+    spec_file.write_text(yaml.safe_dump(sectioned_doc(values)), encoding="utf-8")
     try:
         prepared = _prepared(values)
     except MlccError:  # refused by the pipeline: refused by both commands too
@@ -168,7 +168,7 @@ def test_name_picks_one_deployment_of_a_list(tmp_path: Path) -> None:
     base = _values(("vllm", "eks", False, "env", False, "hf"))
     other = {**base, "name": "other", "env": {"VLLM_MAX_NUM_SEQS": "8"}}
     spec_file = tmp_path / "list.yaml"
-    spec_file.write_text(yaml.safe_dump([base, other]), encoding="utf-8")
+    spec_file.write_text(yaml.safe_dump(sectioned_doc([base, other])), encoding="utf-8")
     code, out = _mlcc("argv", "-f", str(spec_file), "--name", "other")
     assert code == 0 and "--max-num-seqs" in json.loads(out)
     code, out = _mlcc("argv", "-f", str(spec_file), "--name", "m")

@@ -22,7 +22,6 @@ from mlcc_constructs.core.serving.resolve.env_rules import MAX_KEY, RESERVED
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.container_env import POD_ENV
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.wrapper import (
@@ -34,13 +33,13 @@ from mlcc_constructs.core.wrapper import (
     engine_flags,
     flag_for,
 )
+from tests._flat import flat_spec, sectioned_doc
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 BASE: dict[str, Any] = {
-    "engine": "vllm",
-    "model": MODEL,
-    "instance_type": "ml.g5.12xlarge",
-    "engine_version": "0.11.0",
+    "engine": {"name": "vllm", "version": "0.11.0"},
+    "model": {"uri": MODEL},
+    "compute": {"instance_type": "ml.g5.12xlarge"},
 }
 CLI_BASE = ["--engine", "vllm", "--model", MODEL, "--instance-type", "g5.12xlarge"]
 RENDER_FACTS = ["--name", "envkeys", "--account", "123456789012", "--profile", "dev"]
@@ -55,51 +54,61 @@ REFUSED: list[tuple[dict[str, str], str, str, str]] = [
     # 1. case: a key whose upper-case form has an engine prefix
     (
         {"VLLM_Tensor_Parallel_Size": "3"},
-        "/env/VLLM_Tensor_Parallel_Size",
+        "/engine/env/VLLM_Tensor_Parallel_Size",
         UPPER,
         "VLLM_TENSOR_PARALLEL_SIZE",
     ),
-    ({"vllm_max_loras": "4"}, "/env/vllm_max_loras", UPPER, "write it VLLM_MAX_LORAS"),
-    ({"Vllm_MAX_LORAS": "4"}, "/env/Vllm_MAX_LORAS", UPPER, "write it VLLM_MAX_LORAS"),
-    ({"Sglang_X": "1"}, "/env/Sglang_X", UPPER, "write it VLLM_X"),
+    ({"vllm_max_loras": "4"}, "/engine/env/vllm_max_loras", UPPER, "write it VLLM_MAX_LORAS"),
+    ({"Vllm_MAX_LORAS": "4"}, "/engine/env/Vllm_MAX_LORAS", UPPER, "write it VLLM_MAX_LORAS"),
+    ({"Sglang_X": "1"}, "/engine/env/Sglang_X", UPPER, "write it VLLM_X"),
     (
         {"VLLM_MAX_LORAS": "4", "vllm_max_loras": "4"},
-        "/env/vllm_max_loras",
+        "/engine/env/vllm_max_loras",
         "VLLM_MAX_LORAS is set too",
         "(once)",
     ),
     # 2. a Tier-2 suffix must name a flag
-    ({"VLLM_": "1"}, "/env/VLLM_", "the bare prefix names no vllm flag", "VLLM_<FLAG_NAME>"),
-    ({"VLLM__": "1"}, "/env/VLLM__", NO_FLAG, "VLLM_MAX_NUM_SEQS"),
-    ({"VLLM_MODEL_": "x"}, "/env/VLLM_MODEL_", NO_FLAG, "words joined"),
-    ({"VLLM__X": "1"}, "/env/VLLM__X", NO_FLAG, "words joined"),
-    ({"VLLM_A__B": "1"}, "/env/VLLM_A__B", NO_FLAG, "words joined"),
+    ({"VLLM_": "1"}, "/engine/env/VLLM_", "the bare prefix names no vllm flag", "VLLM_<FLAG_NAME>"),
+    ({"VLLM__": "1"}, "/engine/env/VLLM__", NO_FLAG, "VLLM_MAX_NUM_SEQS"),
+    ({"VLLM_MODEL_": "x"}, "/engine/env/VLLM_MODEL_", NO_FLAG, "words joined"),
+    ({"VLLM__X": "1"}, "/engine/env/VLLM__X", NO_FLAG, "words joined"),
+    ({"VLLM_A__B": "1"}, "/engine/env/VLLM_A__B", NO_FLAG, "words joined"),
     # 3. values: control characters (but tab) and line separators, on every key
-    ({"VLLM_MAX_LORAS": "4\n5"}, "/env/VLLM_MAX_LORAS", CONTROL, "one line"),
-    ({"NCCL_DEBUG": "INFO\r"}, "/env/NCCL_DEBUG", CONTROL, "one line"),
-    ({"NCCL_DEBUG": "a\x00b"}, "/env/NCCL_DEBUG", CONTROL, "one line"),
-    ({"NCCL_DEBUG": "\x1b[31m"}, "/env/NCCL_DEBUG", CONTROL, "one line"),
-    ({"NCCL_DEBUG": "a\x7f"}, "/env/NCCL_DEBUG", CONTROL, "one line"),
-    ({"NCCL_DEBUG": "a\x85b"}, "/env/NCCL_DEBUG", CONTROL, "one line"),
-    ({"NCCL_DEBUG": "a\u2028b"}, "/env/NCCL_DEBUG", CONTROL, "one line"),
+    ({"VLLM_MAX_LORAS": "4\n5"}, "/engine/env/VLLM_MAX_LORAS", CONTROL, "one line"),
+    ({"NCCL_DEBUG": "INFO\r"}, "/engine/env/NCCL_DEBUG", CONTROL, "one line"),
+    ({"NCCL_DEBUG": "a\x00b"}, "/engine/env/NCCL_DEBUG", CONTROL, "one line"),
+    ({"NCCL_DEBUG": "\x1b[31m"}, "/engine/env/NCCL_DEBUG", CONTROL, "one line"),
+    ({"NCCL_DEBUG": "a\x7f"}, "/engine/env/NCCL_DEBUG", CONTROL, "one line"),
+    ({"NCCL_DEBUG": "a\x85b"}, "/engine/env/NCCL_DEBUG", CONTROL, "one line"),
+    ({"NCCL_DEBUG": "a\u2028b"}, "/engine/env/NCCL_DEBUG", CONTROL, "one line"),
     # 4. reserved: the wrapper's variables, the pod's, EKS Pod Identity's
-    ({"MLCC_ENGINE_MANIFEST": "/tmp/x"}, "/env/MLCC_ENGINE_MANIFEST", RESERVED_MSG, "MLCC_*"),
-    ({"MLCC_ENGINE_KEYS": "VLLM_X"}, "/env/MLCC_ENGINE_KEYS", RESERVED_MSG, "MLCC_*"),
-    ({"MLCC_ANYTHING": "1"}, "/env/MLCC_ANYTHING", RESERVED_MSG, "MLCC_*"),
-    ({"HOME": "/root"}, "/env/HOME", RESERVED_MSG, "HOME"),
-    ({"USER": "root"}, "/env/USER", RESERVED_MSG, "USER"),
+    (
+        {"MLCC_ENGINE_MANIFEST": "/tmp/x"},
+        "/engine/env/MLCC_ENGINE_MANIFEST",
+        RESERVED_MSG,
+        "MLCC_*",
+    ),
+    ({"MLCC_ENGINE_KEYS": "VLLM_X"}, "/engine/env/MLCC_ENGINE_KEYS", RESERVED_MSG, "MLCC_*"),
+    ({"MLCC_ANYTHING": "1"}, "/engine/env/MLCC_ANYTHING", RESERVED_MSG, "MLCC_*"),
+    ({"HOME": "/root"}, "/engine/env/HOME", RESERVED_MSG, "HOME"),
+    ({"USER": "root"}, "/engine/env/USER", RESERVED_MSG, "USER"),
     (
         {"AWS_CONTAINER_CREDENTIALS_FULL_URI": "http://x"},
-        "/env/AWS_CONTAINER_CREDENTIALS_FULL_URI",
+        "/engine/env/AWS_CONTAINER_CREDENTIALS_FULL_URI",
         "EKS Pod Identity sets it",
         "AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE",
     ),
     # 5. names Kubernetes' ConfigMap keys and a process environment cannot hold
-    ({"A" * (MAX_KEY + 1): "1"}, "/env/" + "A" * (MAX_KEY + 1), NOT_A_NAME, f"at most {MAX_KEY}"),
-    ({"1BAD": "1"}, "/env/1BAD", NOT_A_NAME, "not starting with a digit"),
-    ({"A-B": "1"}, "/env/A-B", NOT_A_NAME, "letters, digits and '_'"),
-    ({"A.B": "1"}, "/env/A.B", NOT_A_NAME, "letters, digits and '_'"),
-    ({"É": "1"}, "/env/É", NOT_A_NAME, "letters, digits and '_'"),
+    (
+        {"A" * (MAX_KEY + 1): "1"},
+        "/engine/env/" + "A" * (MAX_KEY + 1),
+        NOT_A_NAME,
+        f"at most {MAX_KEY}",
+    ),
+    ({"1BAD": "1"}, "/engine/env/1BAD", NOT_A_NAME, "not starting with a digit"),
+    ({"A-B": "1"}, "/engine/env/A-B", NOT_A_NAME, "letters, digits and '_'"),
+    ({"A.B": "1"}, "/engine/env/A.B", NOT_A_NAME, "letters, digits and '_'"),
+    ({"É": "1"}, "/engine/env/É", NOT_A_NAME, "letters, digits and '_'"),
 ]
 
 ACCEPTED: list[dict[str, str]] = [
@@ -125,7 +134,7 @@ def _problem(error: MlccError, pointer: str) -> Any:
 @pytest.mark.parametrize(("env", "pointer", "message", "hint"), REFUSED)
 def test_the_core_refuses(env: dict[str, str], pointer: str, message: str, hint: str) -> None:
     with pytest.raises(MlccError) as caught:
-        resolve(DeploymentSpec(**BASE, env=env))
+        resolve(flat_spec(**BASE, env=env))
     problem = _problem(caught.value, pointer)
     assert message in problem.message
     assert hint in f"{problem.allowed} {problem.fix}"
@@ -133,26 +142,24 @@ def test_the_core_refuses(env: dict[str, str], pointer: str, message: str, hint:
 
 @pytest.mark.parametrize("env", ACCEPTED, ids=lambda e: ",".join(e)[:30])
 def test_the_core_accepts(env: dict[str, str]) -> None:
-    resolution = resolve(DeploymentSpec(**BASE, env=env))
+    resolution = resolve(flat_spec(**BASE, env=env))
     assert set(env) <= set(resolution.env) | {k for k, _ in resolution.plain}
 
 
 def test_the_sglang_engine_refuses_its_own_lower_case_prefix() -> None:
     with pytest.raises(MlccError) as caught:
-        resolve(
-            DeploymentSpec(**{**BASE, "engine": "sglang"}, env={"sglang_max_loras_per_batch": "2"})
-        )
+        resolve(flat_spec(**{**BASE, "engine": "sglang"}, env={"sglang_max_loras_per_batch": "2"}))
     assert (
         "write it SGLANG_MAX_LORAS_PER_BATCH"
-        in _problem(caught.value, "/env/sglang_max_loras_per_batch").fix
+        in _problem(caught.value, "/engine/env/sglang_max_loras_per_batch").fix
     )
 
 
 def test_a_mixed_case_tp_key_no_longer_slips_past_the_tp_check() -> None:
     """The tester's case: TP 3 on a 4-GPU instance, spelled so the TP check missed it."""
     with pytest.raises(MlccError) as caught:
-        resolve(DeploymentSpec(**BASE, env={"VLLM_Tensor_Parallel_Size": "3"}))
-    assert [p.pointer for p in caught.value.problems] == ["/env/VLLM_Tensor_Parallel_Size"]
+        resolve(flat_spec(**BASE, env={"VLLM_Tensor_Parallel_Size": "3"}))
+    assert [p.pointer for p in caught.value.problems] == ["/engine/env/VLLM_Tensor_Parallel_Size"]
 
 
 # -- the same rule from a spec file and from a cdk.json deployment ---------------------------
@@ -162,7 +169,9 @@ def test_a_mixed_case_tp_key_no_longer_slips_past_the_tp_check() -> None:
 def test_a_cdk_json_deployment_gets_the_same_rule(
     env: dict[str, str], pointer: str, message: str, hint: str
 ) -> None:
-    entry = {**BASE, "name": "ctx", "account": "123456789012", "profile": "dev", "env": env}
+    entry = sectioned_doc(
+        {**BASE, "name": "ctx", "account": "123456789012", "profile": "dev", "env": env}
+    )
     with pytest.raises(MlccError) as caught:
         prepare_deployments([entry], defaults={"region": "us-east-1"})
     problem = _problem(caught.value, pointer)
@@ -185,7 +194,9 @@ def test_a_spec_file_gets_the_same_rule(
     tmp_path: Path, env: dict[str, str], pointer: str, message: str, hint: str
 ) -> None:
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({**BASE, "name": "file", "env": env}), encoding="utf-8")
+    path.write_text(
+        json.dumps(sectioned_doc({**BASE, "name": "file", "env": env})), encoding="utf-8"
+    )
     code, out, err = _run(["env", "-f", str(path)])
     assert (code, out) == (1, "")
     assert err.startswith(f"mlcc: error: {path}:{pointer}: ")
@@ -246,7 +257,9 @@ def test_an_engine_key_or_a_refused_one_gets_no_plain_env_warning(assignment: st
 
 def test_plain_env_in_a_spec_file_is_not_warned_about(tmp_path: Path) -> None:
     path = tmp_path / "spec.json"
-    path.write_text(json.dumps({**BASE, "name": "f", "env": {"NCCL_DEBUG": "INFO"}}), "utf-8")
+    path.write_text(
+        json.dumps(sectioned_doc({**BASE, "name": "f", "env": {"NCCL_DEBUG": "INFO"}})), "utf-8"
+    )
     code, _, err = _run(["env", "-f", str(path)])
     assert code == 0, err
     assert "has no engine prefix" not in err
@@ -279,7 +292,7 @@ def test_reserved_names_come_from_the_data_that_places_them() -> None:
 def test_every_rendered_pod_env_name_the_library_sets_is_reserved() -> None:
     """The wrapper's and the pod's own variables of a rendered Deployment are all reserved (the
     engine's cache and streaming variables are not: a user's value wins there)."""
-    spec = DeploymentSpec(**BASE, name="r", namespace="inference")
+    spec = flat_spec(**BASE, name="r", namespace="inference")
     objects = render(
         spec, context=RenderContext(account="123456789012", profile="dev", region="us-east-1")
     ).objects
@@ -338,7 +351,9 @@ def test_any_env_renders_a_clean_argv_or_fails_cleanly(tmp_path: Path, env: dict
     work = Path(tempfile.mkdtemp(dir=tmp_path))
     out_dir = work / "out"
     path = work / "spec.json"  # a file: --set cannot carry every key (a '=' in it)
-    path.write_text(json.dumps({**BASE, "name": "prop", "env": env}), encoding="utf-8")
+    path.write_text(
+        json.dumps(sectioned_doc({**BASE, "name": "prop", "env": env})), encoding="utf-8"
+    )
     argv = ["render", "-f", str(path), "--account", "123456789012", "--profile", "dev"]
     code, out, err = _run([*argv, "--out", str(out_dir)])
     assert "Traceback" not in err

@@ -61,11 +61,11 @@ def test_the_cache_backend_example_is_admitted_and_injects(
     (backend,) = load_cache_backends(path)
     spec_file = tmp_path / "cached.yaml"
     document = {
-        "engine": "sglang",
-        "model": "meta-llama/Llama-3.1-8B-Instruct",
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": "sglang"},
+        "model": {"uri": "meta-llama/Llama-3.1-8B-Instruct"},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "cached",
-        "cache_backend": yaml.safe_load(path.read_text())["spec"],
+        "cache": {"backend": yaml.safe_load(path.read_text())["spec"]},
     }
     spec_file.write_text(yaml.safe_dump(document), encoding="utf-8")
     capsys.readouterr()

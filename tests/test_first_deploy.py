@@ -78,8 +78,10 @@ def test_the_default_app_is_one_gpu_deployment_and_no_hyperpod() -> None:
     assert prepared.resolution.instance.name == "ml.g6.xlarge"
     assert prepared.resolution.instance.gpus == 1
     assert (prepared.max_replicas, prepared.resolution.nodes) == (1, 1)
-    assert prepared.spec.model == "Qwen/Qwen3-8B"
-    assert prepared.spec.secret_env == {} and prepared.spec.api_key_secret is None  # no secret
+    assert prepared.spec.model.uri == "Qwen/Qwen3-8B"
+    assert (
+        prepared.spec.engine.secret_env == {} and prepared.spec.endpoint.api_key_secret is None
+    )  # no secret
 
 
 def test_the_quick_start_deploy_context_is_read_by_the_app() -> None:

@@ -17,6 +17,7 @@ from _cdk_app import reference_entries
 
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.k8s.serving_chart import ServingChart
+from tests._flat import flat_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -139,8 +140,8 @@ def test_rollout_defaults_to_the_target_it_rolls_out(
     if file_text is not None:
         spec_file = tmp_path / "spec.yaml"
         spec_file.write_text(
-            file_text + "engine: vllm\nmodel: meta-llama/Llama-3.1-8B-Instruct\n"
-            "instance_type: ml.g5.12xlarge\nname: llama\n",
+            file_text + "engine: {name: vllm}\nmodel: {uri: meta-llama/Llama-3.1-8B-Instruct}\n"
+            "compute: {instance_type: ml.g5.12xlarge}\nname: llama\n",
             encoding="utf-8",
         )
         argv = [*argv, "-f", str(spec_file)]
@@ -166,15 +167,14 @@ DEV_BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 def _prepared_model(model: str, **context: str) -> str:
     from mlcc_constructs.core.serving.prepare.deployment import prepare
     from mlcc_constructs.core.serving.spec.context import RenderContext
-    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm", model=model, instance_type="ml.g5.12xlarge", name="llama",
         namespace="inference",
     )  # fmt: skip
     prepared = prepare(spec, context=RenderContext(**context))
-    assert prepared.resolution.source.uri == prepared.spec.model  # what the objects read
-    return prepared.spec.model
+    assert prepared.resolution.source.uri == prepared.spec.model.uri  # what the objects read
+    return prepared.spec.model.uri
 
 
 @pytest.mark.parametrize(
@@ -210,7 +210,7 @@ def test_the_model_bucket_follows_the_environment(
         (
             "s3://mlcc-models-dev-999999999999-us-east-1/" + PREFIX,
             DEV,
-            "/model: the model bucket is the 'core' bucket of another environment (account "
+            "/model/uri: the model bucket is the 'core' bucket of another environment (account "
             "999999999999 where the deployment's is 123456789012) (got 's3://mlcc-models-dev-"
             f"999999999999-us-east-1/{PREFIX}'; allowed: s3://{DEV_BUCKET}/... or a bucket of "
             f"your own; fix: write s3://{DEV_BUCKET}/{PREFIX} or s3://${{model_bucket}}/{PREFIX})",
@@ -218,7 +218,7 @@ def test_the_model_bucket_follows_the_environment(
         (
             "s3://mlcc-models-prod-123456789012-us-west-2/" + PREFIX,
             DEV,
-            "/model: the model bucket is the 'core' bucket of another environment (region "
+            "/model/uri: the model bucket is the 'core' bucket of another environment (region "
             "us-west-2 where the deployment's is us-east-1, profile prod where the deployment's "
             "is dev)",
         ),
@@ -234,13 +234,13 @@ def test_the_model_bucket_follows_the_environment(
         (
             "s3://${model_bucket}/" + PREFIX,
             {"region": "us-east-1"},
-            "/model: ${model_bucket} (the model bucket, stacks/buckets.json 'core') needs "
+            "/model/uri: ${model_bucket} (the model bucket, stacks/buckets.json 'core') needs "
             "account, profile (got '${model_bucket}'; fix: pass --account --profile",
         ),
         (
             "s3://${models}/" + PREFIX,
             DEV,
-            "/model: not a placeholder of the model bucket (got 's3://${models}/models/meta-llama/"
+            "/model/uri: not a placeholder of the model bucket (got 's3://${models}/models/meta-llama/"
             "Llama-3.1-8B-Instruct/'; allowed: s3://${model_bucket}/<prefix>/ or "
             "s3://<bucket>/<prefix>/; fix: write s3://${model_bucket}/models/",
         ),
@@ -256,7 +256,7 @@ def test_another_environments_bucket_is_refused(
 
 
 def _s3_models(entries: list[dict[str, object]]) -> list[str]:
-    return [str(e["model"]) for e in entries if str(e["model"]).startswith("s3://")]
+    return [str(e["model"]["uri"]) for e in entries if str(e["model"]["uri"]).startswith("s3://")]
 
 
 def test_the_reference_deployments_and_the_example_name_no_account() -> None:
@@ -273,7 +273,7 @@ def test_the_reference_deployments_and_the_example_name_no_account() -> None:
 def test_a_new_account_moves_the_reference_mounts_with_it(account: str) -> None:
     from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
 
-    entries = [e for e in reference_entries() if "autoscaling" not in e]
+    entries = [e for e in reference_entries() if "autoscaling" not in e.get("scaling", {})]
     found = prepare_deployments(
         entries, defaults={"account": account, "region": "us-east-1", "profile": "dev"}
     )

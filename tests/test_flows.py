@@ -29,6 +29,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import sectioned_doc
 
 S3 = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 MONITORED = dataclasses.replace(CONTEXT, prometheus_operator_namespace="monitoring")
@@ -75,7 +76,8 @@ def _peer(flow: Flow) -> str:
 
 def prepared(context: RenderContext = CONTEXT, **fields: Any) -> PreparedDeployment:
     document = {"namespace": "inference", "instance_type": "ml.g5.12xlarge", "target": "eks"}
-    return prepare(spec_from_mapping({**document, **fields}, where="t").spec, context=context)
+    flat = {**document, **fields}  # written flat for short tables; read in sections
+    return prepare(spec_from_mapping(sectioned_doc(flat), where="t").spec, context=context)
 
 
 # -- the derivation, exactly --------------------------------------------------------------

@@ -24,13 +24,12 @@ from mlcc_constructs.core.serving.spec.files import schema
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 VALID_SPEC: dict[str, Any] = {
-    "engine": "vllm",
-    "model": MODEL,
-    "instance_type": "ml.g5.12xlarge",
+    "engine": {"name": "vllm", "env": {"VLLM_MAX_NUM_SEQS": "64"}},
+    "model": {"uri": MODEL},
+    "compute": {"instance_type": "ml.g5.12xlarge"},
     "name": "fuzzed",
     "namespace": "inference",
-    "lora": True,
-    "env": {"VLLM_MAX_NUM_SEQS": "64"},
+    "lora": {"enabled": True},
     "account": "123456789012",
     "profile": "dev",
 }

@@ -21,6 +21,7 @@ from mlcc_constructs.core.platform.gpu_disruption import (
 )
 from mlcc_constructs.core.serving.kinds.registry import object_problems
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 WHERE = "CDK context (cdk.json or -c)"
 
@@ -32,18 +33,15 @@ def test_the_limit_counts_an_autoscaled_deployment_at_its_max_replicas() -> None
     from mlcc_constructs.core.serving.spec.app_deployments import gpu_demand
     from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
     from mlcc_constructs.core.serving.spec.context import RenderContext
-    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
     context = RenderContext(
         region="us-east-1",
         prometheus_query_url="https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-1",
     )
     base = {"engine": "vllm", "model": "meta-llama/Llama-3.1-8B-Instruct", "name": "chat"}
-    fixed = prepare(
-        DeploymentSpec(**base, instance_type="ml.g5.12xlarge", replicas=2), context=context
-    )
+    fixed = prepare(flat_spec(**base, instance_type="ml.g5.12xlarge", replicas=2), context=context)
     scaled = prepare(
-        DeploymentSpec(
+        flat_spec(
             **base,
             instance_type="ml.g5.2xlarge",
             autoscaling=Autoscaling(min_replicas=1, max_replicas=3),

@@ -251,7 +251,8 @@ COVERAGE = [
     (
         "created",
         [
-            "d:/instance_type: no instance group of hyperpod_instance_groups runs ml.g5.12xlarge, "
+            "d:/compute/instance_type: no instance group of hyperpod_instance_groups runs "
+            "ml.g5.12xlarge, "
             "so the deployment's pods could never schedule (got 'ml.g5.12xlarge'; allowed: "
             "ml.g5.2xlarge; fix: add an instance group of ml.g5.12xlarge to "
             "hyperpod_instance_groups, or change the deployment's instance_type)"

@@ -17,7 +17,8 @@ from mlcc_constructs.core.serving.kinds._crd_rules import strict
 from mlcc_constructs.core.serving.kinds.inference_endpoint_config import RULES, endpoint_name
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import SecretRef
+from tests._flat import flat_spec
 
 IEC_V1_RULES = RULES.schema
 iec_problems = RULES.problems
@@ -48,7 +49,7 @@ def rendered_iecs() -> list[tuple[str, dict[str, Any]]]:
             for delivery in (
                 ("env", "args") if engine in ("vllm", "sglang", "tensorrt-llm") else ("env",)
             ):
-                spec = DeploymentSpec(
+                spec = flat_spec(
                     engine=engine,
                     model=MODEL,
                     instance_type="ml.g5.12xlarge",
@@ -62,7 +63,7 @@ def rendered_iecs() -> list[tuple[str, dict[str, Any]]]:
                 cases.append(
                     (f"{engine}-{lora}-{delivery}", render(spec, context=CONTEXT).objects[0])
                 )
-    hf = DeploymentSpec(
+    hf = flat_spec(
         engine="vllm",
         model="mistralai/Mistral-7B-Instruct-v0.3",
         instance_type="ml.g5.24xlarge",
@@ -228,7 +229,7 @@ def test_endpoint_names_differ_where_the_joined_text_is_ambiguous() -> None:
 
 
 def test_the_longest_names_pass_the_strict_crd(strict_validator: Any) -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type="ml.g5.12xlarge",

@@ -28,8 +28,8 @@ from mlcc_constructs.core.platform.vpc_network import (
 )
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 REGISTRY = "123456789012.dkr.ecr.us-east-1.amazonaws.com"
 WHERE = "CDK context (cdk.json or -c)"
@@ -225,7 +225,7 @@ def test_nat_gateway_bounds(value: object, zones: int, message: str | None) -> N
 
 
 def test_the_renderer_pulls_through_the_context_registry() -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         name="m",
         target="eks",
         engine="vllm",

@@ -6,7 +6,6 @@ and the add-on's gateway configuration."""
 from __future__ import annotations
 
 import copy
-import dataclasses
 from typing import Any
 
 import pytest
@@ -21,6 +20,7 @@ from mlcc_constructs.core.serving.spec.endpoint import Endpoint
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.serving.spec.gateway import ClaimRule, Gateway, JwtAuth
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec, replace_flat
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -37,14 +37,14 @@ def jwt(**values: Any) -> JwtAuth:
 def spec(*, gateway: Gateway | None = None, **values: Any) -> DeploymentSpec:
     endpoint = values.pop("endpoint", {})
     fields: dict[str, Any] = {
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "llama",
         "namespace": "inference",
         "target": "hyperpod-eks",
     }
-    return DeploymentSpec(
+    return flat_spec(
         **{**fields, **values},
         endpoint=Endpoint(gateway=gateway or Gateway(jwt=jwt()), **endpoint),
     )
@@ -103,7 +103,7 @@ def test_the_gateway_checks_a_jwt_and_routes_to_the_iec_pods() -> None:
 
 
 def test_no_gateway_renders_none() -> None:
-    plain = DeploymentSpec(
+    plain = flat_spec(
         engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="llama",
         target="hyperpod-eks",
     )  # fmt: skip
@@ -168,15 +168,15 @@ def test_sglang_without_its_metrics_flag_is_warned() -> None:
     )
     # hyperpod-eks scrapes metrics, so SGLang gets them by default (Tier 1 metrics_enable)
     assert warning not in render(spec(engine="sglang"), context=CONTEXT).warnings
-    turned_off = dataclasses.replace(spec(engine="sglang"), env={"SGLANG_ENABLE_METRICS": "false"})
+    turned_off = replace_flat(spec(engine="sglang"), env={"SGLANG_ENABLE_METRICS": "false"})
     assert warning in render(turned_off, context=CONTEXT).warnings
 
 
 def test_the_spec_file_form() -> None:
     document = {
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "llama",
         "target": "hyperpod-eks",
         "endpoint": {
@@ -489,12 +489,19 @@ def test_mlcc_render_shows_the_gateway(capsys: pytest.CaptureFixture[str], tmp_p
     from mlcc_constructs import cli
 
     document = {
-        "engine": "vllm", "model": MODEL, "instance_type": "ml.g5.12xlarge", "name": "llama",
-        "namespace": "inference", "target": "hyperpod-eks", "account": "123456789012",
-        "region": "us-east-1", "profile": "dev",
-        "endpoint": {"gateway": {"jwt": {"issuer": ISSUER, "jwks_uri": JWKS,
-                                         "audiences": ["llm-clients"]}}},
-    }  # fmt: skip
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
+        "name": "llama",
+        "namespace": "inference",
+        "target": "hyperpod-eks",
+        "account": "123456789012",
+        "region": "us-east-1",
+        "profile": "dev",
+        "endpoint": {
+            "gateway": {"jwt": {"issuer": ISSUER, "jwks_uri": JWKS, "audiences": ["llm-clients"]}}
+        },
+    }
     path = tmp_path / "llama.yaml"
     path.write_text(yaml.safe_dump(document), encoding="utf-8")
     capsys.readouterr()

@@ -13,6 +13,7 @@ from typing import Any
 from _cdk_app import OPERATOR_STACK, build, manifest_object, reference_entries
 
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
+from tests._flat import flat_spec
 
 ISSUER = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_EXAMPLE"
 GATEWAY = {"jwt": {"issuer": ISSUER, "jwks_uri": f"{ISSUER}/.well-known/jwks.json",
@@ -99,7 +100,7 @@ def _team_served_model(*, inference_gateway: bool) -> Any:
     import aws_cdk as cdk
     from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
 
-    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs import RenderContext, prepare
     from mlcc_constructs.aws.inference_operator import (
         HyperPodInferenceOperator,
         HyperPodInferenceOperatorProps,
@@ -131,7 +132,7 @@ def _team_served_model(*, inference_gateway: bool) -> Any:
     )  # fmt: skip
     gateway = Gateway(jwt=JwtAuth(issuer=ISSUER, jwks_uri=f"{ISSUER}/jwks", audiences=("a",)))
     deployment = prepare(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm", model="org/model", instance_type="ml.g5.12xlarge", name="m",
             target="hyperpod-eks", endpoint=Endpoint(gateway=gateway),
         ),

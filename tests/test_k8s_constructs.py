@@ -12,16 +12,16 @@ import pytest
 from mlcc_constructs.core.serving.prepare.deployment import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(profile="dev")
 SPECS = {
-    "vllm-eks": DeploymentSpec(
+    "vllm-eks": flat_spec(
         engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="llama-vllm", lora=True
     ),
-    "sglang-hyperpod": DeploymentSpec(
+    "sglang-hyperpod": flat_spec(
         engine="sglang",
         model=MODEL,
         instance_type="ml.g5.12xlarge",
@@ -29,7 +29,7 @@ SPECS = {
         target="hyperpod-eks",
         lora=True,
     ),
-    "vllm-args": DeploymentSpec(
+    "vllm-args": flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type="ml.g5.2xlarge",
@@ -176,9 +176,10 @@ def test_composable_config_map_and_deployment() -> None:
         (
             "EngineConfigMap",
             "vllm-args",
-            "/config_delivery: config delivery 'args' puts the engine config in the container's "
+            "/engine/config_delivery: config delivery 'args' puts the engine config in the "
+            "container's "
             "argv: there is no ConfigMap (got 'args'; fix: drop the EngineConfigMap, or use "
-            "config_delivery='env')",
+            "engine.config_delivery='env')",
         ),
     ],
 )

@@ -14,7 +14,8 @@ import pytest
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems, kubernetes_version
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import SecretRef
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -23,7 +24,7 @@ CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev
 def _objects() -> list[dict[str, Any]]:
     objects: list[dict[str, Any]] = []
     for engine in ("vllm", "sglang", "lmi"):
-        spec = DeploymentSpec(
+        spec = flat_spec(
             engine=engine,
             model=MODEL,
             instance_type="ml.g5.12xlarge",

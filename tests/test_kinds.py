@@ -31,8 +31,8 @@ from mlcc_constructs.core.serving.kinds.registry import (
 )
 from mlcc_constructs.core.serving.prepare.deployment import prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -107,7 +107,7 @@ def test_an_object_of_no_registered_kind_is_a_problem() -> None:
 
 
 def _prepared(target: str, **values: Any) -> Any:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="m", target=target,
         namespace="inference", **values,
     )  # fmt: skip
@@ -116,7 +116,7 @@ def _prepared(target: str, **values: Any) -> Any:
 
 def test_objects_come_in_apply_order_by_phase() -> None:
     cache = parse_spec(seed_safe_spec("SGLang"))
-    sglang = DeploymentSpec(
+    sglang = flat_spec(
         engine="sglang", model=MODEL, instance_type="ml.g5.12xlarge", name="m",
         namespace="inference", cache_backend=cache,
     )  # fmt: skip
@@ -346,7 +346,7 @@ def test_the_iec_states_read_are_states_of_the_crd(shared_dir: Path) -> None:
 
 
 def test_a_team_tls_bucket_names_the_iec_certificate_output() -> None:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="m",
         target="hyperpod-eks", namespace="inference",
     )  # fmt: skip

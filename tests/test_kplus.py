@@ -1,5 +1,5 @@
 """cdk8s-plus-28 constructs a team adds target the library's Deployment: a
-``HorizontalPodAutoscaler`` scales it (the Deployment then leaves ``spec.replicas`` to the
+``HorizontalPodAutoscaler`` scales it (the Deployment then leaves ``spec.scaling.replicas`` to the
 HPA) and ``NetworkPolicy`` objects select its pods and name them as a peer. The objects are
 exact, pass the strict Kubernetes schemas, and leave every other library object unchanged.
 One app is synthesized once for the module; jsii starts only in the fixtures and tests."""
@@ -20,10 +20,11 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec, replace_flat
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(profile="dev")
-SPEC = DeploymentSpec(
+SPEC = flat_spec(
     engine="vllm",
     model=MODEL,
     instance_type="ml.g5.12xlarge",
@@ -42,7 +43,7 @@ def _is_library(document: dict[str, Any]) -> bool:
 
 
 def _spec(name: str, **changes: Any) -> DeploymentSpec:
-    return dataclasses.replace(SPEC, name=name, **changes)
+    return replace_flat(SPEC, name=name, **changes)
 
 
 def _without_replicas(obj: dict[str, Any]) -> dict[str, Any]:
@@ -275,7 +276,7 @@ def test_replicas_leave_the_deployment_only_when_an_hpa_scales_it(
         ]
 
     # every library object is exactly the rendered one, in order; only the scaled Deployments
-    # lack spec.replicas
+    # lack spec.scaling.replicas
     library = [d for d in synthesized["team"] if _is_library(d)]
     assert library == expected("llama", scaled=True)
     assert synthesized["scaled"] == expected("scaled", scaled=True)
@@ -392,10 +393,10 @@ def test_a_spec_with_fixed_replicas_refuses_an_hpa(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as caught:
         app.synth()
     assert (
-        "[fixed/Deployment] Deployment/fixed:/replicas: a HorizontalPodAutoscaler scales "
+        "[fixed/Deployment] Deployment/fixed:/scaling/replicas: a HorizontalPodAutoscaler scales "
         "Deployment inference/fixed, so the spec may not fix its replicas (every apply would "
         "reset the HPA's count) (got 3; allowed: 1 (the default: left out of the Deployment); "
-        "fix: drop replicas from the DeploymentSpec and set the HPA's min_replicas instead)"
+        "fix: drop scaling.replicas from the DeploymentSpec and set the HPA's min_replicas instead)"
     ) in str(caught.value)
 
 
@@ -427,7 +428,8 @@ def test_an_autoscaled_spec_refuses_a_second_autoscaler(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError) as caught:
         app.synth()
     assert (
-        "[keda/Deployment] Deployment/keda:/autoscaling: Deployment inference/keda is scaled by "
+        "[keda/Deployment] Deployment/keda:/scaling/autoscaling: Deployment inference/keda is "
+        "scaled by "
         "its spec's autoscaling (a KEDA ScaledObject, whose HorizontalPodAutoscaler owns the "
         "count): a second HorizontalPodAutoscaler would fight it"
     ) in str(caught.value)
@@ -500,11 +502,11 @@ def test_mypy_sees_the_library_workloads_as_cdk8s_plus_targets(tmp_path: Path) -
         "import cdk8s\n"
         "import cdk8s_plus_28 as kplus\n"
         "from mlcc_constructs import (\n"
-        "    DeploymentSpec, EngineDeployment, EngineDeploymentProps, EngineWorkload,\n"
-        "    ServingChart, ServingChartProps, prepare,\n"
+        "    ComputeSpec, DeploymentSpec, EngineDeployment, EngineDeploymentProps,\n"
+        "    EngineSpec, EngineWorkload, ModelSpec, ServingChart, ServingChartProps, prepare,\n"
         ")\n"
-        "spec = DeploymentSpec(engine='vllm', model='org/name', instance_type='ml.g5.xlarge',\n"
-        "                      name='llama')\n"
+        "spec = DeploymentSpec(engine=EngineSpec(name='vllm'), model=ModelSpec(uri='org/name'),\n"
+        "                      compute=ComputeSpec(instance_type='ml.g5.xlarge'), name='llama')\n"
         "app = cdk8s.App()\n"
         "chart = cdk8s.Chart(app, 'team')\n"
         "serving = EngineDeployment(chart, 'Llama',\n"

@@ -61,7 +61,7 @@ def test_need_above_largest_allowed_is_an_error() -> None:
     with pytest.raises(MlccError) as error:
         fit_max_rank([AdapterRank(name="huge", r=600)], {}, 16, VLLM_ALLOWED)
     assert str(error.value) == (
-        "/lora_adapters: LoRA rank 600 is above the largest rank the engine allows "
+        "/lora/adapters: LoRA rank 600 is above the largest rank the engine allows "
         "(got 600; allowed: 1, 8, 16, 32, 64, 128, 256, 320, 512; "
         "fix: retrain the adapter with a smaller r / rank_pattern)"
     )

@@ -121,7 +121,7 @@ def test_above_cap_tp1_names_adapters_and_numbers(geometry) -> None:
             adapters=["support-bot", "legal"],
         )
     assert str(error.value) == (
-        "/lora: LoRA buffer 1,342,177,280 bytes per GPU (max_loras 4 x rank 64 x 2 bytes "
+        "/lora/enabled: LoRA buffer 1,342,177,280 bytes per GPU (max_loras 4 x rank 64 x 2 bytes "
         "bfloat16 x 2,621,440 elements over 32 layers at TP 1) exceeds the cap 713,230,090 "
         "bytes = 10% of (GPU memory 24 GiB x utilization 0.9 = 23,192,823,398 bytes - weights "
         "16,060,522,496 bytes (8,030,261,248 parameters x 2 bytes bfloat16 / TP 1)); "
@@ -148,7 +148,7 @@ def test_weights_alone_do_not_fit(geometry) -> None:
     with pytest.raises(MlccError) as error:
         check_memory_cap(geometry, gpu_memory_gib=16, tp=1, max_loras=1, rank=8)
     assert str(error.value).startswith(
-        "/lora: the model does not fit: weights 16,060,522,496 bytes"
+        "/lora/enabled: the model does not fit: weights 16,060,522,496 bytes"
     )
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from mlcc_constructs.core.adapters.lora import check_memory_cap, model_geometry
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 from tests.test_memory_cap import LLAMA_31_8B
 
 
@@ -82,9 +83,8 @@ def test_a_deployment_over_more_nodes_is_told_the_larger_rank_its_stage_fits(
 ) -> None:
     from mlcc_constructs.core.serving.prepare.deployment import prepare
     from mlcc_constructs.core.serving.spec.context import RenderContext
-    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model="s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B/",
         instance_type="ml.g5.xlarge",  # one 24 GiB GPU per node

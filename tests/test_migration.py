@@ -18,16 +18,16 @@ from typing import Any
 import pytest
 
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.support.migration import (
     LegacyKeywordError,
     PropsMigration,
     replaced_keywords,
 )
+from tests._flat import flat_spec
 
 REPO = Path(__file__).resolve().parent.parent
-SPEC = DeploymentSpec(engine="vllm", model="org/name", instance_type="g5.xlarge", name="m")
+SPEC = flat_spec(engine="vllm", model="org/name", instance_type="g5.xlarge", name="m")
 CONTEXT = RenderContext(profile="dev")
 TAIL = 'from mlcc_constructs; CHANGELOG.md "cdk8s constructs take props" shows each construct)'
 

@@ -21,6 +21,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -41,7 +42,7 @@ def _spec(**values: Any) -> DeploymentSpec:
         "namespace": "inference",
         **values,
     }
-    return DeploymentSpec(**fields)
+    return flat_spec(**fields)
 
 
 def _objects(spec: DeploymentSpec) -> dict[str, dict[str, Any]]:
@@ -108,21 +109,21 @@ def test_an_explicit_stream_that_cannot_stream_is_refused(
 ) -> None:
     with pytest.raises(MlccError) as caught:
         prepare(_spec(model_load="stream", **values), context=CONTEXT)
-    (problem,) = [p for p in caught.value.problems if p.pointer == "/model_load"]
+    (problem,) = [p for p in caught.value.problems if p.pointer == "/model/load"]
     assert problem.value == "stream"
-    assert problem.message.startswith("model_load 'stream' is not possible here: ")
+    assert problem.message.startswith("model.load 'stream' is not possible here: ")
     assert reason in problem.message
     assert problem.allowed is not None and problem.allowed.startswith("mount")
-    assert problem.fix is not None and "model_load: mount" in problem.fix
+    assert problem.fix is not None and "model.load: mount" in problem.fix
 
 
 def test_the_hub_refusal_reads_in_full() -> None:
     with pytest.raises(MlccError) as caught:
         prepare(_spec(model_load="stream", model=HF_MODEL), context=CONTEXT)
     assert [str(p) for p in caught.value.problems] == [
-        "/model_load: model_load 'stream' is not possible here: the model "
+        "/model/load: model.load 'stream' is not possible here: the model "
         "'meta-llama/Llama-3.1-8B-Instruct' is a huggingface model; vllm streams from s3:// "
-        "only (got 'stream'; allowed: mount; fix: set model_load: mount (or drop it), or "
+        "only (got 'stream'; allowed: mount; fix: set model.load: mount (or drop it), or "
         "stream an s3:// model with an engine that declares model_load.stream on a target "
         "with model_streaming)"
     ]
@@ -131,7 +132,9 @@ def test_the_hub_refusal_reads_in_full() -> None:
 def test_a_model_load_that_is_neither_is_refused() -> None:
     with pytest.raises(MlccError) as caught:
         _spec(model_load="prefetch")
-    assert "model_load" in str(caught.value)
+    assert str(caught.value).startswith(
+        "/model/load: wrong type for ModelSpec.load (got 'prefetch'"
+    )
 
 
 # -- the rendered pod ----------------------------------------------------------------------
@@ -188,24 +191,25 @@ STREAM_OWNED = [
     # (spec fields, the refusal): what streaming sets is Tier 1 closed while it streams
     (
         {"model_load": "stream", "env": {"VLLM_LOAD_FORMAT": "pt"}},
-        "/env/VLLM_LOAD_FORMAT: VLLM_LOAD_FORMAT sets --load-format, which is Tier 1: the "
-        "library passes --load-format runai_streamer while it streams the model (model_load "
-        "stream; manifest model_load.stream) (got 'pt'; fix: remove it, or set model_load "
-        "(--model-load; DeploymentSpec.model_load) to mount to choose the load format yourself)",
+        "/engine/env/VLLM_LOAD_FORMAT: VLLM_LOAD_FORMAT sets --load-format, which is Tier 1: the "
+        "library passes --load-format runai_streamer while it streams the model (model.load "
+        "stream; manifest model_load.stream) (got 'pt'; fix: remove it, or set model.load "
+        "(--model-load; DeploymentSpec.model.load) to mount to choose the load format yourself)",
     ),
     (
         {"env": {"AWS_REGION": "us-west-2"}},
-        "/env/AWS_REGION: AWS_REGION sets the model bucket's region, which is Tier 1: the "
+        "/engine/env/AWS_REGION: AWS_REGION sets the model bucket's region, which is Tier 1: the "
         "library sets it while it streams the model (manifest model_load.stream.env: "
         "model_region) (got 'us-west-2'; fix: remove it; set region (--region; "
-        "DeploymentSpec.region), or model_load: mount)",
+        "DeploymentSpec.region), or model.load: mount)",
     ),
     (
         {"env": {"AWS_DEFAULT_REGION": "us-east-1"}},  # the same value too: the library's
-        "/env/AWS_DEFAULT_REGION: AWS_DEFAULT_REGION sets the model bucket's region, which is "
+        "/engine/env/AWS_DEFAULT_REGION: AWS_DEFAULT_REGION sets the model bucket's region, which "
+        "is "
         "Tier 1: the library sets it while it streams the model (manifest "
         "model_load.stream.env: model_region) (got 'us-east-1'; fix: remove it; set region "
-        "(--region; DeploymentSpec.region), or model_load: mount)",
+        "(--region; DeploymentSpec.region), or model.load: mount)",
     ),
 ]
 

@@ -40,7 +40,7 @@ from engine_process import engine_process
 
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from tests._flat import flat_spec
 
 # Whether they are installed, not imported (so not pytest.importorskip): the streamer runs in the
 # engine's subprocess below, and importing it here would load torch into every xdist worker at
@@ -165,7 +165,7 @@ def staged(moto_s3: str) -> str:
 
 def _pod_process(tmp_path: Path, delivery: str) -> tuple[str, dict[str, str]]:
     """The rendered pod's engine process: its model argument and its environment."""
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=f"s3://{BUCKET}/{PREFIX}",
         instance_type="ml.g5.12xlarge",

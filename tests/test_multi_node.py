@@ -19,6 +19,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-405B-Instruct-FP8/"
 AMP = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-12345678-1234-1234-1234-123456789012"
@@ -30,15 +31,17 @@ PLACEHOLDER = re.compile(r"\{([a-z_]+)\}")
 
 def _spec(**fields: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "p5.48xlarge",
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {
+            "instance_type": "p5.48xlarge",
+            "nodes": 2,
+            "tensor_parallel_degree": 8,
+            "pipeline_parallel_degree": 2,
+        },
         "name": "llama-405b",
-        "nodes": 2,
-        "tensor_parallel_degree": 8,
-        "pipeline_parallel_degree": 2,
     }
-    return DeploymentSpec(**(values | fields))
+    return flat_spec(**(values | fields))
 
 
 def _objects(**fields: Any) -> list[dict[str, Any]]:
@@ -203,44 +206,48 @@ def test_the_crd_rules_refuse_a_misspelt_field() -> None:
 BAD = {
     "nodes below 1": (
         {"nodes": 0},
-        "/nodes: nodes must be a whole number of at least 1, or auto (got 0; allowed: 1, 2, 3, "
+        "/compute/nodes: nodes must be a whole number of at least 1, or auto (got 0; allowed: 1, "
+        "2, 3, "
         "... or auto; fix: set nodes to how many instances one model copy spans (1: one node), "
-        "or auto to derive it from model_bytes)",
+        "or auto to derive it from model.bytes)",
     ),
     "nodes not a number": (
         {"nodes": "two"},
-        "/nodes: wrong type for DeploymentSpec.nodes (got 'two'; allowed: int or 'auto'; fix: "
+        "/compute/nodes: wrong type for ComputeSpec.nodes (got 'two'; allowed: int or 'auto'; fix: "
         "pass int or 'auto')",
     ),
     "pipeline degree below 1": (
         {"pipeline_parallel_degree": 0},
-        "/pipeline_parallel_degree: pipeline_parallel_degree must be a whole number of at least "
+        "/compute/pipeline_parallel_degree: pipeline_parallel_degree must be a whole number of at "
+        "least "
         "1 (got 0; allowed: 1, 2, 3, ...; fix: set it to the pipeline stages (usually nodes), or "
         "leave it out for 1)",
     ),
     "TP x PP does not match the GPUs": (
         {"pipeline_parallel_degree": 1},
-        "/tensor_parallel_degree: tensor_parallel_degree x pipeline_parallel_degree (8 x 1 = 8) "
+        "/compute/tensor_parallel_degree: tensor_parallel_degree x pipeline_parallel_degree (8 x "
+        "1 = 8) "
         "must equal the GPUs per node x nodes (8 GPU(s) of ml.p5.48xlarge x 2 = 16) (got '8 x 1'"
         "; allowed: a product of 16; fix: set tensor_parallel_degree: 8 and "
         "pipeline_parallel_degree: 2 (the GPUs per node and the nodes), or change nodes)",
     ),
     "an engine without a multi-node launch": (
         {"engine": "tensorrt-llm", "pipeline_parallel_degree": 1, "tensor_parallel_degree": 16},
-        "/nodes: tensorrt-llm declares no multi-node launch (its manifest has no multi_node "
+        "/compute/nodes: tensorrt-llm declares no multi-node launch (its manifest has no "
+        "multi_node "
         "block): it serves on one node only (got 2; allowed: 1 (multi-node engines: sglang, "
         "vllm); fix: set nodes: 1 with an instance that holds the model, or use sglang or vllm)",
     ),
     "hyperpod-eks over several nodes": (
         {"target": "hyperpod-eks"},
-        "/nodes: the hyperpod-eks target serves one node per model copy: the "
+        "/compute/nodes: the hyperpod-eks target serves one node per model copy: the "
         "InferenceEndpointConfig v1 has no multi-node field",
     ),
     "nodes auto without a model size": (
         {"nodes": "auto"},
-        "/nodes: nodes: auto needs the model's size to derive the node count (got 'auto'; "
-        "allowed: 1, 2, 3, ... (or auto with model_bytes or model_config); fix: set model_bytes "
-        "(the model's weights in bytes) or model_config (its config.json), or give nodes as a "
+        "/compute/nodes: nodes: auto needs the model's size to derive the node count (got 'auto'; "
+        "allowed: 1, 2, 3, ... (or auto with model.bytes or model.config); fix: set model.bytes "
+        "(the model's weights in bytes) or model.config (its config.json), or give nodes as a "
         "number)",
     ),
 }
@@ -315,7 +322,7 @@ def test_nodes_auto_refuses_a_model_no_group_holds() -> None:
             ),
             context=CONTEXT,
         )
-    assert [p.pointer for p in caught.value.problems] == ["/nodes"]
+    assert [p.pointer for p in caught.value.problems] == ["/compute/nodes"]
 
 
 def test_two_groups_get_one_budget_over_every_pod_one_group_at_a_time() -> None:
@@ -364,5 +371,5 @@ def test_nodes_auto_sizes_one_sequence_from_the_config_and_the_users_context(
         [nodes] if nodes > 1 else []
     )
     (note,) = [w for w in rendered.warnings if w.startswith("nodes: auto ->")]
-    source = "/env/VLLM_MAX_MODEL_LEN" if env else "config.json max_position_embeddings"
+    source = "/engine/env/VLLM_MAX_MODEL_LEN" if env else "config.json max_position_embeddings"
     assert f"{nodes} node(s) x 8 GPUs" in note and source in note

@@ -76,7 +76,7 @@ def test_unknown_size_names_how_to_give_it() -> None:
         nodes_for_model(
             model_bytes=None, instance=P5, gpu_memory_utilization=0.9, kv_headroom_fraction=0.1
         )
-    assert "model_bytes" in str(err.value)
+    assert "model.bytes" in str(err.value)
 
 
 def test_too_big_for_the_maximum_node_count() -> None:
@@ -133,8 +133,8 @@ def test_the_kv_bytes_of_one_sequence_per_gpu_by_hand() -> None:
     # PP 3: ceil(80 / 3) = 27 layers: 2 x 27 x 8 x 128 x 2 x 131,072.
     assert need.bytes_per_gpu(tp=8, pp=3) == 2 * 27 * 8 * 128 * 2 * 131072
     # More TP ranks than KV heads: each rank holds one (Llama-3.1's 8 KV heads at TP 16).
-    gqa = kv_need(MHA_70B | {"num_key_value_heads": 8}, context_length=(1000, "/env/X"))
-    assert gqa is not None and (gqa.context_length, gqa.source) == (1000, "/env/X")
+    gqa = kv_need(MHA_70B | {"num_key_value_heads": 8}, context_length=(1000, "/engine/env/X"))
+    assert gqa is not None and (gqa.context_length, gqa.source) == (1000, "/engine/env/X")
     assert gqa.bytes_per_gpu(tp=16, pp=1) == 2 * 80 * 1 * 128 * 2 * 1000
     # No config, or one without a context length: no sequence rule (the fraction alone).
     assert kv_need(None) is None
@@ -148,7 +148,7 @@ def test_the_kv_bytes_of_one_sequence_per_gpu_by_hand() -> None:
         # one 128k sequence needs 42.9 GB at PP 1, 21.5 GB at PP 2 (28.7 GB left): 2 nodes.
         (None, 2),
         # An 8k context needs 2.7 GB at PP 1: the fraction decides, 1 node.
-        ((8192, "/env/VLLM_MAX_MODEL_LEN"), 1),
+        ((8192, "/engine/env/VLLM_MAX_MODEL_LEN"), 1),
     ],
 )
 def test_one_long_sequence_can_need_more_nodes_than_the_weights(

@@ -19,6 +19,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 SOURCES = {
@@ -42,21 +43,20 @@ def _spec(
 ) -> DeploymentSpec:
     manifest = next(m for m in builtin_engines() if m.engine == engine)
     values: dict[str, Any] = {
-        "engine": engine,
-        "model": SOURCES[source],
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": engine, "config_delivery": delivery},
+        "model": {"uri": SOURCES[source]},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": f"{engine}-{target}-{int(lora)}-{delivery}-{int(cache)}-{source}",
         "namespace": "inference",
         "target": target,
-        "lora": lora,
-        "config_delivery": delivery,
+        "lora": {"enabled": lora},
     }
     if engine == "llama-cpp":
         values["image"] = LLAMA_CPP_TEST_IMAGE
     if cache:
         runtime = manifest.raw.get("cache_runtime", "VLLM")
         values["cache_backend"] = CacheBackendSpec.from_dict(seed_safe_spec(runtime))
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 def _core(spec: DeploymentSpec) -> list[dict[str, Any]] | list[str]:

@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from mlcc_constructs import cli
+from tests._flat import sectioned_doc
 
 BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -20,17 +21,15 @@ LLAMA_8B = 16_060_522_496
 SPEC: dict[str, Any] = {
     "name": "llama-vllm",
     "namespace": "inference",
-    "engine": "vllm",
-    "model": MODEL,
-    "instance_type": "ml.g5.12xlarge",
-    "model_bytes": LLAMA_8B,
-    "model_load": "mount",  # the Mountpoint path (an s3:// vLLM model on eks streams by default)
+    "engine": {"name": "vllm"},
+    "model": {"uri": MODEL, "bytes": LLAMA_8B, "load": "mount"},
+    "compute": {"instance_type": "ml.g5.12xlarge"},
 }
 HUB = {
     "name": "mistral",
-    "engine": "vllm",
-    "model": "mistralai/Mistral-7B-Instruct-v0.3",
-    "instance_type": "ml.g5.2xlarge",
+    "engine": {"name": "vllm"},
+    "model": {"uri": "mistralai/Mistral-7B-Instruct-v0.3"},
+    "compute": {"instance_type": "ml.g5.2xlarge"},
     "target": "hyperpod-eks",
 }
 CONTEXT = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
@@ -45,7 +44,9 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 def _spec(tmp_path: Path, *documents: dict[str, Any]) -> str:
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(list(documents) if len(documents) > 1 else documents[0]))
+    path.write_text(
+        yaml.safe_dump(sectioned_doc(list(documents) if len(documents) > 1 else documents[0]))
+    )
     return str(path)
 
 
@@ -146,7 +147,7 @@ def test_a_bad_model_size_is_refused_naming_the_file_and_field(
     spec = _spec(tmp_path, {**HUB, "model_bytes": value})
     code, out, err = run(capsys, "plan", "-f", spec, "--format", form)
     assert code == 1
-    line = f"mlcc: error: {spec}:/model_bytes: {message}"
+    line = f"mlcc: error: {spec}:/model/bytes: {message}"
     assert err.startswith(line), err
     assert "metadata.total_size" in err
     if form == "json":
@@ -172,7 +173,7 @@ def test_read_index_on_a_hub_model_is_refused(
 ) -> None:
     code, _, err = run(capsys, "plan", "-f", _spec(tmp_path, HUB), "--read-index")
     assert code == 1
-    assert "/model: --read-index reads the index from S3" in err
+    assert "/model/uri: --read-index reads the index from S3" in err
     assert "allowed: an s3:// model" in err
 
 
@@ -215,7 +216,7 @@ def test_read_index_takes_the_staged_size(
     s3 = _bucket(moto_s3, monkeypatch)
     for name, body in files.items():
         s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=body)
-    spec = {k: v for k, v in SPEC.items() if k != "model_bytes"}
+    spec = {**SPEC, "model": {k: v for k, v in SPEC["model"].items() if k != "bytes"}}
     argv = ["plan", "-f", _spec(tmp_path, spec), *CONTEXT, "--endpoint-url", moto_s3]
     code, out, err = run(capsys, *argv, "--read-index")
     assert code == 0, err
@@ -246,7 +247,7 @@ def test_read_index_without_a_size_is_refused(
     s3 = _bucket(moto_s3, monkeypatch)
     for name, body in files.items():
         s3.put_object(Bucket=BUCKET, Key=PREFIX + name, Body=body)
-    spec = {k: v for k, v in SPEC.items() if k != "model_bytes"}
+    spec = {**SPEC, "model": {k: v for k, v in SPEC["model"].items() if k != "bytes"}}
     argv = ["plan", "-f", _spec(tmp_path, spec), *CONTEXT, "--endpoint-url", moto_s3]
     code, _, err = run(capsys, *argv, "--read-index")
     assert code == 1
@@ -258,13 +259,17 @@ def test_a_multi_node_plan_shows_the_group(
 ) -> None:
     group = SPEC | {
         "name": "llama-405b",
-        "model": f"s3://{BUCKET}/models/meta-llama/Llama-3.1-405B-Instruct/",
-        "instance_type": "ml.p5.48xlarge",
-        "nodes": 2,
-        "tensor_parallel_degree": 8,
-        "pipeline_parallel_degree": 2,
-        "model_bytes": 811_000_000_000,
-        "model_load": "stream",
+        "model": {
+            "uri": f"s3://{BUCKET}/models/meta-llama/Llama-3.1-405B-Instruct/",
+            "bytes": 811_000_000_000,
+            "load": "stream",
+        },
+        "compute": {
+            "instance_type": "ml.p5.48xlarge",
+            "nodes": 2,
+            "tensor_parallel_degree": 8,
+            "pipeline_parallel_degree": 2,
+        },
     }
     code, out, err = run(capsys, "plan", "-f", _spec(tmp_path, group), *CONTEXT)
     assert code == 0, err

@@ -13,6 +13,7 @@ import pytest
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from tests._flat import flat_spec
 
 PLUGIN = {
     "engine": "hyperserve",
@@ -50,7 +51,7 @@ def plugin_dir(tmp_path: Path) -> Path:
 
 
 def _spec(**extra: object) -> DeploymentSpec:
-    return DeploymentSpec(
+    return flat_spec(
         engine="hyperserve",
         model="s3://models/org/name/",
         instance_type="ml.g6e.12xlarge",

@@ -13,6 +13,7 @@ from _cdk_app import serving_on
 from test_cdk_nag import _findings
 
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 ACCOUNT = "123456789012"
 REGION = "us-east-1"
@@ -42,11 +43,11 @@ def _cluster(stack: Any) -> Any:
 
 
 def _prepared(*, secrets: bool) -> Any:
-    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs import RenderContext, prepare
     from mlcc_constructs.core.serving.spec.endpoint import SecretsManagerSecret
 
     return prepare(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm",
             model="org/model",
             instance_type="ml.g5.2xlarge",
@@ -177,7 +178,8 @@ def test_no_secrets_manager_value_no_role() -> None:
         model.grant_secrets_key(None)
     assert [str(p) for p in caught.value.problems] == [
         "Team/Llama: the deployment reads no Secrets Manager value: its pods have no role to "
-        "grant to (fix: give the deployment api_key_secret or a secret_env entry from Secrets "
+        "grant to (fix: give the deployment endpoint.api_key_secret or an engine.secret_env entry "
+        "from Secrets "
         "Manager, or grant nothing)"
     ]
 

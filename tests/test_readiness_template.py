@@ -17,6 +17,7 @@ from mlcc_constructs.core.serving.prepare.ready_timeout import (
     waiter_timing,
 )
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 CLUSTER_STACK = "mlcc-dev-eks-cluster"
 EKS_STACK = "mlcc-dev-serving-eks-inference-llama-vllm"
@@ -236,10 +237,10 @@ def _team_stack() -> Any:
 
 
 def _prepared(name: str, namespace: str = "team-a") -> Any:
-    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+    from mlcc_constructs import RenderContext, prepare
 
     return prepare(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm",
             model="org/model",
             instance_type="ml.g5.2xlarge",

@@ -15,8 +15,8 @@ from mlcc_constructs.core.serving.prepare import cold_start as cs, ready_timeout
 from mlcc_constructs.core.serving.prepare.deployment import prepare
 from mlcc_constructs.core.serving.resolve import model_size as ms
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -107,9 +107,7 @@ def test_the_waiter_fits_under_cloudformations_hour() -> None:
 
 
 def _prepared(**fields: Any) -> Any:
-    spec = DeploymentSpec(
-        engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="m", **fields
-    )
+    spec = flat_spec(engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="m", **fields)
     return prepare(spec, context=CONTEXT)
 
 
@@ -142,7 +140,7 @@ def test_the_spec_field_overrides_the_formula() -> None:
 def test_an_out_of_range_timeout_is_refused_naming_the_field(value: int) -> None:
     with pytest.raises(MlccError) as caught:
         _prepared(ready_timeout_seconds=value)
-    (problem,) = [p for p in caught.value.problems if p.pointer == "/ready_timeout_seconds"]
+    (problem,) = [p for p in caught.value.problems if p.pointer == "/rollout/ready_timeout_seconds"]
     assert problem.value == value
     assert problem.allowed == "60..3300"
     assert "leave it unset" in str(problem.fix)
@@ -154,7 +152,7 @@ def test_the_schema_range_is_the_checks_range() -> None:
         .joinpath("data/deployment-spec.schema.json")
         .read_text(encoding="utf-8")
     )
-    field = schema["properties"]["ready_timeout_seconds"]
+    field = schema["properties"]["rollout"]["properties"]["ready_timeout_seconds"]
     assert (field["type"], field["minimum"], field["maximum"]) == (
         "integer",
         rt.MIN_OVERRIDE_S,

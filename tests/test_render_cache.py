@@ -19,6 +19,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec, sectioned_doc
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -27,15 +28,14 @@ CLIENT_CONFIG = "/var/run/inference-cache/lmcache/client.yaml"
 
 def _spec(engine: str, runtime: str, **extra: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": engine,
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": engine, "version": "0.11.0" if engine == "vllm" else "0.5.3"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "cached",
-        "engine_version": "0.11.0" if engine == "vllm" else "0.5.3",
-        "cache_backend": CacheBackendSpec.from_dict(seed_safe_spec(runtime)),
+        "cache": {"backend": CacheBackendSpec.from_dict(seed_safe_spec(runtime))},
     }
     values.update(extra)
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 def _kind(objects: Any, kind: str) -> list[dict[str, Any]]:
@@ -101,16 +101,16 @@ def test_env_delivery_passes_the_injected_args_through_the_wrapper(tmp_path: Pat
             "vllm",
             "SGLang",
             "eks",
-            "/cache_backend/runtime: engine 'vllm' serves CacheBackend runtime VLLM (got 'SGLang'; "
+            "/cache/backend/runtime: engine 'vllm' serves CacheBackend runtime VLLM (got 'SGLang'; "
             "allowed: VLLM; fix: pick the CacheBackend runtime of this engine, or another engine)",
         ),
         (
             "vllm",
             "VLLM",
             "hyperpod-eks",
-            "/cache_backend: LMCache injection applies to target eks; the HyperPod inference "
+            "/cache/backend: LMCache injection applies to target eks; the HyperPod inference "
             "operator wires its own KV cache (InferenceEndpointConfig kvCacheSpec) (got "
-            "'hyperpod-eks'; allowed: eks; fix: drop cache_backend, or render for target eks)",
+            "'hyperpod-eks'; allowed: eks; fix: drop cache.backend, or render for target eks)",
         ),
     ],
 )
@@ -129,13 +129,13 @@ def test_engine_without_a_cache_runtime_is_refused() -> None:
 def test_spec_file_takes_a_cache_backend(tmp_path: Path) -> None:
     document = {
         "name": "cached",
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
-        "cache_backend": seed_safe_spec("VLLM"),
+        "engine": {"name": "vllm"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
+        "cache": {"backend": seed_safe_spec("VLLM")},
     }
     path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(document))
+    path.write_text(yaml.safe_dump(sectioned_doc(document)))
     out = subprocess.run(
         [sys.executable, "-m", "mlcc_constructs.cli", "render", "-f", str(path)],
         capture_output=True,
@@ -155,13 +155,13 @@ def test_spec_file_takes_a_cache_backend(tmp_path: Path) -> None:
             ["--tensor-parallel-size=2"],
             0,
             "--tensor-parallel-size",
-            "the spec field tensor_parallel_degree",  # Tier 1: not through its env key
+            "the spec field compute.tensor_parallel_degree",  # Tier 1: not through its env key
         ),
         # the wrapper adds the multi-node launch at pod start: still the library's (nodes)
-        ("args", ["--headless"], 0, "--headless", "the spec field nodes"),
-        ("suppressArgs", ["--nnodes"], 0, "--nnodes", "the spec field nodes"),
-        ("args", ["--api-key", "k"], 0, "--api-key", "the spec field api_key_secret"),
-        ("args", ["--load-format", "pt"], 0, "--load-format", "the spec field model_load"),
+        ("args", ["--headless"], 0, "--headless", "the spec field compute.nodes"),
+        ("suppressArgs", ["--nnodes"], 0, "--nnodes", "the spec field compute.nodes"),
+        ("args", ["--api-key", "k"], 0, "--api-key", "the spec field endpoint.api_key_secret"),
+        ("args", ["--load-format", "pt"], 0, "--load-format", "the spec field model.load"),
         ("suppressArgs", ["--enable-lora"], 0, "--enable-lora", "VLLM_ENABLE_LORA"),
         (
             "args",
@@ -187,7 +187,7 @@ def test_overrides_may_not_touch_flags_the_config_sets(
     with pytest.raises(MlccError) as caught:
         render(spec, context=CONTEXT)
     assert str(caught.value) == (
-        f"/cache_backend/integration/engineOverrides/{field}/{index}: overrides {flag}, which "
+        f"/cache/backend/integration/engineOverrides/{field}/{index}: overrides {flag}, which "
         f"{owner} sets: an override would conflict with it (the probes, Service and GPU requests "
         f"follow the config) (got {tokens[index]!r}; fix: set it through {owner} instead, or drop "
         "the override)"
@@ -197,9 +197,14 @@ def test_overrides_may_not_touch_flags_the_config_sets(
 @pytest.mark.parametrize(
     ("name", "field", "sets", "extra"),
     [
-        ("VLLM_ALLOW_RUNTIME_LORA_UPDATING", "lora", "runtime adapter loading", {"lora": True}),
+        (
+            "VLLM_ALLOW_RUNTIME_LORA_UPDATING",
+            "lora.enabled",
+            "runtime adapter loading",
+            {"lora": True},
+        ),
         ("AWS_REGION", "region", "the model bucket's region", {}),  # eks streams the model
-        ("VLLM_API_KEY", "api_key_secret", "the API key", {}),
+        ("VLLM_API_KEY", "endpoint.api_key_secret", "the API key", {}),
     ],
 )
 def test_overrides_may_not_set_a_variable_the_library_computes(
@@ -211,7 +216,7 @@ def test_overrides_may_not_set_a_variable_the_library_computes(
     with pytest.raises(MlccError) as caught:
         render(spec, context=CONTEXT)
     assert str(caught.value) == (
-        f"/cache_backend/integration/engineOverrides/env/0: overrides {name}, which the spec "
+        f"/cache/backend/integration/engineOverrides/env/0: overrides {name}, which the spec "
         f"field {field} sets (Tier 1: {sets}) (got {name!r}; fix: set it through the spec field "
         f"{field} instead, or drop the override)"
     )
@@ -258,7 +263,7 @@ def test_deployment_env_may_not_set_what_the_cache_adapter_reserves(
         render(spec, context=CONTEXT)
     (problem,) = caught.value.problems
     label = f"{engine}-lmcache-mp ({runtime} + LMCache)"
-    assert problem.pointer == f"/env/{key}"
+    assert problem.pointer == f"/engine/env/{key}"
     assert problem.value == value
     assert problem.message == (
         f"sets {flag}, which the CacheBackend's adapter {label} reserves: its wire would "

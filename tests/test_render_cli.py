@@ -16,6 +16,7 @@ from mlcc_constructs import cli
 from mlcc_constructs.core.serving.kinds._crd_rules import strict
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
 from mlcc_constructs.ops.render_output import replace_files
+from tests._flat import sectioned_doc
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 DONE_WHEN = [
@@ -113,23 +114,29 @@ def test_out_writes_one_file_per_object(
 
 def write_spec(tmp_path: Path, document: dict[str, Any], suffix: str = ".yaml") -> Path:
     path = tmp_path / f"spec{suffix}"
-    path.write_text(json.dumps(document) if suffix == ".json" else yaml.safe_dump(document))
+    path.write_text(
+        json.dumps(sectioned_doc(document))
+        if suffix == ".json"
+        else yaml.safe_dump(sectioned_doc(document))
+    )
     return path
 
 
 SPEC = {
-    "engine": "vllm",
-    "model": "mistralai/Mistral-7B-Instruct-v0.3",
-    "instance_type": "g5.2xlarge",
+    "engine": {
+        "name": "vllm",
+        "env": {"VLLM_MAX_NUM_SEQS": "16", "VLLM_ENFORCE_EAGER": "true"},
+        "secret_env": {"HF_TOKEN": {"name": "hf", "key": "token"}},
+        "config_delivery": "args",
+    },
+    "model": {"uri": "mistralai/Mistral-7B-Instruct-v0.3"},
+    "compute": {"instance_type": "g5.2xlarge"},
     "name": "mistral",
     "namespace": "inference",
     "target": "hyperpod-eks",
     "account": "123456789012",
     "region": "eu-west-1",
     "profile": "prod",
-    "env": {"VLLM_MAX_NUM_SEQS": "16", "VLLM_ENFORCE_EAGER": "true"},
-    "secret_env": {"HF_TOKEN": {"name": "hf", "key": "token"}},
-    "config_delivery": "args",
 }
 
 
@@ -186,7 +193,7 @@ def test_flags_override_the_spec_file(capsys: pytest.CaptureFixture[str], tmp_pa
         (
             {**SPEC, "replicas": 0, "target": "gke"},
             [
-                "mlcc: error: {path}:/replicas: 0 is less than the minimum of 1 (fix: see "
+                "mlcc: error: {path}:/scaling/replicas: 0 is less than the minimum of 1 (fix: see "
                 "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
                 "mlcc: error: {path}:/target: 'gke' is not one of ['eks', 'hyperpod-eks'] (fix: "
                 "see mlcc_constructs/data/deployment-spec.schema.json for the fields)",
@@ -210,7 +217,7 @@ def test_missing_required_inputs(capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run(capsys, "render", "--engine", "vllm")
     assert code == 1
     assert err.strip() == (
-        "mlcc: error: command line: missing model, instance_type "
+        "mlcc: error: command line: missing model.uri, compute.instance_type "
         "(fix: pass --model --instance-type or -f FILE)"
     )
 
@@ -229,7 +236,7 @@ def test_bad_secret_env(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (
             ["--replicas", "0"],
-            "mlcc: error: --replicas:/replicas: 0 is less than the minimum of 1 (fix: see "
+            "mlcc: error: --replicas:/scaling/replicas: 0 is less than the minimum of 1 (fix: see "
             "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
         ),
         (
@@ -240,7 +247,7 @@ def test_bad_secret_env(capsys: pytest.CaptureFixture[str]) -> None:
         ),
         (
             ["--image", ""],
-            "mlcc: error: --image:/image: '' should be non-empty (fix: see "
+            "mlcc: error: --image:/engine/image: '' should be non-empty (fix: see "
             "mlcc_constructs/data/deployment-spec.schema.json for the fields)",
         ),
     ],
@@ -256,11 +263,19 @@ def test_flags_pass_the_checks_of_their_file_fields(
 def test_a_render_problem_names_the_flag_its_field_came_from(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    path = write_spec(tmp_path, {"engine": "vllm", "model": MODEL, "instance_type": "g5.xlarge"})
+    path = write_spec(
+        tmp_path,
+        {
+            "engine": {"name": "vllm"},
+            "model": {"uri": MODEL},
+            "compute": {"instance_type": "g5.xlarge"},
+        },
+    )
     code, _, err = run(capsys, "render", "-f", str(path), "--name", "x", "--tp", "2")
     assert code == 1
     assert err.startswith(
-        "mlcc: error: --tp:/tensor_parallel_degree: tensor-parallel degree must divide the 1 "
+        "mlcc: error: --tp:/compute/tensor_parallel_degree: tensor-parallel degree must divide "
+        "the 1 "
         "GPU(s) of ml.g5.xlarge"
     )
 
@@ -340,14 +355,14 @@ def test_a_failed_write_leaves_the_earlier_render(
     ("text", "expected"),
     [
         (
-            "env:\n  VLLM_ENFORCE_EAGER: yes\n",
-            ["/env/VLLM_ENFORCE_EAGER: True is not of type 'string'"],
+            "  env:\n    VLLM_ENFORCE_EAGER: yes\n",
+            ["/engine/env/VLLM_ENFORCE_EAGER: True is not of type 'string'"],
         ),
-        ("env:\n  VLLM_X: 0777\n", ["/env/VLLM_X: 511 is not of type 'string'"]),
+        ("  env:\n    VLLM_X: 0777\n", ["/engine/env/VLLM_X: 511 is not of type 'string'"]),
         (
-            "env:\n  VLLM_X: '1'\n  VLLM_X: '2'\n",
+            "  env:\n    VLLM_X: '1'\n    VLLM_X: '2'\n",
             [
-                ": duplicate key 'VLLM_X' at line 7 column 3 (first at line 6): YAML keeps only "
+                ": duplicate key 'VLLM_X' at line 10 column 5 (first at line 9): YAML keeps only "
                 "the last one (fix: keep the key once)"
             ],
         ),
@@ -356,7 +371,10 @@ def test_a_failed_write_leaves_the_earlier_render(
 def test_yaml_pitfalls_are_refused(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, text: str, expected: list[str]
 ) -> None:
-    base = "engine: vllm\nmodel: org/name\ninstance_type: g5.xlarge\nname: x\n"
+    base = (
+        "model:\n  uri: org/name\ncompute:\n  instance_type: g5.xlarge\nname: x\n"
+        "engine:\n  name: vllm\n"
+    )
     path = tmp_path / "spec.yaml"
     path.write_text(base + text, encoding="utf-8")
     code, out, err = run(capsys, "render", "-f", str(path))
@@ -415,10 +433,14 @@ def test_hyperpod_outside_a_clone_takes_the_environment_from_flags(
 def test_a_spec_list_renders_every_deployment(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    base = {"engine": "vllm", "model": "org/name", "instance_type": "g5.xlarge"}
+    base = {
+        "engine": {"name": "vllm"},
+        "model": {"uri": "org/name"},
+        "compute": {"instance_type": "g5.xlarge"},
+    }
     deployments = [{**base, "name": "a"}, {**base, "name": "b", "target": "hyperpod-eks"}]
     path = tmp_path / "list.yaml"
-    path.write_text(yaml.safe_dump(deployments), encoding="utf-8")
+    path.write_text(yaml.safe_dump(sectioned_doc(deployments)), encoding="utf-8")
     flags = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
     code, out, _ = run(capsys, "render", "-f", str(path), *flags)
     assert code == 0
@@ -437,16 +459,22 @@ def test_a_spec_list_renders_every_deployment(
 def test_a_spec_list_reports_every_deployment_s_problems(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    base = {"engine": "vllm", "model": "org/name", "instance_type": "g5.xlarge"}
+    base = {
+        "engine": {"name": "vllm"},
+        "model": {"uri": "org/name"},
+        "compute": {"instance_type": "g5.xlarge"},
+    }
     path = tmp_path / "list.yaml"
     path.write_text(
-        yaml.safe_dump([{**base, "name": "a", "replicas": 0}, {**base, "name": "B"}]),
+        yaml.safe_dump(
+            sectioned_doc([{**base, "name": "a", "replicas": 0}, {**base, "name": "B"}])
+        ),
         encoding="utf-8",
     )
     code, out, err = run(capsys, "render", "-f", str(path), "--out", str(tmp_path / "o"))
     assert (code, out) == (1, "")
     assert [line.split(": ")[2] for line in err.splitlines()] == [
-        f"{path}#0:/replicas",
+        f"{path}#0:/scaling/replicas",
         f"{path}#1:/name",
     ]
     assert not (tmp_path / "o").exists()

@@ -29,6 +29,7 @@ from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.support.yaml_output import to_yaml
+from tests._flat import flat_spec, replace_flat
 
 BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 MODEL = f"s3://{BUCKET}/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -40,9 +41,9 @@ TARGETS = ("eks", "hyperpod-eks")
 
 def make_spec(engine: str = "vllm", target: str = "eks", **overrides: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": engine,
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": engine},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": f"llama-{engine}",
         "namespace": "inference",
         "target": target,
@@ -50,7 +51,7 @@ def make_spec(engine: str = "vllm", target: str = "eks", **overrides: Any) -> De
     if engine == "llama-cpp":
         values["image"] = LLAMA_CPP_TEST_IMAGE
     values.update(overrides)
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 def objects(spec: DeploymentSpec, **kwargs: Any) -> list[dict[str, Any]]:
@@ -95,7 +96,7 @@ def test_lora_on_an_engine_without_lora_fails(engine: str, target: str) -> None:
     with pytest.raises(MlccError) as caught:
         render(make_spec(engine, target, lora=True), context=CONTEXT)
     assert str(caught.value).startswith(
-        f"/lora: engine {engine!r} declares no 'lora_enable' capability"
+        f"/lora/enabled: engine {engine!r} declares no 'lora_enable' capability"
     )
 
 
@@ -303,7 +304,7 @@ def resolve_argv(args: list[str], *, target: str) -> list[str]:
     from mlcc_constructs.core.serving.resolve.tiers import resolve
 
     options = dict(zip(args[::2], args[1::2], strict=True))
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine=options["--engine"],
         model=options["--model"],
         instance_type=options["--instance-type"],
@@ -325,7 +326,9 @@ def test_model_b_engine_keeps_the_image_entrypoint_and_refuses_args() -> None:
     container = by_kind(rendered, "Deployment")["spec"]["template"]["spec"]["containers"][0]
     assert "command" not in container and "args" not in container
     assert by_kind(rendered, "ConfigMap")["data"] == {"OPTION_ROLLING_BATCH": "vllm"}
-    with pytest.raises(MlccError, match="/config_delivery: engine 'lmi' has entrypoint 'image'"):
+    with pytest.raises(
+        MlccError, match="/engine/config_delivery: engine 'lmi' has entrypoint 'image'"
+    ):
         render(make_spec("lmi", config_delivery="args"), context=CONTEXT)
 
 
@@ -443,7 +446,7 @@ def test_iec_prefetch_is_off_only_for_lora_with_s3(lora: bool, prefetch: bool) -
 
 
 def test_iec_tls_bucket_comes_from_the_bucket_descriptor() -> None:
-    spec = dataclasses.replace(
+    spec = replace_flat(
         make_spec("vllm", "hyperpod-eks"), model=MODEL.replace("-dev-", "-prod-")
     )  # the prod profile's own model bucket: another profile's is refused
     iec = objects(spec, context=RenderContext(profile="prod"))[0]
@@ -527,7 +530,7 @@ def test_plugin_without_an_image_needs_one(tmp_path: Path) -> None:
     with pytest.raises(MlccError) as caught:
         render(make_spec("hyperserve"), context=CONTEXT, registry=registry)
     assert str(caught.value) == (
-        "/image: engine 'hyperserve' has no pinned default image "
+        "/engine/image: engine 'hyperserve' has no pinned default image "
         "(fix: pass --image (DeploymentSpec.image) with the engine's container image)"
     )
 
@@ -627,6 +630,6 @@ def test_llama_cpp_needs_an_explicit_image() -> None:
     with pytest.raises(MlccError) as caught:
         objects(make_spec("llama-cpp", image=None))
     assert str(caught.value) == (
-        "/image: engine 'llama-cpp' has no pinned default image (fix: pass --image "
+        "/engine/image: engine 'llama-cpp' has no pinned default image (fix: pass --image "
         "(DeploymentSpec.image) with the engine's container image)"
     )

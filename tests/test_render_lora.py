@@ -12,6 +12,7 @@ from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -30,15 +31,14 @@ LLAMA_8B = {
 
 def _spec(**extra: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": "vllm",
-        "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
+        "engine": {"name": "vllm", "version": "0.11.0"},
+        "model": {"uri": MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "llama",
-        "lora": True,
-        "engine_version": "0.11.0",
+        "lora": {"enabled": True},
     }
     values.update(extra)
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 def _env(spec: DeploymentSpec) -> dict[str, str]:
@@ -81,7 +81,7 @@ def test_the_memory_cap_passes_for_a_small_buffer_and_refuses_a_large_one() -> N
     with pytest.raises(MlccError) as caught:
         render(big, context=CONTEXT)
     message = str(caught.value)
-    assert message.startswith("/lora: LoRA buffer ")
+    assert message.startswith("/lora/enabled: LoRA buffer ")
     assert "max_loras 8 x rank 256" in message
     assert "adapters: wide" in message
 
@@ -90,15 +90,17 @@ def test_spec_file_takes_adapters() -> None:
     loaded = spec_from_mapping(
         {
             "name": "llama",
-            "engine": "vllm",
-            "model": MODEL,
-            "instance_type": "ml.g5.12xlarge",
-            "lora": True,
-            "lora_adapters": [{"name": "a", "r": 8, "rank_pattern": {"q_proj": 200}}],
+            "engine": {"name": "vllm"},
+            "model": {"uri": MODEL},
+            "compute": {"instance_type": "ml.g5.12xlarge"},
+            "lora": {
+                "enabled": True,
+                "adapters": [{"name": "a", "r": 8, "rank_pattern": {"q_proj": 200}}],
+            },
         },
         where="spec.yaml",
     )
-    assert loaded.spec.lora_adapters == (AdapterRank(name="a", r=8, rank_pattern={"q_proj": 200}),)
+    assert loaded.spec.lora.adapters == (AdapterRank(name="a", r=8, rank_pattern={"q_proj": 200}),)
     assert _env(loaded.spec)["VLLM_MAX_LORA_RANK"] == "256"
 
 
@@ -113,7 +115,8 @@ def test_the_cap_uses_the_engines_own_memory_share() -> None:
     with pytest.raises(MlccError) as caught:
         render(both, context=CONTEXT)
     assert str(caught.value) == (
-        "/gpu_memory_utilization: the GPU memory share is set twice: gpu_memory_utilization=0.8 "
+        "/engine/gpu_memory_utilization: the GPU memory share is set twice: "
+        "engine.gpu_memory_utilization=0.8 "
         "and VLLM_GPU_MEMORY_UTILIZATION=0.95 (got 0.8; fix: set only "
         "VLLM_GPU_MEMORY_UTILIZATION (what the engine uses))"
     )
@@ -132,7 +135,11 @@ def test_a_bad_explicit_rank_is_named_at_its_env_key_with_every_other_problem() 
         render(spec, context=CONTEXT)
     pointers = [p.pointer for p in caught.value.problems]
     # the rank fit's problem is located at the key the user set, and does not hide the rest
-    assert pointers == ["/instance_type", "/env/SGLANG_TP_SIZE", "/env/VLLM_MAX_LORA_RANK"]
+    assert pointers == [
+        "/compute/instance_type",
+        "/engine/env/SGLANG_TP_SIZE",
+        "/engine/env/VLLM_MAX_LORA_RANK",
+    ]
     rank = caught.value.problems[-1]
     assert rank.message == "the explicit max LoRA rank is not one the engine allows"
     assert rank.value == 48
@@ -141,7 +148,7 @@ def test_a_bad_explicit_rank_is_named_at_its_env_key_with_every_other_problem() 
 def test_a_rank_above_the_largest_is_named_at_the_adapters() -> None:
     with pytest.raises(MlccError) as caught:
         render(_spec(lora_adapters=(AdapterRank(name="huge", r=600),)), context=CONTEXT)
-    assert [p.pointer for p in caught.value.problems] == ["/lora_adapters"]
+    assert [p.pointer for p in caught.value.problems] == ["/lora/adapters"]
 
 
 def test_the_gpu_memory_share_is_read_from_the_parsed_settings() -> None:
@@ -149,7 +156,7 @@ def test_the_gpu_memory_share_is_read_from_the_parsed_settings() -> None:
     with pytest.raises(MlccError) as caught:
         render(spec, context=CONTEXT)
     assert [str(p) for p in caught.value.problems] == [
-        "/env/VLLM_GPU_MEMORY_UTILIZATION: not a share of GPU memory (got '1.5'; allowed: a "
+        "/engine/env/VLLM_GPU_MEMORY_UTILIZATION: not a share of GPU memory (got '1.5'; allowed: a "
         "number in (0, 1])"
     ]
 
@@ -164,11 +171,11 @@ def test_settings_classify_each_key_once() -> None:
     )
     settings = read_settings(spec, EngineRegistry.load(use_env=False))
     assert dict(settings.capabilities) == {
-        "lora_max_rank": UserValue("32", "/env/VLLM_MAX_LORA_RANK"),
-        "tensor_parallel_degree": UserValue("2", "/tensor_parallel_degree"),
-        "lora_enable": UserValue("true", "/lora"),
+        "lora_max_rank": UserValue("32", "/engine/env/VLLM_MAX_LORA_RANK"),
+        "tensor_parallel_degree": UserValue("2", "/compute/tensor_parallel_degree"),
+        "lora_enable": UserValue("true", "/lora/enabled"),
     }
     assert settings.tier2 == (("VLLM_MAX_NUM_SEQS", "8"),)
     assert settings.plain == (("NCCL_DEBUG", "WARN"),)
     assert settings.problems == ()
-    assert settings.dimension("max_num_seqs") == UserValue("8", "/env/VLLM_MAX_NUM_SEQS")
+    assert settings.dimension("max_num_seqs") == UserValue("8", "/engine/env/VLLM_MAX_NUM_SEQS")

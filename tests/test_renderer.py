@@ -26,6 +26,7 @@ from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.support.json_types import json_copy
 from mlcc_constructs.core.support.yaml_output import to_yaml
+from tests._flat import flat_spec
 
 REPO = Path(__file__).resolve().parent.parent
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
@@ -40,7 +41,7 @@ def _specs() -> Iterator[tuple[str, DeploymentSpec]]:
     for index, (engine, target, lora) in enumerate(
         itertools.product(ENGINES, TARGETS, (False, True))
     ):
-        spec = DeploymentSpec(
+        spec = flat_spec(
             engine=engine,
             model=MODEL,
             instance_type="ml.g5.12xlarge",
@@ -50,7 +51,7 @@ def _specs() -> Iterator[tuple[str, DeploymentSpec]]:
         )
         yield f"{engine}-{target}-{'lora' if lora else 'base'}", spec
     for engine, (runtime, version) in CACHES.items():
-        spec = DeploymentSpec(
+        spec = flat_spec(
             engine=engine,
             model=MODEL,
             instance_type="ml.g5.12xlarge",
@@ -120,7 +121,7 @@ def test_render_many_is_a_renderer_s_list() -> None:
 
 def test_a_bad_entry_is_named_and_nothing_is_returned() -> None:
     good = SPECS["vllm-eks-base"]
-    bad = DeploymentSpec(engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="B")
+    bad = flat_spec(engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="B")
     entries = [
         RenderEntry(where="list#0", spec=good, context=CONTEXT),
         RenderEntry(where="list#1", spec=bad, context=CONTEXT, locate=_named("list#1")),
@@ -182,7 +183,12 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counted
 
 
-BASE = {"engine": "vllm", "model": "org/name", "instance_type": "g5.xlarge", "profile": "dev"}
+BASE = {
+    "engine": {"name": "vllm"},
+    "model": {"uri": "org/name"},
+    "compute": {"instance_type": "g5.xlarge"},
+    "profile": "dev",
+}
 FLAGS = ["--account", "123456789012", "--region", "us-east-1"]
 
 
@@ -209,13 +215,17 @@ def test_bad_list_entries_are_named_and_nothing_is_written(
     calls: list[int], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     # entry 1 fails to load (the schema), entry 2 to render (its name): both named, no file
-    entries = [{**BASE, "name": "a"}, {**BASE, "name": "b", "replicas": 0}, {**BASE, "name": "C"}]
+    entries = [
+        {**BASE, "name": "a"},
+        {**BASE, "name": "b", "scaling": {"replicas": 0}},
+        {**BASE, "name": "C"},
+    ]
     path = _list(tmp_path, entries)
     out = tmp_path / "o"
     assert main(["render", "-f", str(path), *FLAGS, "--out", str(out)]) == 1
     err = capsys.readouterr().err
     assert [line.split(": ")[2] for line in err.splitlines()] == [
-        f"{path}#1:/replicas",
+        f"{path}#1:/scaling/replicas",
         f"{path}#2:/name",
     ]
     assert calls == [3] and not out.exists()  # the refused entry passes as its error
@@ -228,7 +238,7 @@ def test_the_app_s_deployments_go_through_the_renderer(calls: list[int]) -> None
     )
     assert calls == [2]
     for deployment, entry in zip(found, entries, strict=True):
-        spec = DeploymentSpec(**{k: v for k, v in entry.items() if k != "profile"})
+        spec = flat_spec(**{k: v for k, v in entry.items() if k != "profile"})
         alone = render(spec, context=deployment.context)
         assert to_yaml(deployment.rendered.rendered.objects) == to_yaml(alone.objects)
 

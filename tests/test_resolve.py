@@ -12,6 +12,7 @@ from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 S3_MODEL = "s3://b/m/"
 ENGINES = Path(__file__).resolve().parents[1] / "engines"
@@ -19,13 +20,12 @@ ENGINES = Path(__file__).resolve().parents[1] / "engines"
 
 def spec(**overrides: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": "vllm",
-        "model": S3_MODEL,
-        "instance_type": "ml.g5.12xlarge",
-        "engine_version": "0.11.0",
+        "engine": {"name": "vllm", "version": "0.11.0"},
+        "model": {"uri": S3_MODEL},
+        "compute": {"instance_type": "ml.g5.12xlarge"},
     }
     values.update(overrides)
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 def test_sglang_lora_gets_both_companion_defaults_and_nothing_else() -> None:
@@ -179,8 +179,10 @@ def test_the_model_variable_is_tier1_and_not_set_by_hand(engine: str, key: str) 
     with pytest.raises(MlccError) as caught:
         resolve(spec(engine=engine, engine_version=version, env={key: "org/other"}))
     assert str(caught.value) == (
-        f"/env/{key}: {key} sets the model, which is Tier 1: the library computes it from the "
-        "model source (got 'org/other'; fix: set model (--model; DeploymentSpec.model) instead)"
+        f"/engine/env/{key}: {key} sets the model, which is Tier 1: the library computes it from "
+        "the "
+        "model source (got 'org/other'; fix: set model.uri (--model; DeploymentSpec.model.uri) "
+        "instead)"
     )
 
 
@@ -194,7 +196,7 @@ def test_unknown_version_fails_open_with_a_warning() -> None:
 
 @pytest.mark.parametrize("given", ["nightly", "banana", "", "latest"])
 def test_an_engine_version_that_is_not_a_version_is_refused(given: str) -> None:
-    with pytest.raises(MlccError, match="/engine_version: engine_version is not a version number"):
+    with pytest.raises(MlccError, match="/engine/version: engine_version is not a version number"):
         resolve(spec(engine_version=given))
 
 
@@ -283,158 +285,172 @@ BAD_SPECS = [
     (
         "foreign-prefix user key",
         {"env": {"SGLANG_TP_SIZE": "2"}},
-        "/env/SGLANG_TP_SIZE: key has the prefix SGLANG_ of engine 'sglang', but the active "
+        "/engine/env/SGLANG_TP_SIZE: key has the prefix SGLANG_ of engine 'sglang', but the active "
         "engine 'vllm' reads only VLLM_* (got 'SGLANG_TP_SIZE'; fix: rename it to VLLM_TP_SIZE "
         "or drop it)",
     ),
     (
         "empty value",
         {"env": {"VLLM_MAX_NUM_SEQS": ""}},
-        "/env/VLLM_MAX_NUM_SEQS: empty value: an engine would receive a flag with no argument "
+        "/engine/env/VLLM_MAX_NUM_SEQS: empty value: an engine would receive a flag with no "
+        "argument "
         "(got ''; fix: remove the key to leave the setting unset, or give it a value)",
     ),
     (
         "sentinel valued capability",
         {"quantization": "none"},
-        "/quantization: VLLM_QUANTIZATION needs a concrete value: an empty or sentinel value "
+        "/engine/quantization: VLLM_QUANTIZATION needs a concrete value: an empty or sentinel "
+        "value "
         "makes engines reject startup (got 'none'; fix: omit the setting to leave it unset)",
     ),
     (
         "TP above GPUs",
         {"tensor_parallel_degree": 8},
-        "/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
+        "/compute/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
         "ml.g5.12xlarge (got '8'; allowed: 1, 2, 4; fix: use one of the allowed degrees, or pick "
         "an instance type with more GPUs)",
     ),
     (
         "TP that does not divide the GPUs",
         {"tensor_parallel_degree": 3},
-        "/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
+        "/compute/tensor_parallel_degree: tensor-parallel degree must divide the 4 GPU(s) of "
         "ml.g5.12xlarge (got '3'; allowed: 1, 2, 4; fix: use one of the allowed degrees, or pick "
         "an instance type with more GPUs)",
     ),
     (
         "version below minimum",
         {"engine": "sglang", "engine_version": "0.4.9"},
-        "/engine_version: sglang 0.4.9 is below the engine's min_version (got '0.4.9'; "
+        "/engine/version: sglang 0.4.9 is below the engine's min_version (got '0.4.9'; "
         "allowed: >= 0.5.0; fix: use a sglang image of version 0.5.0 or later)",
     ),
     (
         "unknown engine",
         {"engine": "vlm"},
-        "/engine: unknown engine (got 'vlm'; allowed: llama-cpp, lmi, sglang, tensorrt-llm, "
+        "/engine/name: unknown engine (got 'vlm'; allowed: llama-cpp, lmi, sglang, tensorrt-llm, "
         "vllm; fix: did you mean vllm or lmi? a plugin engine needs --plugin-dir or "
         "MLCC_ENGINE_PATH)",
     ),
     (
         "unknown instance type",
-        {"instance_type": "ml.g5.12xlrge"},
-        "/instance_type: unknown instance type (got 'ml.g5.12xlrge'; allowed: the types in "
+        {"compute": {"instance_type": "ml.g5.12xlrge"}},
+        "/compute/instance_type: unknown instance type (got 'ml.g5.12xlrge'; allowed: the types in "
         "mlcc_constructs/data/instance_catalog.json; fix: did you mean ml.g5.12xlarge or "
         "ml.g5.2xlarge or ml.g6.12xlarge?)",
     ),
     (
         "secret-like key in plain env",
         {"env": {"HF_TOKEN": "hf_abc"}},
-        "/env/HF_TOKEN: looks like a credential: it would be stored in plain text in a ConfigMap "
+        "/engine/env/HF_TOKEN: looks like a credential: it would be stored in plain text in a "
+        "ConfigMap "
         "or the pod spec (got 'HF_TOKEN'; fix: reference a Kubernetes Secret instead "
-        "(secret_env={'HF_TOKEN': SecretRef(name=..., key=...)}, or --secret-env "
+        "(engine.secret_env={'HF_TOKEN': SecretRef(name=..., key=...)}, or --secret-env "
         "HF_TOKEN=SECRET:KEY))",
     ),
     (
         "secret-like engine key",
         {"env": {"VLLM_API_KEY": "abc"}},
-        "/env/VLLM_API_KEY: VLLM_API_KEY sets the API key, which is Tier 1: the library "
+        "/engine/env/VLLM_API_KEY: VLLM_API_KEY sets the API key, which is Tier 1: the library "
         "delivers it from a secret, never from env (manifest api_key) (got 'VLLM_API_KEY'; fix: "
-        "remove it; set api_key_secret (--api-key-secret; DeploymentSpec.api_key_secret), or "
-        "give VLLM_API_KEY from a Kubernetes Secret in secret_env)",
+        "remove it; set endpoint.api_key_secret (--api-key-secret; "
+        "DeploymentSpec.endpoint.api_key_secret), or "
+        "give VLLM_API_KEY from a Kubernetes Secret in engine.secret_env)",
     ),
     (
         "value outside allowed",
         {"env": {"VLLM_MAX_LORA_RANK": "48"}},
-        "/env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '48'; allowed: "
+        "/engine/env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '48'; "
+        "allowed: "
         "1, 8, 16, 32, 64, 128, 256, 320, 512; fix: use one of the allowed values (declared in "
         "the engine manifest))",
     ),
     (
         "non-boolean for a boolean",
         {"env": {"VLLM_ENABLE_LORA": "yes"}},
-        "/env/VLLM_ENABLE_LORA: VLLM_ENABLE_LORA is a presence-only flag (got 'yes'; allowed: "
+        "/engine/env/VLLM_ENABLE_LORA: VLLM_ENABLE_LORA is a presence-only flag (got 'yes'; "
+        "allowed: "
         "true, false)",
     ),
     (
         "LoRA on an engine without the capability",
         {"engine": "tensorrt-llm", "lora": True, "engine_version": "1.0.0"},
-        "/lora: engine 'tensorrt-llm' declares no 'lora_enable' capability (declared: model, "
-        "tensor_parallel_degree) (got 'true'; fix: drop lora, or pass the engine's own flag "
+        "/lora/enabled: engine 'tensorrt-llm' declares no 'lora_enable' capability (declared: "
+        "model, "
+        "tensor_parallel_degree) (got 'true'; fix: drop lora.enabled, or pass the engine's own "
+        "flag "
         "through Tier 2 (TRTLLM_<FLAG>=<value>))",
     ),
     (
         "model through the env",
         {"env": {"VLLM_MODEL": "/elsewhere"}},
-        "/env/VLLM_MODEL: VLLM_MODEL sets the model, which is Tier 1: the library computes it "
-        "from the model source (got '/elsewhere'; fix: set model (--model; DeploymentSpec.model) "
+        "/engine/env/VLLM_MODEL: VLLM_MODEL sets the model, which is Tier 1: the library computes "
+        "it "
+        "from the model source (got '/elsewhere'; fix: set model.uri (--model; "
+        "DeploymentSpec.model.uri) "
         "instead)",
     ),
     (
         "port owned by the launch section",
         {"engine": "sglang", "engine_version": "0.5.3", "env": {"SGLANG_PORT": "9000"}},
-        "/env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch section owns "
+        "/engine/env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch "
+        "section owns "
         "(port 30000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
         "it; change launch.port in the engine manifest instead)",
     ),
     (
         "off form the engine version lacks",
         {"engine_version": "0.9.0", "env": {"VLLM_ENABLE_PREFIX_CACHING": "false"}},
-        "/env/VLLM_ENABLE_PREFIX_CACHING: false asks for the off form of the flag, but vllm "
+        "/engine/env/VLLM_ENABLE_PREFIX_CACHING: false asks for the off form of the flag, but vllm "
         "takes --no-enable-prefix-caching only from version 0.10.0 (engine version 0.9.0) (got "
         "'false'; fix: remove the key (the engine's default applies) or use a newer image)",
     ),
     (
         "malformed list value",
         {"env": {"VLLM_IGNORE_PATTERNS": '["a", b]'}},
-        "/env/VLLM_IGNORE_PATTERNS: starts with '[' but is not a JSON array (Expecting value: "
+        "/engine/env/VLLM_IGNORE_PATTERNS: starts with '[' but is not a JSON array (Expecting "
+        "value: "
         "line 1 column 7 (char 6)) (got '[\"a\", b]'; fix: write several values as a JSON "
         'array, e.g. ["a","b"])',
     ),
     (
         "empty list value",
         {"env": {"VLLM_IGNORE_PATTERNS": "[]"}},
-        "/env/VLLM_IGNORE_PATTERNS: is an empty JSON array: a list flag needs at least one "
+        "/engine/env/VLLM_IGNORE_PATTERNS: is an empty JSON array: a list flag needs at least one "
         "value (got '[]'; fix: remove the key to leave the flag unset)",
     ),
     (
         "list element outside allowed",
         {"env": {"VLLM_MAX_LORA_RANK": "[16, 48]"}},
-        "/env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '[16, 48]'; "
+        "/engine/env/VLLM_MAX_LORA_RANK: value not allowed for VLLM_MAX_LORA_RANK (got '[16, 48]'; "
         "allowed: 1, 8, 16, 32, 64, 128, 256, 320, 512; fix: use one of the allowed values "
         "(declared in the engine manifest))",
     ),
     (
         "not a model source",
         {"model": "llama-3"},
-        "/model: not a model source (got 'llama-3'; allowed: s3://<bucket>/<prefix>/ or a "
+        "/model/uri: not a model source (got 'llama-3'; allowed: s3://<bucket>/<prefix>/ or a "
         "Hugging Face id <org>/<name>; fix: stage the model to S3 or name its Hugging Face "
         "repository)",
     ),
     (
         "S3 URI without a prefix",
         {"model": "s3://bucket/"},
-        "/model: the S3 model URI needs a key prefix (the folder holding config.json) (got "
+        "/model/uri: the S3 model URI needs a key prefix (the folder holding config.json) (got "
         "'s3://bucket/'; allowed: s3://<bucket>/<prefix>/; fix: point at the staged model "
         "folder, e.g. s3://my-bucket/models/org/name/)",
     ),
     (
         "set twice with different values",
         {"quantization": "awq", "env": {"VLLM_QUANTIZATION": "fp8"}},
-        "/quantization: capability 'quantization' is set twice with different values "
-        "(env/VLLM_QUANTIZATION='fp8') (got 'awq'; fix: set it once, either env/VLLM_QUANTIZATION "
-        "or quantization)",
+        "/engine/quantization: capability 'quantization' is set twice with different values "
+        "(engine.env.VLLM_QUANTIZATION='fp8') (got 'awq'; fix: set it once, either "
+        "engine.env.VLLM_QUANTIZATION "
+        "or engine.quantization)",
     ),
     (
         "invalid env name",
         {"env": {"1BAD": "x"}},
-        "/env/1BAD: not an environment variable name (got '1BAD'; allowed: letters, digits and "
+        "/engine/env/1BAD: not an environment variable name (got '1BAD'; allowed: letters, digits "
+        "and "
         "'_', not starting with a digit, at most 253)",
     ),
 ]
@@ -453,7 +469,12 @@ def test_every_problem_is_reported_at_once() -> None:
     with pytest.raises(MlccError) as caught:
         resolve(spec(env={"SGLANG_X": "1", "HF_TOKEN": "t", "VLLM_Y": ""}, instance_type="zz"))
     pointers = [p.pointer for p in caught.value.problems]
-    assert pointers == ["/instance_type", "/env/SGLANG_X", "/env/HF_TOKEN", "/env/VLLM_Y"]
+    assert pointers == [
+        "/compute/instance_type",
+        "/engine/env/SGLANG_X",
+        "/engine/env/HF_TOKEN",
+        "/engine/env/VLLM_Y",
+    ]
 
 
 def test_hyperpod_stages_huggingface_models_at_the_mount() -> None:

@@ -9,6 +9,7 @@ from mlcc_constructs.core.engines.values import SENTINELS
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 REGISTRY = EngineRegistry.load(use_env=False)
 ENGINES = {m.engine: m for m in builtin_engines()}
@@ -27,7 +28,7 @@ def specs(draw: st.DrawFn) -> DeploymentSpec:
     )
     tier2 = draw(st.dictionaries(suffix, value, max_size=5))
     env = {manifest.env_var_prefix + k: v for k, v in tier2.items()}
-    return DeploymentSpec(
+    return flat_spec(
         engine=engine,
         model=draw(st.sampled_from(["s3://bucket/models/org/name/", "org/name"])),
         instance_type=draw(st.sampled_from(["ml.g5.12xlarge", "g6e.xlarge", "ml.p5.48xlarge"])),
@@ -45,9 +46,9 @@ def test_resolver_invariants(spec: DeploymentSpec) -> None:
         resolution = resolve(spec, registry=REGISTRY)
     except MlccError as error:
         # Only user-value problems may refuse a generated spec; never an internal rule.
-        assert all(p.pointer.startswith("/env/") for p in error.problems), str(error)
+        assert all(p.pointer.startswith("/engine/env/") for p in error.problems), str(error)
         return
-    manifest = ENGINES[spec.engine]
+    manifest = ENGINES[spec.engine.name]
     if manifest.entrypoint == "wrapper":
         resolution.argv()  # what the resolver accepts, the wrapper translates (no WrapperError)
     by_key = {manifest.key(c): c for c in manifest.capabilities}

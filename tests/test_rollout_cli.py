@@ -24,9 +24,9 @@ from mlcc_constructs import cli
 from mlcc_constructs.cli import rollout as rollout_cli
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.yaml_output import to_yaml
 from mlcc_constructs.ops.rollout import Clock
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 TYPE = "ml.g5.12xlarge"
@@ -49,7 +49,7 @@ LIFECYCLE = {"SourceS3Uri": "s3://mlcc-artifacts/lifecycle/", "OnCreate": "on_cr
 
 
 def _rendered() -> dict[str, Any]:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type=TYPE,
@@ -360,8 +360,10 @@ def test_the_printed_command_runs_the_same_deployment(
 ) -> None:
     deployment = tmp_path / "deploy.yaml"
     deployment.write_text(
-        "engine: vllm\nmodel: " + MODEL + "\ninstance_type: ml.g5.12xlarge\nname: llama\n"
-        "namespace: inference\ntarget: hyperpod-eks\n"
+        "engine: {name: vllm}\nmodel: {uri: "
+        + MODEL
+        + "}\ncompute: {instance_type: ml.g5.12xlarge}\n"
+        "name: llama\nnamespace: inference\ntarget: hyperpod-eks\n"
     )
     context = ["--account", "123456789012", "--region", "us-east-1", "--profile", "dev"]
     cluster.kubectl("get inferenceendpointconfig", LIVE)

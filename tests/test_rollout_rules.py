@@ -31,8 +31,8 @@ from mlcc_constructs.core.rollout.rules import (
 )
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -41,7 +41,7 @@ SELECTOR = {"app": "llama"}
 
 
 def rendered_iec(**changes: Any) -> dict[str, Any]:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type=TYPE,

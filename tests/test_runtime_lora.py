@@ -18,6 +18,7 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -33,7 +34,7 @@ def _spec(**values: Any) -> DeploymentSpec:
         "namespace": "inference",
         **values,
     }
-    return DeploymentSpec(**fields)
+    return flat_spec(**fields)
 
 
 def _engine_env(objects: list[dict[str, Any]]) -> dict[str, str]:

@@ -24,9 +24,9 @@ from conftest import LLAMA_CPP_TEST_IMAGE, REPO
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.core.support.yaml_output import to_yaml
+from tests._flat import flat_spec
 
 CHECKOV = REPO / ".venv-scan" / "bin" / "checkov"
 NETWORK_POLICY_CHECK = "CKV2_K8S_6"
@@ -96,19 +96,18 @@ def _matrix() -> dict[str, list[dict[str, Any]]]:
     ):
         name = f"{engine}-{int(lora)}-{delivery}-{'s3' if source.startswith('s3') else 'hf'}"
         values: dict[str, Any] = {
-            "engine": engine,
-            "model": source,
-            "instance_type": "ml.g5.12xlarge",
+            "engine": {"name": engine, "config_delivery": delivery},
+            "model": {"uri": source},
+            "compute": {"instance_type": "ml.g5.12xlarge"},
             "name": name,
             "namespace": "inference",
             "target": "eks",
-            "lora": lora,
-            "config_delivery": delivery,
+            "lora": {"enabled": lora},
         }
         if engine == "llama-cpp":
             values["image"] = LLAMA_CPP_TEST_IMAGE
         try:
-            cells[name] = list(render(DeploymentSpec(**values), context=CONTEXT).objects)
+            cells[name] = list(render(flat_spec(**values), context=CONTEXT).objects)
         except MlccError:
             continue  # a refused cell renders nothing to scan
     return cells

@@ -28,8 +28,8 @@ from mlcc_constructs.core.serving.kinds.inference_endpoint_config import RULES
 from mlcc_constructs.core.serving.kinds.registry import kind_of, object_problems
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.schema_verdict import _json_data, verdict
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
@@ -38,7 +38,7 @@ OBJECTS = [
     obj
     for target in ("eks", "hyperpod-eks")
     for obj in render(
-        DeploymentSpec(
+        flat_spec(
             engine="vllm", model=MODEL, instance_type="ml.g5.12xlarge", name="m", target=target,
             lora=True, service_account_role_arn="arn:aws:iam::123456789012:role/r",
         ),
@@ -147,7 +147,7 @@ def test_rendered_objects_are_json_data(engine: str, target: str) -> None:
     image = {"image": LLAMA_CPP_TEST_IMAGE} if engine == "llama-cpp" else {}
     for lora in (False, True) if engine in ("vllm", "sglang") else (False,):
         for model in (MODEL, "meta-llama/Llama-3.1-8B-Instruct"):
-            spec = DeploymentSpec(
+            spec = flat_spec(
                 engine=engine, model=model, instance_type="ml.g5.12xlarge", name="m",
                 target=target, lora=lora, env={"X_EXTRA": "1"}, **image,
             )  # fmt: skip

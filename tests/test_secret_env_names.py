@@ -7,15 +7,16 @@ import pytest
 
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import SecretRef
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 
 
 def _render(name: str, env: dict[str, str] | None = None) -> list[str]:
-    spec = DeploymentSpec(
+    spec = flat_spec(
         engine="vllm",
         model=MODEL,
         instance_type="ml.g5.2xlarge",
@@ -36,14 +37,14 @@ def _render(name: str, env: dict[str, str] | None = None) -> list[str]:
 
 
 REFUSED = {
-    "not a name": ("bad name", "/secret_env/bad name: not an environment variable name"),
-    "leading digit": ("1TOKEN", "/secret_env/1TOKEN: not an environment variable name"),
+    "not a name": ("bad name", "/engine/secret_env/bad name: not an environment variable name"),
+    "leading digit": ("1TOKEN", "/engine/secret_env/1TOKEN: not an environment variable name"),
     # A Secret's value would replace the wrapper's own variable, or one every pod gets.
-    "wrapper's": ("MLCC_ENGINE", "/secret_env/MLCC_ENGINE: MLCC_ENGINE is reserved"),
-    "pod's": ("HOME", "/secret_env/HOME: HOME is reserved: the rendered pod sets it"),
+    "wrapper's": ("MLCC_ENGINE", "/engine/secret_env/MLCC_ENGINE: MLCC_ENGINE is reserved"),
+    "pod's": ("HOME", "/engine/secret_env/HOME: HOME is reserved: the rendered pod sets it"),
     "lower-case engine prefix": (
         "vllm_api_key",
-        "/secret_env/vllm_api_key: an engine key must be upper-case",
+        "/engine/secret_env/vllm_api_key: an engine key must be upper-case",
     ),
 }
 
@@ -63,6 +64,7 @@ def test_a_good_secret_env_name_reaches_the_engine_from_its_secret(name: str) ->
 def test_a_name_in_env_and_secret_env_is_refused() -> None:
     (problem,) = _render("NCCL_SOCKET_IFNAME", env={"NCCL_SOCKET_IFNAME": "eth0"})
     assert problem.startswith(
-        "/secret_env/NCCL_SOCKET_IFNAME: NCCL_SOCKET_IFNAME is set twice: in env and in secret_env"
+        "/engine/secret_env/NCCL_SOCKET_IFNAME: NCCL_SOCKET_IFNAME is set twice: in env and in "
+        "secret_env"
     )
     assert "drop NCCL_SOCKET_IFNAME from env" in problem

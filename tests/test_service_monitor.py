@@ -14,20 +14,20 @@ import pytest
 from mlcc_constructs.core.serving.kinds.registry import object_problems
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 SPEC = {
-    "engine": "vllm",
-    "model": "meta-llama/Llama-3.1-8B-Instruct",
-    "instance_type": "ml.g5.12xlarge",
+    "engine": {"name": "vllm"},
+    "model": {"uri": "meta-llama/Llama-3.1-8B-Instruct"},
+    "compute": {"instance_type": "ml.g5.12xlarge"},
     "name": "chat",
     "namespace": "inference",
 }
 
 
 def _objects(**context: Any) -> dict[str, dict[str, Any]]:
-    spec = DeploymentSpec(**{**SPEC, **context.pop("spec", {})})
+    spec = flat_spec(**{**SPEC, **context.pop("spec", {})})
     rendered = render(spec, context=RenderContext(region="us-east-1", **context))
     return {o["kind"]: o for o in rendered.objects}
 
@@ -130,7 +130,8 @@ def test_the_rules_refuse_what_the_crd_would(edit: Any, pointer: str) -> None:
 def test_mlcc_render_takes_the_operator_namespace(tmp_path: Path) -> None:
     spec = tmp_path / "spec.yaml"
     spec.write_text(
-        "engine: vllm\nmodel: org/model\ninstance_type: g5.12xlarge\nname: chat\n"
+        "engine: {name: vllm}\nmodel: {uri: org/model}\ncompute: {instance_type: g5.12xlarge}\n"
+        "name: chat\n"
         "region: us-east-1\n"
     )
     command = [sys.executable, "-m", "mlcc_constructs.cli", "render", "-f", str(spec)]

@@ -25,6 +25,7 @@ from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.support.errors import MlccError
 from mlcc_constructs.ops.diff_guard import ExpectedChange, offending_changes, template_diff
 from stacks.deployments import QUERY_URL_PLACEHOLDER
+from tests._flat import flat_spec
 
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 READINESS = "Custom::MlccWorkloadReadiness"
@@ -125,9 +126,8 @@ def test_namespace_object_is_a_valid_namespace() -> None:
 
 def test_two_deployments_with_one_stack_are_refused() -> None:
     from mlcc_constructs.core.serving.prepare.deployment import prepare
-    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
-    spec = DeploymentSpec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="a")
+    spec = flat_spec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="a")
     prepared = prepare(spec)
     with pytest.raises(MlccError) as caught:
         plan_serving([("cdk.json:/x/0", prepared), ("cdk.json:/x/1", prepared)])
@@ -257,7 +257,7 @@ def _gpu_limit_apart(template: dict[str, Any]) -> tuple[dict[str, Any], str | No
 def test_replicas_change_modifies_exactly_that_deployments_resource() -> None:
     before = {name: json.loads(text) for name, text in synthesised()[1].items()}
     deployments = reference_entries()
-    deployments[0]["replicas"] = 2  # llama-vllm on eks
+    deployments[0]["scaling"] = {"replicas": 2}  # llama-vllm on eks
     after = _templates(_build(deployments))
     assert set(after) == set(before)
     changed = {name for name in before if after[name] != before[name]}
@@ -332,9 +332,11 @@ def _specs(count: int, *, first: int = 0) -> list[dict[str, Any]]:
         {
             "name": f"d{i:03d}",
             "target": "eks",
-            "engine": "vllm",
-            "model": MODEL if i % 2 else "meta-llama/Llama-3.1-8B-Instruct",
-            "instance_type": ("ml.g5.2xlarge", "ml.g6e.xlarge", "ml.p5.48xlarge")[i % 3],
+            "engine": {"name": "vllm"},
+            "model": {"uri": MODEL if i % 2 else "meta-llama/Llama-3.1-8B-Instruct"},
+            "compute": {
+                "instance_type": ("ml.g5.2xlarge", "ml.g6e.xlarge", "ml.p5.48xlarge")[i % 3]
+            },
             "namespace": f"team-{i % 5}",
         }
         for i in range(first, first + count)
@@ -386,14 +388,20 @@ def test_adding_a_deployment_moves_no_other_deployments_resources() -> None:
 
 def test_bad_deployments_in_cdk_json_are_reported_at_once() -> None:
     good = reference_entries()[3]
-    bad = [dict(good, instance_type="ml.g5.13xlarge"), good, dict(good, replicas="two")]
+    bad = [
+        {**good, "compute": {"instance_type": "ml.g5.13xlarge"}},
+        good,
+        {**good, "scaling": {"replicas": "two"}},
+    ]
     with pytest.raises(MlccError) as caught:
         _build(bad)
     assert [str(p) for p in caught.value.problems] == [
-        "cdk.json:/context/reference_deployments/0:/instance_type: unknown instance type (got "
+        "cdk.json:/context/reference_deployments/0:/compute/instance_type: unknown instance type "
+        "(got "
         "'ml.g5.13xlarge'; allowed: the types in mlcc_constructs/data/instance_catalog.json; "
         "fix: did you mean ml.g5.16xlarge or ml.g5.12xlarge or ml.g5.xlarge?)",
-        "cdk.json:/context/reference_deployments/2:/replicas: 'two' is not of type 'integer' "
+        "cdk.json:/context/reference_deployments/2:/scaling/replicas: 'two' is not of type "
+        "'integer' "
         "(fix: see mlcc_constructs/data/deployment-spec.schema.json for the fields)",
     ]
     with pytest.raises(MlccError) as caught:

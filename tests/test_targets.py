@@ -10,6 +10,7 @@ import pytest
 from mlcc_constructs.core._resources import shipped_path
 from mlcc_constructs.core.platform.targets import kubernetes_target_names, load_target, target_names
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 
 def test_the_shipped_targets() -> None:
@@ -52,11 +53,8 @@ def test_every_kubernetes_target_names_its_pods_by_a_label() -> None:
 def test_the_eks_pod_name_label_is_on_the_rendered_pods_and_in_the_selector() -> None:
     from mlcc_constructs.core.serving.render import render
     from mlcc_constructs.core.serving.spec.context import RenderContext
-    from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 
-    spec = DeploymentSpec(
-        engine="vllm", model="org/name", instance_type="ml.g5.xlarge", name="llama"
-    )
+    spec = flat_spec(engine="vllm", model="org/name", instance_type="ml.g5.xlarge", name="llama")
     objects = render(spec, context=RenderContext(profile="dev")).objects
     (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
     label = load_target("eks").pod_name_label

@@ -20,23 +20,24 @@ from mlcc_constructs.core.serving.resolve.computed_keys import computed_keys
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
+from tests._flat import flat_spec
 
 MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 # What each kind of computed key says: (what it sets, why it is Tier 1, the spec field, its flag)
-MODEL_KIND = ("the model", "the library computes it from the model source", "model", "--model")
+MODEL_KIND = ("the model", "the library computes it from the model source", "model.uri", "--model")
 TP = (
     "the tensor-parallel degree",
     "the library computes it from the instance's GPUs and checks it against them",
-    "tensor_parallel_degree",
+    "compute.tensor_parallel_degree",
     "--tp",
 )
 PP = (
     "the pipeline-parallel degree",
     "the library passes pipeline_parallel_degree (one stage per node with nodes: auto) and "
     "checks it with the tensor-parallel degree against the GPUs of every node",
-    "pipeline_parallel_degree",
+    "compute.pipeline_parallel_degree",
     "--pp",
 )
 SERVED = (
@@ -51,18 +52,23 @@ MULTI_NODE_WHY = (
     "(manifest multi_node)"
 )
 MULTI_NODE_FIX = (
-    "remove it; set nodes (--nodes; DeploymentSpec.nodes) for a model copy over several nodes: "
+    "remove it; set compute.nodes (--nodes; DeploymentSpec.compute.nodes) for a model copy over "
+    "several nodes: "
     "each pod then gets its own"
 )
 API_KEY_WHY = "the library delivers it from a secret, never from env (manifest api_key)"
-API_KEY_FIX = "remove it; set api_key_secret (--api-key-secret; DeploymentSpec.api_key_secret)"
+API_KEY_FIX = (
+    "remove it; set endpoint.api_key_secret (--api-key-secret; "
+    "DeploymentSpec.endpoint.api_key_secret)"
+)
 
 
 def capability(key: str, value: str, kind: tuple[str, str, str, str], alias: str = "") -> str:
     sets, why, field, flag = kind
     via = f" ({alias})" if alias else ""
     return (
-        f"/env/{key}: {key}{via} sets {sets}, which is Tier 1: {why} (got {value!r}; fix: set "
+        f"/engine/env/{key}: {key}{via} sets {sets}, which is Tier 1: {why} (got {value!r}; fix: "
+        "set "
         f"{field} ({flag}; DeploymentSpec.{field}) instead)"
     )
 
@@ -70,14 +76,16 @@ def capability(key: str, value: str, kind: tuple[str, str, str, str], alias: str
 def multi_node(key: str, value: str, flag: str, alias: str = "") -> str:
     via = f" ({alias})" if alias else ""
     return (
-        f"/env/{key}: {key}{via} sets {flag}, which is Tier 1: {MULTI_NODE_WHY} (got {value!r}; "
+        f"/engine/env/{key}: {key}{via} sets {flag}, which is Tier 1: {MULTI_NODE_WHY} (got "
+        f"{value!r}; "
         f"fix: {MULTI_NODE_FIX})"
     )
 
 
 def api_key(key: str, sets: str, shown: str, fix: str = API_KEY_FIX) -> str:
     return (
-        f"/env/{key}: {key} sets {sets}, which is Tier 1: {API_KEY_WHY} (got {shown!r}; fix: {fix})"
+        f"/engine/env/{key}: {key} sets {sets}, which is Tier 1: {API_KEY_WHY} (got {shown!r}; "
+        f"fix: {fix})"
     )
 
 
@@ -99,22 +107,25 @@ ROWS: list[tuple[str, dict[str, Any], str, str, str]] = [
     ("vllm", {}, "VLLM_HEADLESS", "true", multi_node("VLLM_HEADLESS", "true", "--headless")),
     ("vllm", {}, "VLLM_API_KEY", "s3cr3t",  # a credential: the refusal shows the key only
      api_key("VLLM_API_KEY", "the API key", "VLLM_API_KEY",
-             API_KEY_FIX + ", or give VLLM_API_KEY from a Kubernetes Secret in secret_env")),
+             API_KEY_FIX + ", or give VLLM_API_KEY from a Kubernetes Secret in engine.secret_env")),
     ("vllm", {"model_load": "stream"}, "VLLM_LOAD_FORMAT", "pt",
-     "/env/VLLM_LOAD_FORMAT: VLLM_LOAD_FORMAT sets --load-format, which is Tier 1: the library "
-     "passes --load-format runai_streamer while it streams the model (model_load stream; "
-     "manifest model_load.stream) (got 'pt'; fix: remove it, or set model_load (--model-load; "
-     "DeploymentSpec.model_load) to mount to choose the load format yourself)"),
+     "/engine/env/VLLM_LOAD_FORMAT: VLLM_LOAD_FORMAT sets --load-format, which is Tier 1: the "
+     "library "
+     "passes --load-format runai_streamer while it streams the model (model.load stream; "
+     "manifest model_load.stream) (got 'pt'; fix: remove it, or set model.load (--model-load; "
+     "DeploymentSpec.model.load) to mount to choose the load format yourself)"),
     ("vllm", {}, "AWS_REGION", "us-west-2",
-     "/env/AWS_REGION: AWS_REGION sets the model bucket's region, which is Tier 1: the library "
+     "/engine/env/AWS_REGION: AWS_REGION sets the model bucket's region, which is Tier 1: the "
+     "library "
      "sets it while it streams the model (manifest model_load.stream.env: model_region) (got "
      "'us-west-2'; fix: remove it; set region (--region; DeploymentSpec.region), or "
-     "model_load: mount)"),
+     "model.load: mount)"),
     ("vllm", {"lora": True}, "VLLM_ALLOW_RUNTIME_LORA_UPDATING", "false",
-     "/env/VLLM_ALLOW_RUNTIME_LORA_UPDATING: VLLM_ALLOW_RUNTIME_LORA_UPDATING sets runtime "
+     "/engine/env/VLLM_ALLOW_RUNTIME_LORA_UPDATING: VLLM_ALLOW_RUNTIME_LORA_UPDATING sets runtime "
      "adapter loading, which is Tier 1: the library sets it to true where adapters are loaded "
-     "at runtime (lora on a target that loads them through the engine's API; manifest "
-     "adapter_api.runtime_env) (got 'false'; fix: remove it: lora (--lora; DeploymentSpec.lora) "
+     "at runtime (lora.enabled on a target that loads them through the engine's API; manifest "
+     "adapter_api.runtime_env) (got 'false'; fix: remove it: lora.enabled (--lora; "
+     "DeploymentSpec.lora.enabled) "
      "sets it)"),
     ("sglang", {}, "SGLANG_MODEL_PATH", "/x", capability("SGLANG_MODEL_PATH", "/x", MODEL_KIND)),
     ("sglang", {}, "SGLANG_MODEL", "/x",
@@ -160,7 +171,7 @@ def _spec(engine: str, **extra: Any) -> DeploymentSpec:
         "name": "llm",
         **extra,
     }
-    return DeploymentSpec(**values)
+    return flat_spec(**values)
 
 
 @pytest.mark.parametrize(
@@ -251,7 +262,7 @@ def test_no_tier1_key_of_a_built_in_engine_can_be_set_through_env(
         extra |= {"nodes": 2, "tensor_parallel_degree": 4, "pipeline_parallel_degree": 2}
     with pytest.raises(MlccError) as caught:
         resolve(_spec(engine, env={key: value}, **extra))
-    refusals = [p for p in caught.value.problems if p.pointer == f"/env/{key}"]
+    refusals = [p for p in caught.value.problems if p.pointer == f"/engine/env/{key}"]
     assert len(refusals) == 1
     assert ", which is Tier 1: " in refusals[0].message
     assert "DeploymentSpec." in refusals[0].fix

@@ -51,18 +51,19 @@ def _mypy(tmp_path: Path, source: str) -> list[str]:
 def test_mypy_sees_a_misspelt_field_and_a_wrong_type(tmp_path: Path) -> None:
     errors = _mypy(
         tmp_path,
-        "from mlcc_constructs import DeploymentSpec, RenderContext, prepare\n"
+        "from mlcc_constructs import ComputeSpec, DeploymentSpec, EngineSpec, ModelSpec\n"
+        "from mlcc_constructs import RenderContext, prepare\n"
         "spec = DeploymentSpec(\n"
-        "    engine=1, modle='typo', model='org/name', instance_type='g5.xlarge'\n"
+        "    engine=EngineSpec(name=1), modle='typo', model=ModelSpec(uri='org/name'),\n"
+        "    compute=ComputeSpec(instance_type='g5.xlarge'),\n"
         ")\n"
         "prepared = prepare(spec, context=RenderContext(profile=7))\n"
-        "replicas: str = prepared.spec.replicas\n",
+        "replicas: str = prepared.spec.scaling.replicas\n",
     )
     assert errors == [
         'Unexpected keyword argument "modle" for "DeploymentSpec"; did you mean "model"?  '
         "[call-arg]",
-        'Argument "engine" to "DeploymentSpec" has incompatible type "int"; expected "str"  '
-        "[arg-type]",
+        'Argument "name" to "EngineSpec" has incompatible type "int"; expected "str"  [arg-type]',
         'Argument "profile" to "RenderContext" has incompatible type "int"; expected "str | None"  '
         "[arg-type]",
         'Incompatible types in assignment (expression has type "int", variable has type "str")  '
@@ -75,10 +76,12 @@ def test_a_correct_team_file_type_checks_strictly(tmp_path: Path) -> None:
         tmp_path,
         "import cdk8s\n"
         "from mlcc_constructs import (\n"
-        "    DeploymentSpec, EngineDeployment, EngineDeploymentProps, RenderContext, prepare,\n"
+        "    ComputeSpec, DeploymentSpec, EngineDeployment, EngineDeploymentProps, EngineSpec,\n"
+        "    ModelSpec, RenderContext, prepare,\n"
         ")\n"
         "spec = DeploymentSpec(\n"
-        "    engine='vllm', model='org/name', instance_type='g5.xlarge', name='m'\n"
+        "    engine=EngineSpec(name='vllm'), model=ModelSpec(uri='org/name'),\n"
+        "    compute=ComputeSpec(instance_type='g5.xlarge'), name='m',\n"
         ")\n"
         "app = cdk8s.App()\n"
         "chart = cdk8s.Chart(app, 'team')\n"
@@ -98,7 +101,8 @@ def test_mypy_still_reports_the_first_release_keywords(tmp_path: Path) -> None:
         "import cdk8s\n"
         "from mlcc_constructs import CacheBackend, DeploymentSpec, EngineConfigMap, ServingChart\n"
         "spec = DeploymentSpec(\n"
-        "    engine='vllm', model='org/name', instance_type='g5.xlarge', name='m'\n"
+        "    engine={'name': 'vllm'}, model={'uri': 'org/name'},  # type: ignore[arg-type]\n"
+        "    compute={'instance_type': 'g5.xlarge'}, name='m',  # type: ignore[arg-type]\n"
         ")\n"
         "app = cdk8s.App()\n"
         "chart = cdk8s.Chart(app, 'team')\n"

@@ -13,8 +13,9 @@ from hypothesis import example, given, settings, strategies as st
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef
+from mlcc_constructs.core.serving.spec.deployment import SecretRef
 from mlcc_constructs.core.support.yaml_output import _pyyaml, to_yaml
+from tests._flat import flat_spec
 
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 
@@ -28,7 +29,7 @@ def _objects() -> list[dict[str, Any]]:
         ("env", "args"),
         ("s3://mlcc-models-dev-123456789012-us-east-1/models/org/name/", "org/name"),
     ):
-        spec = DeploymentSpec(
+        spec = flat_spec(
             engine=engine, model=model, instance_type="ml.g5.12xlarge", name="m", target=target,
             lora=lora, config_delivery=delivery, env={"NCCL_DEBUG": "WARN"},
             secret_env={"HF_TOKEN": SecretRef(name="hf", key="token")},

@@ -456,7 +456,8 @@ class ServedModel(Construct):
             raise fail(
                 "the deployment reads no Secrets Manager value: its pods have no role to grant to",
                 where=self.node.path,
-                fix="give the deployment api_key_secret or a secret_env entry from Secrets "
+                fix="give the deployment endpoint.api_key_secret or an engine.secret_env entry "
+                "from Secrets "
                 "Manager, or grant nothing",
             )
         return key.grant_decrypt(self.secrets_role)

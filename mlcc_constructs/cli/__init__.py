@@ -31,6 +31,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "endpoint",
     "dashboard",
     "preflight",
+    "spec",
 )
 
 
@@ -51,6 +52,7 @@ COMMAND_OWNERS: dict[str, str] = {
     "endpoint": "endpoint",
     "dashboard": "dashboard",
     "preflight": "preflight",
+    "spec": "spec",
 }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
+import json
 from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.support.errors import fail
@@ -12,43 +14,64 @@ if TYPE_CHECKING:
     from mlcc_constructs.core.serving.spec.files import SpecFile
     from mlcc_constructs.core.support.errors import MlccError
 
-# Deployment spec field -> the argparse attribute of its flag (``--tp``, ``--role-arn``...).
-SPEC_FLAGS: dict[str, str] = {
-    "engine": "engine",
-    "model": "model",
-    "instance_type": "instance_type",
-    "name": "name",
-    "served_model_name": "served_model_name",
-    "namespace": "namespace",
-    "target": "target",
-    "image": "image",
-    "replicas": "replicas",
-    "tensor_parallel_degree": "tp",
-    "nodes": "nodes",
-    "pipeline_parallel_degree": "pp",
-    "quantization": "quantization",
-    "lora": "lora",
-    "engine_version": "engine_version",
-    "config_delivery": "config_delivery",
-    "region": "region",
-    "account": "account",
-    "profile": "profile",
-    "service_account_role_arn": "role_arn",
-    "api_key_secret": "api_key_secret",
-    "instance_types": "instance_types",
-    "max_request_seconds": "max_request_seconds",
-    "rollout": "rollout",
-    "accept_downtime": "accept_downtime",
-    "model_bytes": "model_bytes",
-    "model_load": "model_load",
-}
-ENDPOINT_FLAGS: dict[str, str] = {
-    "scheme": "endpoint_scheme",
-    "certificate_arn": "certificate_arn",
-    "hostname": "hostname",
-    "group": "load_balancer_group",
-}
-REQUIRED = ("engine", "model", "instance_type")
+SPEC_FLAGS_FILE = "spec-flags.json"
+CONTEXT_FLAGS: dict[str, str] = {"account": "account", "profile": "profile"}
+"""Render-context fields of a spec document (no ``DeploymentSpec`` field) -> their flag's
+argparse attribute."""
+
+
+@functools.cache
+def spec_flag_table() -> dict[str, dict[str, Any]]:
+    """Each spec field's path -> its flags, help, kind and choices: ``data/spec-flags.json``,
+    generated from the ``DeploymentSpec`` dataclasses by ``tools/spec_schema.py`` (read as JSON:
+    no source parsing at a command's start)."""
+    from mlcc_constructs.core._resources import data_path
+
+    document = json.loads(data_path(SPEC_FLAGS_FILE).read_text(encoding="utf-8"))
+    return {entry["path"]: entry for entry in document["fields"]}
+
+
+def _dest(flag: str) -> str:
+    return flag.lstrip("-").replace("-", "_")
+
+
+@functools.cache
+def spec_flags() -> dict[str, str]:
+    """Deployment spec field (its path in the spec document) -> the argparse attribute of its
+    flag (``compute.tensor_parallel_degree`` -> ``tp``), the render context's included; the
+    ``engine.env`` and ``engine.secret_env`` flags take ``NAME=...`` items
+    (:func:`flag_layers`)."""
+    table = {
+        path: _dest(entry["flags"][0])
+        for path, entry in spec_flag_table().items()
+        if entry["flags"] and entry["kind"] != "mapping"
+    }
+    return {**table, **CONTEXT_FLAGS}
+
+
+def add_spec_option(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup, path: str, **overrides: Any
+) -> None:
+    """The flag of spec field ``path``, as its one declaration says (flag, help, type, choices:
+    :func:`spec_flag_table`); ``overrides``: argparse keywords of this command (``required``,
+    ``metavar``, ``nargs``...)."""
+    entry = spec_flag_table()[path]
+    keywords: dict[str, Any] = {"default": None, "help": entry["help"]}
+    kind = entry["kind"]
+    if kind == "bool":
+        keywords = {"action": "store_true", "help": entry["help"]}
+    elif kind in ("int", "float"):
+        keywords["type"] = int if kind == "int" else float
+    elif kind == "int-or-auto":
+        keywords["type"] = _nodes
+    if entry["choices"]:
+        keywords["choices"] = list(entry["choices"])
+    flags = overrides.pop("flags", entry["flags"][:1])
+    keywords.update(overrides)
+    parser.add_argument(*flags, **keywords)
+
+
+REQUIRED = ("engine.name", "model.uri", "compute.instance_type")
 
 
 def add_registry_options(parser: argparse.ArgumentParser) -> None:
@@ -76,49 +99,27 @@ def registry_from(args: argparse.Namespace) -> Any:
 
 
 def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = True) -> None:
-    """The engine facts of a deployment (the resolver's inputs)."""
-    parser.add_argument("--engine", required=required, help="engine name, e.g. vllm or sglang")
-    parser.add_argument(
-        "--model", required=required, help="s3://bucket/prefix/ or a Hugging Face org/name"
-    )
-    parser.add_argument(
-        "--instance-type", required=required, help="e.g. ml.g5.12xlarge or g5.12xlarge"
-    )
-    parser.add_argument(
-        "--tp", type=int, default=None, help="tensor-parallel degree (default: the GPU count)"
-    )
-    parser.add_argument(
-        "--nodes",
-        type=_nodes,
-        default=None,
-        help="nodes one model copy spans: a number, or auto from --model-bytes (default: 1)",
-    )
-    parser.add_argument(
-        "--pp", type=int, default=None, help="pipeline-parallel degree (default: 1)"
-    )
-    parser.add_argument("--quantization", default=None, help="quantization method, e.g. awq")
-    parser.add_argument(
-        "--served-model-name",
-        default=None,
-        help="the model name clients send (OpenAI API 'model'; default: the deployment's name)",
-    )
-    parser.add_argument("--lora", action="store_true", help="serve LoRA adapters")
-    parser.add_argument(
-        "--set",
+    """The engine facts of a deployment (the resolver's inputs): each flag as its spec field
+    declares it (:func:`add_spec_option`)."""
+    add_spec_option(parser, "engine.name", required=required)
+    add_spec_option(parser, "model.uri", required=required)
+    add_spec_option(parser, "compute.instance_type", required=required)
+    add_spec_option(parser, "compute.tensor_parallel_degree")
+    add_spec_option(parser, "compute.nodes")
+    add_spec_option(parser, "compute.pipeline_parallel_degree")
+    add_spec_option(parser, "engine.quantization")
+    add_spec_option(parser, "served_model_name")
+    add_spec_option(parser, "lora.enabled")
+    add_spec_option(
+        parser,
+        "engine.env",
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="engine env: <PREFIX>* keys (Tier 2; a key setting a computed Tier-1 value is "
-        "refused, naming the field to use) or plain env; repeatable",
+        help=spec_flag_table()["engine.env"]["help"] + "; repeatable",
     )
-    parser.add_argument("--engine-version", default=None, help="engine version for version gates")
-    parser.add_argument(
-        "--model-load",
-        choices=["mount", "stream"],
-        default=None,
-        help="how the engine reads an s3:// model: the target's mount, or streamed by the "
-        "engine itself (default: stream where the engine, version and target support it)",
-    )
+    add_spec_option(parser, "engine.version")
+    add_spec_option(parser, "model.load")
     add_registry_options(parser)
 
 
@@ -173,27 +174,34 @@ def secrets_manager_refs(items: list[str]) -> dict[str, dict[str, str]]:
     return refs
 
 
+def nested(path: str, value: Any) -> dict[str, Any]:
+    """``("compute.nodes", 2)`` -> ``{"compute": {"nodes": 2}}``: a field's layer."""
+    head, _, rest = path.partition(".")
+    return {head: nested(rest, value) if rest else value}
+
+
+def lookup_path(document: Any, path: str) -> Any:
+    """The value at ``path`` (``compute.instance_type``) of a spec document, else ``None``."""
+    for part in path.split("."):
+        document = document.get(part) if isinstance(document, dict) else None
+    return document
+
+
 def flag_layers(args: argparse.Namespace) -> list[tuple[str, dict[str, Any]]]:
-    """One ``(--flag, {field: value})`` layer per deployment flag the user gave; ``--set`` and
-    ``--secret-env`` become ``env`` and ``secret_env`` layers."""
+    """One ``(--flag, {section: {field: value}})`` layer per deployment flag the user gave;
+    ``--set`` and ``--secret-env`` become ``engine.env`` and ``engine.secret_env`` layers."""
     layers: list[tuple[str, dict[str, Any]]] = []
-    for field, attribute in SPEC_FLAGS.items():
+    for path, attribute in spec_flags().items():
         value = getattr(args, attribute, None)
-        if value is not None and value is not False:
-            layers.append((f"--{attribute.replace('_', '-')}", {field: value}))
+        if value is not None and value is not False and value != []:
+            layers.append((f"--{attribute.replace('_', '-')}", nested(path, value)))
     if getattr(args, "set", None):
-        layers.append(("--set", {"env": parse_assignments(args.set)}))
+        layers.append(("--set", nested("engine.env", parse_assignments(args.set))))
     if getattr(args, "secret_env", None):
-        layers.append(("--secret-env", {"secret_env": secret_refs(args.secret_env)}))
+        layers.append(("--secret-env", nested("engine.secret_env", secret_refs(args.secret_env))))
     if getattr(args, "secrets_manager_env", None):
         values = secrets_manager_refs(args.secrets_manager_env)
-        layers.append(("--secrets-manager-env", {"secret_env": values}))
-    for field, attribute in ENDPOINT_FLAGS.items():
-        value = getattr(args, attribute, None)
-        if value is not None:
-            layers.append((f"--{attribute.replace('_', '-')}", {"endpoint": {field: value}}))
-    if getattr(args, "allow_from", None):
-        layers.append(("--allow-from", {"allow_from": list(args.allow_from)}))
+        layers.append(("--secrets-manager-env", nested("engine.secret_env", values)))
     return layers
 
 
@@ -230,6 +238,7 @@ def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
         merge_layers,
         spec_from_layers,
     )
+    from mlcc_constructs.core.serving.spec.flat_shape import flat_shape_problem
     from mlcc_constructs.core.support.errors import MlccError
 
     documents: list[tuple[str, dict[str, Any]]] = [("command line", {})]
@@ -247,15 +256,19 @@ def spec_results(args: argparse.Namespace) -> list[SpecFile | MlccError]:
             + ([(f"mlcc {getattr(args, 'command', '')}'s default", unset)] if unset else [])
             + flags
         )
+        flat = flat_shape_problem(document, where=where)
+        if flat is not None:  # the 0.1 shape: say where its fields went, not what is missing
+            results.append(MlccError([flat]))
+            continue
         merged, _ = merge_layers(layers)
-        missing = [k for k in REQUIRED if not merged.get(k)]
+        missing = [k for k in REQUIRED if not lookup_path(merged, k)]
         if missing:
             results.append(
                 fail(
                     "missing " + ", ".join(missing),
                     where=where,
                     fix="pass "
-                    + " ".join("--" + m.replace("_", "-") for m in missing)
+                    + " ".join(spec_flag_table()[m]["flags"][0] for m in missing)
                     + " or -f FILE",
                 )
             )

@@ -35,6 +35,7 @@ FORMAT_EXEMPT: dict[str, str] = {
     "render": "prints Kubernetes manifests: the YAML is the output (`--out` writes files)",
     "argv": "prints the engine's command line, a JSON list a container's args take as is",
     "dashboard": "prints the Grafana dashboard JSON Grafana imports as is (`-o` writes a file)",
+    "spec migrate": "prints the migrated spec file itself, in its own format (YAML or JSON)",
 }
 """Commands without ``--format`` and why: their output is an artifact in its own format."""
 

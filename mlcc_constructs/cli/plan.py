@@ -91,21 +91,21 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def _index_bytes(args: argparse.Namespace, spec: Any, context: Any) -> int | None:
     """The staged model's size from S3 (``--read-index``, and the spec has no ``model_bytes``)."""
-    if not args.read_index or spec.model_bytes is not None:
+    if not args.read_index or spec.model.bytes is not None:
         return None
     from mlcc_constructs.core.adapters.s3_layout import S3Location
     from mlcc_constructs.core.serving.spec.deployment import parse_model_source
     from mlcc_constructs.core.serving.spec.model_bucket import place_model
 
     spec, _ = place_model(spec, context)  # s3://${model_bucket}/...: the context's bucket
-    source = parse_model_source(spec.model)
+    source = parse_model_source(spec.model.uri)
     if source.kind != "s3" or source.bucket is None:
         raise fail(
             "--read-index reads the index from S3; this model is a Hugging Face id",
-            pointer="/model",
-            value=spec.model,
+            pointer="/model/uri",
+            value=spec.model.uri,
             allowed="an s3:// model",
-            fix="drop --read-index and set model_bytes (the model's safetensors index "
+            fix="drop --read-index and set model.bytes (the model's safetensors index "
             "metadata.total_size)",
         )
     import boto3  # type: ignore[import-untyped]

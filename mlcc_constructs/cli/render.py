@@ -11,7 +11,9 @@ from typing import Any
 
 from mlcc_constructs.cli._common import (
     add_deployment_options,
+    add_spec_option,
     registry_from,
+    spec_flag_table,
     spec_from_args,
     spec_results,
 )
@@ -57,106 +59,54 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="FILE",
         help="deployment spec file: one YAML or JSON mapping with the fields of "
-        "mlcc_constructs/data/deployment-spec.schema.json (engine, model, instance_type, name, "
-        "target, env, ...), or a list of them (or several YAML documents) to render many "
-        "deployments; flags apply to each; see examples/deployment.yaml",
+        "mlcc_constructs/data/deployment-spec.schema.json (name, target, and the sections "
+        "engine, model, compute, scaling, ...), or a list of them (or several YAML documents) "
+        "to render many deployments; flags apply to each; see examples/deployment.yaml",
     )
-    parser.add_argument(
-        "--target",
-        choices=kubernetes_target_names(),
-        default=None,
-        help="the target whose objects to render (default: eks)",
-    )
-    parser.add_argument(
-        "--name", action=Once, default=None, help="name of the objects (RFC 1035 label)"
-    )
-    parser.add_argument("--namespace", default=None, help="namespace (default: default)")
-    parser.add_argument("--image", default=None, help="container image (default: pinned)")
-    parser.add_argument("--replicas", type=int, default=None, help="pod replicas (default: 1)")
-    parser.add_argument(
-        "--instance-types",
-        nargs="+",
-        default=None,
-        metavar="TYPE",
-        help="fallback instance types after --instance-type, in order of preference",
-    )
-    parser.add_argument(
-        "--max-request-seconds",
-        type=int,
-        default=None,
-        help="the longest request: a stopping pod drains this long at most (default: 600)",
-    )
-    parser.add_argument(
-        "--model-bytes",
-        type=int,
-        default=None,
-        metavar="BYTES",
-        help="the weights' size (model.safetensors.index.json metadata.total_size): sizes the "
-        "startup probe and the ready timeout (default: from the spec's model_config, else a "
-        "30-minute startup probe)",
-    )
-    parser.add_argument(
-        "--rollout",
-        choices=["surge", "replace"],
-        default=None,
-        help="surge: new pod first (needs a spare GPU node); replace: old pod first "
-        "(default: surge)",
-    )
-    parser.add_argument(
-        "--accept-downtime",
-        action="store_true",
-        help="accept --rollout replace with one replica (an outage on every update)",
-    )
-    parser.add_argument(
-        "--config-delivery",
-        choices=["env", "args"],
-        default=None,
-        help="env: the image runs the mlcc wrapper; args: argv computed now (stock images)",
-    )
-    parser.add_argument(
-        "--secret-env",
+    # the deployment's fields, each flag as its spec field declares it (add_spec_option)
+    add_spec_option(parser, "target", choices=kubernetes_target_names())
+    add_spec_option(parser, "name")
+    add_spec_option(parser, "namespace")
+    add_spec_option(parser, "engine.image")
+    add_spec_option(parser, "scaling.replicas")
+    add_spec_option(parser, "compute.instance_types", nargs="+", metavar="TYPE")
+    add_spec_option(parser, "endpoint.max_request_seconds")
+    add_spec_option(parser, "model.bytes", metavar="BYTES")
+    add_spec_option(parser, "rollout.strategy")
+    add_spec_option(parser, "rollout.accept_downtime")
+    add_spec_option(parser, "engine.config_delivery")
+    add_spec_option(
+        parser,
+        "engine.secret_env",
         action="append",
         default=[],
         metavar="NAME=SECRET:KEY",
-        help="env from a Kubernetes Secret key, e.g. HF_TOKEN=hf-token:token; repeatable",
+        help="engine.secret_env from a Kubernetes Secret key, e.g. HF_TOKEN=hf-token:token; "
+        "repeatable",
     )
-    parser.add_argument(
-        "--secrets-manager-env",
+    add_spec_option(
+        parser,
+        "engine.secret_env",
+        flags=["--secrets-manager-env"],
         action="append",
         default=[],
         metavar="NAME=SECRET[#JSON_KEY]",
-        help="env from an AWS Secrets Manager secret (name or ARN; #KEY picks a JSON secret's "
-        "key), synced into the deployment's own Secret, e.g. HF_TOKEN=team/hf-token; repeatable",
+        help="engine.secret_env from an AWS Secrets Manager secret (name or ARN; #KEY picks a "
+        "JSON secret's key), synced into the deployment's own Secret, e.g. "
+        "HF_TOKEN=team/hf-token; repeatable",
     )
-    parser.add_argument(
-        "--endpoint-scheme",
-        choices=["internal", "internet-facing", "none"],
-        default=None,
-        help="how clients reach the engine (eks: an Ingress on the Auto Mode load balancer; "
-        "default internal)",
-    )
-    parser.add_argument(
-        "--certificate-arn", default=None, help="ACM certificate: HTTPS, HTTP redirected"
-    )
-    parser.add_argument("--hostname", default=None, help="the host the Ingress answers")
-    parser.add_argument(
-        "--load-balancer-group",
-        default=None,
-        metavar="GROUP",
-        help="share one load balancer with the deployments of the same scheme and group",
-    )
-    parser.add_argument(
-        "--api-key-secret",
-        default=None,
-        metavar="SECRET",
-        help="Secrets Manager secret (name or ARN) holding the API key clients send",
-    )
-    parser.add_argument(
-        "--allow-from",
+    add_spec_option(parser, "endpoint.scheme")
+    add_spec_option(parser, "endpoint.certificate_arn")
+    add_spec_option(parser, "endpoint.hostname")
+    add_spec_option(parser, "endpoint.group", metavar="GROUP")
+    add_spec_option(parser, "endpoint.api_key_secret", metavar="SECRET")
+    add_spec_option(
+        parser,
+        "endpoint.allow_from",
         action="append",
         default=[],
         metavar="NAMESPACE",
-        help="a namespace whose pods may call the engine port directly; repeatable",
+        help=spec_flag_table()["endpoint.allow_from"]["help"] + "; repeatable",
     )
     parser.add_argument(
         "--load-balancer-cidrs",
@@ -191,10 +141,10 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
         "(<account>.dkr.ecr.<region>.amazonaws.com): Docker Hub images are pulled through it "
         "(default: none, images as given)",
     )
-    parser.add_argument("--region", default=None, help="AWS region (model and TLS buckets)")
+    add_spec_option(parser, "region")
     parser.add_argument("--account", default=None, help="AWS account (IEC TLS bucket)")
     parser.add_argument("--profile", default=None, help="deployment profile (IEC TLS bucket)")
-    parser.add_argument("--role-arn", default=None, help="IRSA role of the ServiceAccount (eks)")
+    add_spec_option(parser, "service_account_role_arn")
     add_deployment_options(parser, required=False)
 
 

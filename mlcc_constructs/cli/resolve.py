@@ -197,7 +197,7 @@ def run_argv(args: argparse.Namespace) -> int:
         resolution, fit_warnings = _resolve(args)
         _warn(_notes(resolution, fit_warnings))
         spec = spec_from_args(args).spec
-        name = spec.name or spec.engine  # the name mlcc render would give it
+        name = spec.name or spec.engine.name  # the name mlcc render would give it
         pod_env = _role_env(args, name, spec.namespace, resolution.nodes)
         argv = resolution.argv(pod_env)
     print(json.dumps(argv))

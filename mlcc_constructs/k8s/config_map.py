@@ -47,9 +47,9 @@ class EngineConfigMap(constructs.Construct):
             raise fail(
                 "config delivery 'args' puts the engine config in the container's argv: "
                 "there is no ConfigMap",
-                pointer="/config_delivery",
-                value=deployment.spec.config_delivery,
-                fix="drop the EngineConfigMap, or use config_delivery='env'",
+                pointer="/engine/config_delivery",
+                value=deployment.spec.engine.config_delivery,
+                fix="drop the EngineConfigMap, or use engine.config_delivery='env'",
             )
         self.props = props
         """The props this construct was made from."""

@@ -90,7 +90,7 @@ class EngineDeployment(constructs.Construct):
                 "config delivery 'args' reads no ConfigMap",
                 pointer="/config_map",
                 value=given.name,
-                fix="drop config_map, or use config_delivery='env'",
+                fix="drop config_map, or use engine.config_delivery='env'",
             )
         if given is not None and given.name != names.config_map:
             raise fail(

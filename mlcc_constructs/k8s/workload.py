@@ -42,7 +42,7 @@ import jsii
 
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
 from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.deployment import ScalingSpec
 from mlcc_constructs.core.support.errors import Problem, fail
 from mlcc_constructs.core.support.quantity import parse_quantity
 from mlcc_constructs.k8s._api import _RenderedObject
@@ -50,9 +50,7 @@ from mlcc_constructs.k8s._entries import entry
 
 ENTRY_ID = "Deployment"
 
-_DEFAULT_REPLICAS = next(
-    f.default for f in dataclasses.fields(DeploymentSpec) if f.name == "replicas"
-)
+_DEFAULT_REPLICAS = next(f.default for f in dataclasses.fields(ScalingSpec) if f.name == "replicas")
 
 # Memory: the largest binary unit that spells the request exactly (28Gi stays 28 GiB).
 _SIZES = (
@@ -82,8 +80,8 @@ class EngineWorkload:
             raise fail(f"{deployment.target.name} renders no Deployment", pointer="/target")
         self._resource = resource
         self._containers: list[dict[str, Any]] = document["spec"]["template"]["spec"]["containers"]
-        self._replicas = deployment.spec.replicas
-        self._autoscaled = deployment.spec.autoscaling is not None
+        self._replicas = deployment.spec.scaling.replicas
+        self._autoscaled = deployment.spec.scaling.autoscaling is not None
         self._has_autoscaler = False
         self.name: str = document["metadata"]["name"]
         """The Deployment's name (the HPA's ``scaleTargetRef.name``)."""
@@ -175,9 +173,9 @@ class EngineWorkload:
             "autoscaling (a KEDA ScaledObject, whose HorizontalPodAutoscaler owns the count): a "
             "second HorizontalPodAutoscaler would fight it",
             where=f"Deployment/{self.name}",
-            pointer="/autoscaling",
+            pointer="/scaling/autoscaling",
             fix="keep one autoscaler: drop the cdk8s-plus HorizontalPodAutoscaler, or "
-            "autoscaling from the DeploymentSpec",
+            "scaling.autoscaling from the DeploymentSpec",
         )
 
     def _replicas_problem(self) -> Problem:
@@ -185,10 +183,11 @@ class EngineWorkload:
             message=f"a HorizontalPodAutoscaler scales Deployment {self.namespace}/{self.name}, "
             "so the spec may not fix its replicas (every apply would reset the HPA's count)",
             where=f"Deployment/{self.name}",
-            pointer="/replicas",
+            pointer="/scaling/replicas",
             value=self._replicas,
             allowed=f"{_DEFAULT_REPLICAS} (the default: left out of the Deployment)",
-            fix="drop replicas from the DeploymentSpec and set the HPA's min_replicas instead",
+            fix="drop scaling.replicas from the DeploymentSpec and set the HPA's min_replicas "
+            "instead",
         )
 
 

@@ -37,6 +37,6 @@ def staged_model_bytes(s3: S3Client, prefix: S3Location) -> tuple[int, str]:
         raise fail(
             f"no {INDEX_FILE} and no *{WEIGHTS_SUFFIX} weights at the prefix",
             where=top.uri,
-            fix="point the spec's model at the staged model folder, or set model_bytes",
+            fix="point the spec's model at the staged model folder, or set model.bytes",
         )
     return sum(sizes), top.uri

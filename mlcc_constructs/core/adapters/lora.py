@@ -155,7 +155,7 @@ def _check_tp(geometry: ModelGeometry, tp: int) -> None:
                 problems.append(
                     Problem(
                         message=f"{what} {count} is not divisible by the tensor parallel degree",
-                        pointer="/tensor_parallel_degree",
+                        pointer="/compute/tensor_parallel_degree",
                         value=tp,
                     )
                 )
@@ -164,7 +164,7 @@ def _check_tp(geometry: ModelGeometry, tp: int) -> None:
                 Problem(
                     message=f"num_key_value_heads {geometry.kv_heads} and the tensor parallel "
                     "degree must divide one another",
-                    pointer="/tensor_parallel_degree",
+                    pointer="/compute/tensor_parallel_degree",
                     value=tp,
                 )
             )
@@ -333,7 +333,7 @@ def check_memory_cap(
             + ", raise the tensor parallel degree, spread the model over more pipeline stages "
             "(nodes), or use a GPU with more memory"
         )
-    raise fail(message, pointer="/lora", fix=fix)
+    raise fail(message, pointer="/lora/enabled", fix=fix)
 
 
 def largest_fitting_rank(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.support.field_meta import meta
 from mlcc_constructs.core.support.typecheck import check_fields
 
 
@@ -16,11 +17,14 @@ from mlcc_constructs.core.support.typecheck import check_fields
 class AdapterRank:
     """One recorded adapter's LoRA rank: PEFT ``r`` and its per-module ``rank_pattern``."""
 
-    name: str
+    name: str = field(metadata=meta(minLength=1))
     """The adapter's name (named in errors)."""
-    r: int
+    r: int = field(metadata=meta(minimum=1))
     """PEFT ``r``, the rank of every module without its own."""
-    rank_pattern: Mapping[str, int] = field(default_factory=dict)
+    rank_pattern: Mapping[str, int] = field(
+        default_factory=dict,
+        metadata=meta(additionalProperties={"type": "integer", "minimum": 1}),
+    )
     """Module name pattern → its rank (PEFT ``rank_pattern``). Default: none."""
 
     def __post_init__(self) -> None:
@@ -45,7 +49,7 @@ class RankFit:
 
 
 def snap_up(
-    value: int, allowed: Sequence[int], *, what: str = "LoRA rank", pointer: str = "/lora_adapters"
+    value: int, allowed: Sequence[int], *, what: str = "LoRA rank", pointer: str = "/lora/adapters"
 ) -> int:
     """The smallest allowed value ≥ ``value``; above the largest allowed → error at ``pointer``
     (the field that asks for that rank)."""

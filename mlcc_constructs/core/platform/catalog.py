@@ -73,7 +73,7 @@ def instance_names() -> tuple[str, ...]:
     return names + tuple(n.removeprefix(_ML) for n in names)
 
 
-def lookup(name: str, *, pointer: str = "/instance_type") -> InstanceType:
+def lookup(name: str, *, pointer: str = "/compute/instance_type") -> InstanceType:
     """The catalog entry for ``name`` (with or without ``ml.``); unknown → closest names."""
     entry = _catalog().get(name if name.startswith(_ML) else _ML + name)
     if entry is None:

@@ -397,7 +397,7 @@ def coverage_problems(
             message=f"no instance group of {settings.groups_label} runs {instance_type}, so "
             "the deployment's pods could never schedule",
             where=where,
-            pointer="/instance_type",
+            pointer="/compute/instance_type",
             value=instance_type,
             allowed=", ".join(settings.instance_types),
             fix=f"add an instance group of {instance_type} to {settings.groups_label}, or "

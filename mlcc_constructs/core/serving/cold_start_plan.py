@@ -48,7 +48,7 @@ def plan_document(
         "namespace": spec.namespace,
         "target": spec.target,
         "engine": prepared.resolution.manifest.engine,
-        "model": spec.model,
+        "model": spec.model.uri,
         **cold,
         "price": (price or deployment_bill(prepared)).to_json(),
     }

@@ -159,7 +159,7 @@ def _load_balancer(
 
 
 def _replica_note(prepared: PreparedDeployment, low: int, high: int) -> str:
-    if prepared.spec.autoscaling is None:
+    if prepared.spec.scaling.autoscaling is None:
         return f"{high} replica" + ("s" if high != 1 else "")
     how = "autoscaled, to zero when idle" if prepared.scales_to_zero else "autoscaled"
     return f"{low}..{high} replicas, {how}"

@@ -77,7 +77,7 @@ def engine_argv(
         raise fail(
             f"engine {manifest.engine!r} has entrypoint 'image': its image owns the command "
             f"line and reads {manifest.env_var_prefix}* itself, so there is no argv to show",
-            pointer="/engine",
+            pointer="/engine/name",
             value=manifest.engine,
             fix="use mlcc env -f to see the env the image reads",
         )

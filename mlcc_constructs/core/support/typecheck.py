@@ -150,8 +150,10 @@ def _where_from(hint: Any) -> str:
     return f" ({'; '.join(lines)})" if lines else ""
 
 
-def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
-    """Every field of dataclass ``instance`` whose value does not match its annotation."""
+def field_problems(instance: Any, *, where: str = "", pointer: str = "") -> list[Problem]:
+    """Every field of dataclass ``instance`` whose value does not match its annotation;
+    ``pointer``: the JSON pointer of ``instance`` itself (default ``""``: the document root), so a
+    section of a spec names its fields where a file has them (``/compute/nodes``)."""
     problems = []
     cls = type(instance)
     items = _FIELDS.get(cls)
@@ -167,7 +169,7 @@ def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
                 Problem(
                     message=f"wrong type for {type(instance).__name__}.{item.name}",
                     where=where,
-                    pointer=json_pointer(item.name),
+                    pointer=pointer + json_pointer(item.name),
                     value=value,
                     allowed=_describe(hint),
                     fix=f"pass {_describe(hint)}{_where_from(hint)}",
@@ -176,8 +178,9 @@ def field_problems(instance: Any, *, where: str = "") -> list[Problem]:
     return problems
 
 
-def check_fields(instance: Any, *, where: str = "") -> None:
-    """Raise one :class:`MlccError` listing every field of ``instance`` of the wrong type."""
-    problems = field_problems(instance, where=where)
+def check_fields(instance: Any, *, where: str = "", pointer: str = "") -> None:
+    """Raise one :class:`MlccError` listing every field of ``instance`` of the wrong type
+    (``pointer``: :func:`field_problems`')."""
+    problems = field_problems(instance, where=where, pointer=pointer)
     if problems:
         raise MlccError(problems)

@@ -62,7 +62,7 @@ def endpoint_url(deployment: PreparedDeployment, address: str | None) -> str | N
 
 def _check(url: str, deployment: PreparedDeployment) -> str:
     command = ["mlcc", "endpoint", "check", "--url", url, "--model", deployment.served_name]
-    if deployment.spec.api_key_secret is not None:
+    if deployment.spec.endpoint.api_key_secret is not None:
         command += ["--api-key-env", KEY_ENV]
     return " ".join(shlex.quote(part) if "${" not in part else part for part in command)
 
@@ -96,7 +96,7 @@ def serving_outputs(
             description=f"{name}: the model clients send (the API's model field)",
         )
     )
-    secret = spec.api_key_secret
+    secret = spec.endpoint.api_key_secret
     if secret is not None:
         outputs += [
             StackOutput(

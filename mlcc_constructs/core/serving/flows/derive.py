@@ -200,8 +200,8 @@ def _needed(facts: DeploymentFacts) -> list[Flow]:
             Flow(direction="ingress", peer=a, port=port, reason=reason, serving_only=True)
             for a in address_representatives(cidr)
         ]
-    for namespace in spec.allow_from:
-        adapter = " and mlcc adapter's admin API calls" if spec.lora else ""
+    for namespace in spec.endpoint.allow_from:
+        adapter = " and mlcc adapter's admin API calls" if spec.lora.enabled else ""
         flows.append(
             Flow(
                 direction="ingress",
@@ -299,7 +299,7 @@ def _denied(facts: DeploymentFacts) -> list[Flow]:
         Flow(direction="egress", peer=PUBLIC_ADDRESS, port=80, reason="plain HTTP out"),
     ]
     elsewhere = OTHER_NAMESPACE
-    while elsewhere in spec.allow_from or elsewhere == spec.namespace:
+    while elsewhere in spec.endpoint.allow_from or elsewhere == spec.namespace:
         elsewhere += "-x"
     flows.append(
         Flow(
@@ -310,7 +310,7 @@ def _denied(facts: DeploymentFacts) -> list[Flow]:
         )
     )
     neighbour = Pod(namespace=spec.namespace, labels=CALLER_LABELS)
-    if spec.namespace not in spec.allow_from:
+    if spec.namespace not in spec.endpoint.allow_from:
         flows.append(
             Flow(
                 direction="ingress",

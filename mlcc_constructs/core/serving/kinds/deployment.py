@@ -55,14 +55,14 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         "kind": "Deployment",
         "metadata": meta,
         "spec": {
-            "replicas": facts.spec.replicas,
+            "replicas": facts.spec.scaling.replicas,
             "progressDeadlineSeconds": facts.ready_timeout.seconds,
             "selector": {"matchLabels": pod_selector(facts.names)},
-            "strategy": rollout_strategy(facts.spec.rollout),
+            "strategy": rollout_strategy(facts.spec.rollout.strategy),
             "template": json_copy(dict(facts.pod_template)),
         },
     }
-    if facts.spec.autoscaling is not None:
+    if facts.spec.scaling.autoscaling is not None:
         # KEDA's HPA owns the count (kinds/scaled_object.py): a replicas here would reset it on
         # every apply, as cdk8s-plus leaves it out under an attached HPA (k8s/workload.py).
         workload: dict[str, Any] = deployment["spec"]  # type: ignore[assignment]

@@ -127,7 +127,7 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
         if token is not None:
             hf["tokenSecretRef"] = {"name": token.name, "key": token.key}
         model_source["huggingFaceModel"] = hf
-    model_source["prefetchEnabled"] = prefetch_enabled(source, spec.lora)
+    model_source["prefetchEnabled"] = prefetch_enabled(source, spec.lora.enabled)
 
     env = plain_env(tuple(box.engine_env.items()))
     env += plain_env(box.wrapper_env)
@@ -169,13 +169,17 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
             # With autoscaling the operator's autoscaler owns the count; the IEC starts at the
             # floor (what the deploy waits for).
             "replicas": facts.min_replicas,
-            **({"autoScalingSpec": auto_scaling_spec(facts)} if spec.autoscaling else {}),
+            **({"autoScalingSpec": auto_scaling_spec(facts)} if spec.scaling.autoscaling else {}),
             **(
-                {"intelligentRoutingSpec": intelligent_routing_spec(spec.routing)}
-                if spec.routing is not None
+                {"intelligentRoutingSpec": intelligent_routing_spec(spec.cache.routing)}
+                if spec.cache.routing is not None
                 else {}
             ),
-            **({"kvCacheSpec": kv_cache_spec(spec.kv_cache)} if spec.kv_cache is not None else {}),
+            **(
+                {"kvCacheSpec": kv_cache_spec(spec.cache.kv_cache)}
+                if spec.cache.kv_cache is not None
+                else {}
+            ),
             "modelSourceConfig": model_source,
             "tlsConfig": tls_config(facts),
             "metrics": metrics,
@@ -190,7 +194,7 @@ def inference_endpoint_config(facts: DeploymentFacts) -> dict[str, Any]:
 
 def auto_scaling_spec(facts: DeploymentFacts) -> dict[str, Any]:
     """The v1 CRD's ``autoScalingSpec`` (module doc: *Autoscaling*)."""
-    autoscaling, metric = facts.spec.autoscaling, facts.scaling_metric
+    autoscaling, metric = facts.spec.scaling.autoscaling, facts.scaling_metric
     assert autoscaling is not None and metric is not None  # checked at prepare
     trigger: dict[str, Any] = {
         "name": metric.role.replace("_", "-"),
@@ -307,7 +311,7 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
                 message="scale to zero needs a wake-up signal that exists while no pod runs, and "
                 "the queue-depth metric disappears with the last pod; the operator's load "
                 "balancer has no name the IEC could give a CloudWatch trigger at synth",
-                pointer="/autoscaling/scale_to_zero",
+                pointer="/scaling/autoscaling/scale_to_zero",
                 value=True,
                 allowed="false on hyperpod-eks",
                 fix="keep min_replicas 1 on hyperpod-eks, or use target eks (KEDA wakes it on "
@@ -332,7 +336,7 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
 
 def spec_autoscaling_without_url(facts: DeploymentFacts) -> bool:
     """An autoscaled IEC whose trigger names no Prometheus server."""
-    return facts.spec.autoscaling is not None and facts.prometheus_query_url is None
+    return facts.spec.scaling.autoscaling is not None and facts.prometheus_query_url is None
 
 
 def engine(obj: Mapping[str, Any], objects: Sequence[Mapping[str, Any]]) -> EngineView:

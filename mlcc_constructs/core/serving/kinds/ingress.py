@@ -81,7 +81,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
         # A draining target keeps its open requests this long (ELB default 300 s, 0..3600; it
         # completes at once when none is open): as long as the pod's drain waits for them.
         f"{ANNOTATION}target-group-attributes": (
-            f"deregistration_delay.timeout_seconds={facts.spec.max_request_seconds}"
+            f"deregistration_delay.timeout_seconds={facts.spec.endpoint.max_request_seconds}"
         ),
     }
     listeners: list[dict[str, int]] = [{"HTTP": 80}]

@@ -79,7 +79,7 @@ def group_env(name: str, namespace: str, nodes: int, role: str) -> dict[str, str
     if nodes <= 1:
         raise fail(
             "--role applies to a deployment over several nodes",
-            pointer="/nodes",
+            pointer="/compute/nodes",
             value=nodes,
             allowed="2, 3, ...",
             fix="set nodes above 1 (--nodes), or leave --role out",
@@ -149,9 +149,9 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     meta = metadata(facts, facts.names.base)
     if facts.resolution.model_load == "stream":
         meta["annotations"] = {STREAMED_MODEL_ANNOTATION: facts.source.uri}
-    strategy = rollout_strategy(facts.spec.rollout)["rollingUpdate"]
+    strategy = rollout_strategy(facts.spec.rollout.strategy)["rollingUpdate"]
     spec: dict[str, Any] = {
-        "replicas": facts.spec.replicas,
+        "replicas": facts.spec.scaling.replicas,
         "startupPolicy": "LeaderCreated",
         "rolloutStrategy": {
             "type": "RollingUpdate",
@@ -167,7 +167,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
             "workerTemplate": _pod(facts, leader=False),
         },
     }
-    if facts.spec.autoscaling is not None:  # KEDA's HPA owns the group count
+    if facts.spec.scaling.autoscaling is not None:  # KEDA's HPA owns the group count
         del spec["replicas"]
     obj = {"apiVersion": API_VERSION, "kind": "LeaderWorkerSet", "metadata": meta, "spec": spec}
     return [RenderedObject("LeaderWorkerSet", obj)]

@@ -57,7 +57,7 @@ def render(facts: DeploymentFacts) -> list[RenderedObject]:
     if scrapers:  # the cluster's Prometheus scraper reads /metrics on the engine port
         blocks = [{"ipBlock": {"cidr": cidr}} for cidr in scrapers]
         ingress.append({"from": blocks, "ports": engine_port})
-    callers = [*spec.allow_from]
+    callers = [*spec.endpoint.allow_from]
     if facts.service_monitor_namespace and facts.service_monitor_namespace not in callers:
         callers.append(facts.service_monitor_namespace)  # the team's Prometheus scrapes /metrics
     if callers:

@@ -105,7 +105,7 @@ def number(value: float) -> str:
 
 def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
     """What an eks autoscaler needs from the render context and the endpoint."""
-    autoscaling = facts.spec.autoscaling
+    autoscaling = facts.spec.scaling.autoscaling
     if autoscaling is None:
         return [], []
     problems = []
@@ -114,7 +114,7 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
             Problem(
                 message="autoscaling on eks reads the engine's metric from Amazon Managed "
                 "Service for Prometheus, and no workspace query URL is given",
-                pointer="/autoscaling",
+                pointer="/scaling/autoscaling",
                 value=None,
                 fix="deploy through a ServingCluster (its prometheus_query_url), pass "
                 "RenderContext(prometheus_query_url=...), or `mlcc render --prometheus-url "
@@ -153,7 +153,7 @@ def check(facts: DeploymentFacts) -> tuple[list[Problem], list[str]]:
 
 def render(facts: DeploymentFacts) -> list[RenderedObject]:
     """The deployment's ScaledObject, when it has ``autoscaling``."""
-    autoscaling = facts.spec.autoscaling
+    autoscaling = facts.spec.scaling.autoscaling
     metric = facts.scaling_metric
     if autoscaling is None or metric is None:
         return []

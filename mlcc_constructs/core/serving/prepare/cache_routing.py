@@ -39,22 +39,22 @@ def cache_routing_problems(
     manifest: EngineManifest,
     engines: Iterable[EngineManifest],
 ) -> tuple[list[Problem], list[str]]:
-    """Every problem of ``spec.routing`` and ``spec.kv_cache`` on ``target`` (``None``: not
-    loaded, its own problem) with ``manifest``'s engine (one of the registry's ``engines``),
-    and the warnings of valid ones."""
+    """Every problem of ``spec.cache.routing`` and ``spec.cache.kv_cache`` on ``target``
+    (``None``: not loaded, its own problem) with ``manifest``'s engine (one of the registry's
+    ``engines``), and the warnings of valid ones."""
     problems: list[Problem] = []
     warnings: list[str] = []
     given = [
         (field, value)
-        for field, value in (("routing", spec.routing), ("kv_cache", spec.kv_cache))
+        for field, value in (("routing", spec.cache.routing), ("kv_cache", spec.cache.kv_cache))
         if value is not None
     ]
-    if spec.routing is not None:
-        problems += routing_problems(spec.routing)
-    if spec.kv_cache is not None:
-        problems += kv_cache_problems(spec.kv_cache)
-        warnings += kv_cache_warnings(spec.kv_cache)
-        if spec.kv_cache.l2 == "tieredstorage":
+    if spec.cache.routing is not None:
+        problems += routing_problems(spec.cache.routing)
+    if spec.cache.kv_cache is not None:
+        problems += kv_cache_problems(spec.cache.kv_cache)
+        warnings += kv_cache_warnings(spec.cache.kv_cache)
+        if spec.cache.kv_cache.l2 == "tieredstorage":
             warnings.append(TIERED_STORAGE_WARNING)
     for field, _ in given:
         if target is not None and not target.managed_cache_routing:
@@ -74,10 +74,10 @@ def _target_problem(field: str, target: TargetDescriptor) -> Problem:
     return Problem(
         message=f"target {target.name} renders no {field}: "
         + (reason or f"the {_LABELS[field]} is the HyperPod inference operator's"),
-        pointer=f"/{field}",
+        pointer=f"/cache/{field}",
         value=target.name,
         allowed="targets " + ", ".join(allowed),
-        fix=f"drop {field}, or deploy to {' or '.join(allowed)}",
+        fix=f"drop cache.{field}, or deploy to {' or '.join(allowed)}",
     )
 
 
@@ -89,10 +89,10 @@ def _engine_problem(field: str, engine: str, engines: Iterable[EngineManifest]) 
         message=f"the HyperPod inference operator's {_LABELS[field]} does not support engine "
         f"{engine!r} (its engine manifest declares no managed_cache_routing): "
         + (sources or f"see {DOCS}"),
-        pointer=f"/{field}",
+        pointer=f"/cache/{field}",
         value=engine,
         allowed=", ".join(sorted(supported))
         or "engines whose manifest declares managed_cache_routing",
-        fix=f"drop {field}"
+        fix=f"drop cache.{field}"
         + (f", or serve the model with {' or '.join(sorted(supported))}" if supported else ""),
     )

@@ -258,7 +258,7 @@ def cold_start(
         name="weight_load",
         seconds=load_s,
         assumption=(
-            "the model's size is unknown: set model_bytes in the spec"
+            "the model's size is unknown: set model.bytes in the spec"
             if size.bytes is None
             else f"{size.bytes:,} bytes (from {size.source}) at {rate:,} bytes/s, bound by "
             f"{bound}: {path_facts['assumption']}"

@@ -116,7 +116,7 @@ def describe_container(
     resources fitting the smallest."""
     manifest = resolution.manifest
     launch = manifest.launch
-    by_env = spec.config_delivery == "env"
+    by_env = spec.engine.config_delivery == "env"
     runs_wrapper = by_env and manifest.entrypoint == "wrapper"
     engine_env = dict(resolution.tier1 + resolution.tier2 if by_env else resolution.own_env)
     mounted = runs_wrapper and target.pod_volumes
@@ -152,7 +152,7 @@ def describe_container(
     taken = {*resolution.env, *secrets.env}
     return Container(
         image=image,
-        config_delivery=spec.config_delivery,
+        config_delivery=spec.engine.config_delivery,
         command=command,
         args=args,
         engine_env=MappingProxyType(engine_env),

@@ -115,10 +115,10 @@ def prepare(
         raise MlccError([*problems, *error.problems]) from None
     manifest = resolution.manifest
     warnings = [str(s) for s in resolution.skipped] + list(resolution.warnings) + fit_warnings
-    if spec.autoscaling is not None:
+    if spec.scaling.autoscaling is not None:
         problems += autoscaling_problems(
-            spec.autoscaling,
-            replicas=spec.replicas,
+            spec.scaling.autoscaling,
+            replicas=spec.scaling.replicas,
             engine=manifest.engine,
             metrics=manifest.metrics,
         )
@@ -126,7 +126,7 @@ def prepare(
     problems += feature_problems
     warnings += feature_warnings
 
-    image = spec.image or pinned().engine_images.get(manifest.engine)
+    image = spec.engine.image or pinned().engine_images.get(manifest.engine)
     if image is not None:
         pull_warning = direct_pull_warning(image, registry=context.image_registry)
         warnings += [pull_warning] if pull_warning else []
@@ -135,16 +135,16 @@ def prepare(
         problems.append(
             Problem(
                 message=f"engine {manifest.engine!r} has no pinned default image",
-                pointer="/image",
+                pointer="/engine/image",
                 fix="pass --image (DeploymentSpec.image) with the engine's container image",
             )
         )
-    if spec.config_delivery == "args" and manifest.entrypoint != "wrapper":
+    if spec.engine.config_delivery == "args" and manifest.entrypoint != "wrapper":
         problems.append(
             Problem(
                 message=f"engine {manifest.engine!r} has entrypoint 'image': its image owns the "
                 "command line, so there is no argv to deliver",
-                pointer="/config_delivery",
+                pointer="/engine/config_delivery",
                 value="args",
                 allowed="env",
                 fix="use --config-delivery env (the image reads "
@@ -152,17 +152,20 @@ def prepare(
             )
         )
     cache: Admission | None = None
-    if spec.cache_backend is not None and target is not None:
+    if spec.cache.backend is not None and target is not None:
         from mlcc_constructs.core.serving.resolve.cache_fit import admit_for_deployment
 
-        cache_problems, cache = admit_for_deployment(spec.cache_backend, resolution, target)
+        cache_problems, cache = admit_for_deployment(spec.cache.backend, resolution, target)
         problems += cache_problems
-    for key in [*spec.secret_env, *([manifest.api_key_env] if spec.api_key_secret else [])]:
+    for key in [
+        *spec.engine.secret_env,
+        *([manifest.api_key_env] if spec.endpoint.api_key_secret else []),
+    ]:
         if key in resolution.env:
             problems.append(
                 Problem(
                     message="set both as plain env and as a Secret reference",
-                    pointer=f"/secret_env/{key}",
+                    pointer=f"/engine/secret_env/{key}",
                     value=key,
                     fix="keep only the Secret reference",
                 )
@@ -196,13 +199,13 @@ def prepare(
     # The load balancer's region: the cluster's (context), else the spec's.
     region = context.region or spec.region
     problems += endpoint_problems(
-        spec.endpoint, api_key=spec.api_key_secret is not None, region=region
+        spec.endpoint, api_key=spec.endpoint.api_key_secret is not None, region=region
     )
-    warnings += endpoint_warnings(spec.endpoint, api_key=spec.api_key_secret is not None)
+    warnings += endpoint_warnings(spec.endpoint, api_key=spec.endpoint.api_key_secret is not None)
     if target is not None:
         problems += gateway_target_problems(spec, target)
-    for index, namespace in enumerate(spec.allow_from):
-        problems += namespace_problems(namespace, pointer=f"/allow_from/{index}")
+    for index, namespace in enumerate(spec.endpoint.allow_from):
+        problems += namespace_problems(namespace, pointer=f"/endpoint/allow_from/{index}")
     names = object_names(spec.name or "", spec.namespace)
     minimum = min_replicas(spec)
     if target is not None and target.pod_volumes:  # the pods are the library's own
@@ -211,7 +214,7 @@ def prepare(
         warnings += ignored_field_warnings(spec, target)
     instances, instance_problems = fallback_instances(
         resolution.instance,
-        spec.instance_types,
+        spec.compute.instance_types,
         tensor_parallel_degree=resolution.gpus_per_pod,
     )
     problems += instance_problems
@@ -232,7 +235,7 @@ def prepare(
     # The cold start, once: the probes, the do-not-disrupt window and the ready timeout.
     cold = cold_start(
         size=model_size(
-            model_bytes=spec.model_bytes, model_config=spec.model_config, index_bytes=index_bytes
+            model_bytes=spec.model.bytes, model_config=spec.model.config, index_bytes=index_bytes
         ),
         instances=instances,
         path=load_path(
@@ -240,7 +243,7 @@ def prepare(
             # Where the platform mounts the model (no pod volumes of ours: the HyperPod
             # operator), it prefetches it unless the IEC turns that off.
             platform_mounts=not target.pod_volumes,
-            prefetch=prefetch_enabled(source, spec.lora),
+            prefetch=prefetch_enabled(source, spec.lora.enabled),
             model_load=resolution.model_load,
         ),
         launches_nodes=target.cluster_gpu_nodes,
@@ -261,7 +264,7 @@ def prepare(
             names=names,
             secrets=secrets,
             cache=cache,
-            max_request_seconds=spec.max_request_seconds,
+            max_request_seconds=spec.endpoint.max_request_seconds,
             cold_start=cold,
             instances=instances,
         ),
@@ -276,7 +279,7 @@ def prepare(
         cache=cache,
         warnings=tuple(warnings),
         ready_timeout=ready_timeout(
-            cold, replicas=spec.replicas, override=spec.ready_timeout_seconds
+            cold, replicas=spec.scaling.replicas, override=spec.rollout.ready_timeout_seconds
         ),
         min_replicas=minimum,
         instance_types=instances,

@@ -61,7 +61,7 @@ from mlcc_constructs.core.platform.vpc_network import DEV_PROFILES as DEV_PROFIL
 from mlcc_constructs.core.serving.spec.deployment import (
     MAX_REQUEST_SECONDS,
     DeploymentSpec,
-    Rollout,
+    RolloutStrategy,
 )
 from mlcc_constructs.core.support.errors import Problem
 
@@ -90,7 +90,11 @@ def min_replicas(spec: DeploymentSpec) -> int:
     """The fewest pods the deployment runs while serving traffic (module doc):
     ``autoscaling.min_replicas``, else its fixed ``replicas`` (with ``autoscaling.scale_to_zero``
     it also runs none while idle, when no pod is left to protect)."""
-    return spec.autoscaling.min_replicas if spec.autoscaling is not None else spec.replicas
+    return (
+        spec.scaling.autoscaling.min_replicas
+        if spec.scaling.autoscaling is not None
+        else spec.scaling.replicas
+    )
 
 
 def needs_disruption_budget(minimum: int) -> bool:
@@ -125,12 +129,12 @@ def single_replica_warning(
         f"{name}: {one} and no PodDisruptionBudget in profile {profile!r}: EKS Auto Mode "
         f"replaces every node within {AUTO_MODE_MAX_NODE_LIFETIME_DAYS} days (and on AMI drift), "
         f"expiry waits for no budget, and {each} stops serving for the drain and the "
-        f"cold start on a new node (up to the ready timeout, {cold_start_s} s); set replicas: 2 "
-        "or more to keep serving through it"
+        f"cold start on a new node (up to the ready timeout, {cold_start_s} s); set "
+        "scaling.replicas: 2 or more to keep serving through it"
     )
 
 
-def rollout_strategy(rollout: Rollout) -> dict[str, Any]:
+def rollout_strategy(rollout: RolloutStrategy) -> dict[str, Any]:
     """The Deployment's ``strategy`` for ``rollout`` (module doc)."""
     surge, unavailable = (1, 0) if rollout == "surge" else (0, 1)
     return {
@@ -142,16 +146,17 @@ def rollout_strategy(rollout: Rollout) -> dict[str, Any]:
 def rollout_problems(spec: DeploymentSpec, minimum: int) -> list[Problem]:
     """``rollout: replace`` with one replica without ``accept_downtime``."""
     problems: list[Problem] = []
-    if spec.rollout == "replace" and minimum < 2 and not spec.accept_downtime:
+    if spec.rollout.strategy == "replace" and minimum < 2 and not spec.rollout.accept_downtime:
         problems.append(
             Problem(
                 message="rollout replace with one replica stops serving for every update: the "
                 "old pod drains and exits before the new one starts its cold start",
-                pointer="/rollout",
-                value=spec.rollout,
-                allowed="surge, or replace with replicas >= 2 or accept_downtime: true",
-                fix="keep rollout: surge (needs one spare GPU node), run 2 replicas, or set "
-                "accept_downtime: true to accept the outage",
+                pointer="/rollout/strategy",
+                value=spec.rollout.strategy,
+                allowed="surge, or replace with scaling.replicas >= 2 or rollout.accept_downtime: "
+                "true",
+                fix="keep rollout.strategy: surge (needs one spare GPU node), run 2 replicas, or "
+                "set rollout.accept_downtime: true to accept the outage",
             )
         )
     return problems
@@ -161,8 +166,8 @@ def ignored_field_warnings(spec: DeploymentSpec, target: TargetDescriptor) -> li
     """``rollout`` and ``max_request_seconds`` set on a target whose platform makes the pods
     (no ``pod_volumes``): ignored there, with the target's note saying why."""
     given = {
-        "rollout": spec.rollout != "surge",
-        "max_request_seconds": spec.max_request_seconds != MAX_REQUEST_SECONDS,
+        "rollout": spec.rollout.strategy != "surge",
+        "max_request_seconds": spec.endpoint.max_request_seconds != MAX_REQUEST_SECONDS,
     }
     return [
         f"{field} is ignored on {target.name}: "

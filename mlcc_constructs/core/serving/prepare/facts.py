@@ -105,21 +105,24 @@ class DeploymentFacts:
     def max_replicas(self) -> int:
         """The most replicas the deployment may run (each one instance's GPUs):
         ``autoscaling.max_replicas``, else the fixed ``replicas``."""
-        autoscaling = self.spec.autoscaling
-        return autoscaling.max_replicas if autoscaling is not None else self.spec.replicas
+        autoscaling = self.spec.scaling.autoscaling
+        return autoscaling.max_replicas if autoscaling is not None else self.spec.scaling.replicas
 
     @property
     def scales_to_zero(self) -> bool:
         """The deployment runs no replica while idle (``autoscaling.scale_to_zero``)."""
-        return self.spec.autoscaling is not None and self.spec.autoscaling.scale_to_zero
+        return (
+            self.spec.scaling.autoscaling is not None
+            and self.spec.scaling.autoscaling.scale_to_zero
+        )
 
     @property
     def scaling_metric(self) -> ScalingMetric | None:
         """The metric an autoscaled deployment scales on (``None``: fixed replicas)."""
         metrics = self.resolution.manifest.metrics
-        if self.spec.autoscaling is None or metrics is None:
+        if self.spec.scaling.autoscaling is None or metrics is None:
             return None
-        return scaling_metric(self.spec.autoscaling, metrics)
+        return scaling_metric(self.spec.scaling.autoscaling, metrics)
 
     @property
     def engine_env(self) -> dict[str, str]:

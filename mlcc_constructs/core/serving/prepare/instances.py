@@ -42,7 +42,7 @@ def fallback_instances(
     found: list[InstanceType] = [primary]
     problems: list[Problem] = []
     for index, name in enumerate(names):
-        pointer = json_pointer("instance_types", index)
+        pointer = json_pointer("compute", "instance_types", index)
         try:
             entry = lookup(name, pointer=pointer)
         except MlccError as error:

@@ -81,18 +81,18 @@ def plan_secrets(
     problems: list[Problem] = []
     env: dict[str, SecretRef] = {}
     synced: list[SyncedSecret] = []
-    for variable, ref in spec.secret_env.items():
+    for variable, ref in spec.engine.secret_env.items():
         if isinstance(ref, SecretRef):
             env[variable] = ref
             continue
-        pointer = f"/secret_env/{variable}/secret"
+        pointer = f"/engine/secret_env/{variable}/secret"
         problems += secret_problems(ref.secret, region=region, account=account, pointer=pointer)
         synced.append(SyncedSecret(key=secret_key(variable), source=ref))
         env[variable] = SecretRef(name=names.secrets, key=secret_key(variable))
-    if spec.api_key_secret is not None:
-        pointer = "/api_key_secret"
+    if spec.endpoint.api_key_secret is not None:
+        pointer = "/endpoint/api_key_secret"
         problems += secret_problems(
-            spec.api_key_secret, region=region, account=account, pointer=pointer
+            spec.endpoint.api_key_secret, region=region, account=account, pointer=pointer
         )
         key_variable = manifest.api_key_env or (
             API_KEY_ENV if manifest.api_key_config_file else None
@@ -103,8 +103,9 @@ def plan_secrets(
                     message=f"engine {manifest.engine!r} takes no API key (its manifest "
                     "declares no api_key): clients could call it without one",
                     pointer=pointer,
-                    value=spec.api_key_secret,
-                    fix="drop api_key_secret and keep the endpoint internal, or use an engine "
+                    value=spec.endpoint.api_key_secret,
+                    fix="drop endpoint.api_key_secret and keep the endpoint internal, or use an "
+                    "engine "
                     "whose manifest declares api_key",
                 )
             )
@@ -112,25 +113,27 @@ def plan_secrets(
             problems.append(
                 Problem(
                     message=f"the API key's variable {key_variable} is also set in secret_env",
-                    pointer=f"/secret_env/{key_variable}",
+                    pointer=f"/engine/secret_env/{key_variable}",
                     value=key_variable,
-                    fix="keep only api_key_secret",
+                    fix="keep only endpoint.api_key_secret",
                 )
             )
         else:
             synced.append(
-                SyncedSecret(key=API_KEY, source=SecretsManagerSecret(secret=spec.api_key_secret))
+                SyncedSecret(
+                    key=API_KEY, source=SecretsManagerSecret(secret=spec.endpoint.api_key_secret)
+                )
             )
             env[key_variable] = SecretRef(name=names.secrets, key=API_KEY)
-        if key_variable == API_KEY_ENV and spec.config_delivery == "args":
+        if key_variable == API_KEY_ENV and spec.engine.config_delivery == "args":
             problems.append(
                 Problem(
                     message=f"engine {manifest.engine!r} reads its API key from a config file "
                     "the mlcc wrapper writes, and config_delivery args runs no wrapper",
-                    pointer="/config_delivery",
+                    pointer="/engine/config_delivery",
                     value="args",
                     allowed="env",
-                    fix="use config_delivery env (the image runs the mlcc wrapper)",
+                    fix="use engine.config_delivery env (the image runs the mlcc wrapper)",
                 )
             )
     if synced and not target.pod_volumes:
@@ -139,9 +142,12 @@ def plan_secrets(
             Problem(
                 message=f"Secrets Manager values reach the pods through a CSI volume, and "
                 f"target {target.name!r} cannot mount one: {note}",
-                pointer="/api_key_secret" if spec.api_key_secret else "/secret_env",
+                pointer="/endpoint/api_key_secret"
+                if spec.endpoint.api_key_secret
+                else "/engine/secret_env",
                 value=target.name,
-                fix="use a Kubernetes Secret (secret_env SecretRef) on this target, or target eks",
+                fix="use a Kubernetes Secret (engine.secret_env SecretRef) on this target, or "
+                "target eks",
             )
         )
     plan = SecretsPlan(name=names.secrets, synced=tuple(synced), env=MappingProxyType(env))

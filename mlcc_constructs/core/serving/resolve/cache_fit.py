@@ -20,7 +20,7 @@ from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
 from mlcc_constructs.core.support.quantity import format_quantity, parse_quantity
 from mlcc_constructs.core.wrapper import flag_for, negation_prefix, off_flag
 
-POINTER = "/cache_backend"
+POINTER = "/cache/backend"
 
 
 def admit_for_deployment(
@@ -66,7 +66,7 @@ def admit_for_deployment(
                 pointer=POINTER,
                 value=target.name,
                 allowed=injecting,
-                fix=f"drop cache_backend, or render for target {injecting}",
+                fix=f"drop cache.backend, or render for target {injecting}",
             )
         )
     manifest = resolution.manifest
@@ -116,7 +116,7 @@ def reserved_conflicts(admission: Admission, resolution: Resolution) -> list[Pro
         Problem(
             message=f"sets {what}, which the CacheBackend's adapter {adapter.label} reserves: "
             "its wire would replace this value",
-            pointer=json_pointer("env", key),
+            pointer=json_pointer("engine", "env", key),
             value=value,
             allowed=f"only the adapter's own value, {own}",
             fix=f"remove {key}: tune the cache with the CacheBackend's spec.lmCache, or drop "

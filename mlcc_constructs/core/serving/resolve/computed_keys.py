@@ -36,15 +36,15 @@ from mlcc_constructs.core.wrapper import flag_for
 
 SPEC_FLAGS: Mapping[str, str] = MappingProxyType(
     {
-        "model": "--model",
-        "tensor_parallel_degree": "--tp",
-        "pipeline_parallel_degree": "--pp",
+        "model.uri": "--model",
+        "compute.tensor_parallel_degree": "--tp",
+        "compute.pipeline_parallel_degree": "--pp",
         "served_model_name": "--served-model-name",
-        "nodes": "--nodes",
-        "api_key_secret": "--api-key-secret",
-        "model_load": "--model-load",
+        "compute.nodes": "--nodes",
+        "endpoint.api_key_secret": "--api-key-secret",
+        "model.load": "--model-load",
         "region": "--region",
-        "lora": "--lora",
+        "lora.enabled": "--lora",
     }
 )
 """The spec fields a refusal points to, each with its ``mlcc render``/``env``/``argv`` flag."""
@@ -62,18 +62,18 @@ class Tier1Capability:
 TIER1_CAPABILITIES: Mapping[str, Tier1Capability] = MappingProxyType(
     {
         "model": Tier1Capability(
-            "the model", "the library computes it from the model source", "model"
+            "the model", "the library computes it from the model source", "model.uri"
         ),
         "tensor_parallel_degree": Tier1Capability(
             "the tensor-parallel degree",
             "the library computes it from the instance's GPUs and checks it against them",
-            "tensor_parallel_degree",
+            "compute.tensor_parallel_degree",
         ),
         "pipeline_parallel_degree": Tier1Capability(
             "the pipeline-parallel degree",
             "the library passes pipeline_parallel_degree (one stage per node with nodes: auto) "
             "and checks it with the tensor-parallel degree against the GPUs of every node",
-            "pipeline_parallel_degree",
+            "compute.pipeline_parallel_degree",
         ),
         "served_model_name": Tier1Capability(
             "the served model name",
@@ -93,7 +93,7 @@ STREAM_FACTS: Mapping[str, tuple[str, str]] = MappingProxyType(
 
 
 def field_text(field: str) -> str:
-    """``tensor_parallel_degree (--tp; DeploymentSpec.tensor_parallel_degree)``."""
+    """``compute.tensor_parallel_degree (--tp; DeploymentSpec.compute.tensor_parallel_degree)``."""
     return f"{field} ({SPEC_FLAGS[field]}; DeploymentSpec.{field})"
 
 
@@ -122,7 +122,7 @@ class ComputedKey:
     secret: bool = False
 
     def problem(self, value: str, pointer: str) -> Problem:
-        """The refusal of ``value`` set at ``pointer`` (``/env/<key>``)."""
+        """The refusal of ``value`` set at ``pointer`` (``/engine/env/<key>``)."""
         via = f" ({self.alias})" if self.alias else ""
         return Problem(
             message=f"{self.key}{via} sets {self.sets}, which is Tier 1: {self.why}",
@@ -212,12 +212,12 @@ def _multi_node_keys(manifest: EngineManifest) -> list[ComputedKey]:
         "(manifest multi_node)"
     )
     fix = (
-        f"remove it; set {field_text('nodes')} for a model copy over several nodes: each pod "
-        "then gets its own"
+        f"remove it; set {field_text('compute.nodes')} for a model copy over several nodes: "
+        "each pod then gets its own"
     )
     keys: list[ComputedKey] = []
     for flag in flags:
-        keys += _flag_keys(manifest, flag, sets=flag, why=why, field="nodes", fix=fix)
+        keys += _flag_keys(manifest, flag, sets=flag, why=why, field="compute.nodes", fix=fix)
     return keys
 
 
@@ -225,14 +225,19 @@ def _api_key_keys(manifest: EngineManifest) -> list[ComputedKey]:
     section = manifest.raw.get("api_key") or {}
     env = manifest.api_key_env
     why = "the library delivers it from a secret, never from env (manifest api_key)"
-    fix = f"remove it; set {field_text('api_key_secret')}" + (
-        f", or give {env} from a Kubernetes Secret in secret_env" if env else ""
+    fix = f"remove it; set {field_text('endpoint.api_key_secret')}" + (
+        f", or give {env} from a Kubernetes Secret in engine.secret_env" if env else ""
     )
     keys: list[ComputedKey] = []
     if env is not None:
         keys.append(
             ComputedKey(
-                key=env, sets="the API key", why=why, field="api_key_secret", fix=fix, secret=True
+                key=env,
+                sets="the API key",
+                why=why,
+                field="endpoint.api_key_secret",
+                fix=fix,
+                secret=True,
             )
         )
     config = section.get("config_file")
@@ -242,7 +247,7 @@ def _api_key_keys(manifest: EngineManifest) -> list[ComputedKey]:
             "--" + str(config["key"]),
             sets="the API key",
             why=why,
-            field="api_key_secret",
+            field="endpoint.api_key_secret",
             fix=fix,
             secret=True,
         )
@@ -251,7 +256,7 @@ def _api_key_keys(manifest: EngineManifest) -> list[ComputedKey]:
             str(config["flag"]),
             sets=f"{config['flag']}, the file the wrapper writes the API key to",
             why=why,
-            field="api_key_secret",
+            field="endpoint.api_key_secret",
             fix=fix,
         )
     return keys
@@ -271,15 +276,15 @@ def load_format_keys(manifest: EngineManifest, stream: StreamLoad) -> Mapping[st
     """The keys of ``stream``'s load-format flag and its aliases (``VLLM_LOAD_FORMAT``)."""
     why = (
         f"the library passes {stream.flag} {stream.value} while it streams the model "
-        "(model_load stream; manifest model_load.stream)"
+        "(model.load stream; manifest model_load.stream)"
     )
     fix = (
-        f"remove it, or set {field_text('model_load')} to mount to choose the load format yourself"
+        f"remove it, or set {field_text('model.load')} to mount to choose the load format yourself"
     )
     found: dict[str, ComputedKey] = {}
     _add(
         found,
-        _flag_keys(manifest, stream.flag, sets=stream.flag, why=why, field="model_load", fix=fix),
+        _flag_keys(manifest, stream.flag, sets=stream.flag, why=why, field="model.load", fix=fix),
     )
     return MappingProxyType(found)
 
@@ -300,7 +305,7 @@ def stream_keys(manifest: EngineManifest, stream: StreamLoad) -> Mapping[str, Co
                     why="the library sets it while it streams the model (manifest "
                     f"model_load.stream.env: {fact})",
                     field=field,
-                    fix=f"remove it; set {field_text(field)}, or model_load: mount",
+                    fix=f"remove it; set {field_text(field)}, or model.load: mount",
                 )
             ],
         )
@@ -311,8 +316,8 @@ def runtime_adapter_keys(manifest: EngineManifest) -> Mapping[str, ComputedKey]:
     """The keys the library sets where adapters are loaded at runtime: the manifest's
     ``adapter_api.runtime_env`` (an engine's switch for its load and unload routes)."""
     why_text = (
-        "the library sets it to {value} where adapters are loaded at runtime (lora on a target "
-        "that loads them through the engine's API; manifest adapter_api.runtime_env)"
+        "the library sets it to {value} where adapters are loaded at runtime (lora.enabled on a "
+        "target that loads them through the engine's API; manifest adapter_api.runtime_env)"
     )
     return MappingProxyType(
         {
@@ -320,8 +325,8 @@ def runtime_adapter_keys(manifest: EngineManifest) -> Mapping[str, ComputedKey]:
                 key=key,
                 sets="runtime adapter loading",
                 why=why_text.format(value=value),
-                field="lora",
-                fix=f"remove it: {field_text('lora')} sets it",
+                field="lora.enabled",
+                fix=f"remove it: {field_text('lora.enabled')} sets it",
             )
             for key, value in manifest.adapter_runtime_env.items()
         }
@@ -332,5 +337,7 @@ def env_problems(env: Mapping[str, object], keys: Mapping[str, ComputedKey]) -> 
     """The refusal of each key of ``env`` (a deployment's ``env``) that ``keys`` computes, at
     ``/env/<key>``, in the order of ``env``."""
     return [
-        keys[key].problem(str(value), f"/env/{key}") for key, value in env.items() if key in keys
+        keys[key].problem(str(value), f"/engine/env/{key}")
+        for key, value in env.items()
+        if key in keys
     ]

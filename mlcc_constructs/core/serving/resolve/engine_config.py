@@ -19,10 +19,10 @@ from mlcc_constructs.core.support.errors import MlccError
 def with_pinned_engine_version(spec: DeploymentSpec) -> DeploymentSpec:
     """``spec`` with ``engine_version`` set to the version of the engine's pinned default
     image when neither a version nor an image is given, so version gates are checked."""
-    if spec.engine_version is not None or spec.image is not None:
+    if spec.engine.version is not None or spec.engine.image is not None:
         return spec
-    version = pinned().engine_versions.get(spec.engine)
-    return replace(spec, engine_version=version) if version else spec
+    version = pinned().engine_versions.get(spec.engine.name)
+    return replace(spec, engine=replace(spec.engine, version=version)) if version else spec
 
 
 def resolve_deployment(

@@ -11,7 +11,7 @@ from mlcc_constructs.core.engines.manifests import EngineManifest
 from mlcc_constructs.core.engines.values import COMPANION_DEFAULTS, companion_default
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, EngineSpec
 from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 DEFAULT_MAX_LORAS = 1
@@ -38,7 +38,7 @@ class LoraFit:
 def lora_fit(spec: DeploymentSpec, settings: EngineSettings) -> LoraFit:
     """With LoRA on and recorded adapters or tune ranks, the max LoRA rank they need; a user's
     explicit rank wins (it must be one the engine allows)."""
-    if not spec.lora or not (spec.lora_adapters or spec.lora_tune_ranks):
+    if not spec.lora.enabled or not (spec.lora.adapters or spec.lora.tune_ranks):
         return LoraFit(computed={})
     manifest = settings.manifest
     capability = manifest.capability("lora_max_rank")
@@ -56,12 +56,12 @@ def lora_fit(spec: DeploymentSpec, settings: EngineSettings) -> LoraFit:
     explicit = int(given.value) if given and given.value.isdigit() else None
     allowed = list(allowed_ranks(manifest))
     if not allowed:  # the engine takes any rank: the need itself (or the user's value) is allowed
-        needs = [int(default), *spec.lora_tune_ranks, *(a.need for a in spec.lora_adapters)]
+        needs = [int(default), *spec.lora.tune_ranks, *(a.need for a in spec.lora.adapters)]
         allowed = sorted({max(needs), *([explicit] if explicit else [])})
     try:
         fit = fit_max_rank(
-            spec.lora_adapters,
-            spec.lora_tune_ranks,
+            spec.lora.adapters,
+            spec.lora.tune_ranks,
             int(default),
             allowed,
             explicit=explicit,
@@ -82,7 +82,7 @@ def lora_memory_cap(
     """Refuse a LoRA buffer above the memory cap when the model's config.json is given;
     ``pipeline_parallel_degree``: each GPU holds 1/(TP x PP) of the weights and its stage's
     adapter layers."""
-    if not spec.lora or spec.model_config is None:
+    if not spec.lora.enabled or spec.model.config is None:
         return
     manifest, values = resolution.manifest, resolution.capability_values
 
@@ -93,13 +93,13 @@ def lora_memory_cap(
     from mlcc_constructs.core.adapters.lora import check_memory_cap, model_geometry
 
     check_memory_cap(
-        model_geometry(spec.model_config),
+        model_geometry(spec.model.config),
         gpu_memory_gib=resolution.instance.gpu_memory_gib,
         tp=resolution.tensor_parallel_degree,
         max_loras=value_of("lora_max", DEFAULT_MAX_LORAS),
         rank=value_of("lora_max_rank", int(COMPANION_DEFAULTS["lora_max_rank"])),
         utilization=gpu_memory_utilization(spec, settings),
-        adapters=[a.name for a in spec.lora_adapters],
+        adapters=[a.name for a in spec.lora.adapters],
         pp=pipeline_parallel_degree,
         allowed=allowed_ranks(manifest),
     )
@@ -117,10 +117,10 @@ def allowed_ranks(manifest: EngineManifest) -> tuple[int, ...]:
 def gpu_memory_utilization(spec: DeploymentSpec, settings: EngineSettings) -> float:
     """The GPU memory share the engine runs with: its own setting (the manifest's
     ``gpu_memory_utilization`` dimension) when the user set it, else
-    ``spec.gpu_memory_utilization``; both set and different is an error."""
+    ``spec.engine.gpu_memory_utilization``; both set and different is an error."""
     given = settings.dimension("gpu_memory_utilization")
     if given is None:
-        return spec.gpu_memory_utilization
+        return spec.engine.gpu_memory_utilization
     try:
         value = float(given.value)
     except ValueError:
@@ -132,14 +132,14 @@ def gpu_memory_utilization(spec: DeploymentSpec, settings: EngineSettings) -> fl
             value=given.value,
             allowed="a number in (0, 1]",
         )
-    key = given.pointer.removeprefix("/env/")
-    default = DeploymentSpec.__dataclass_fields__["gpu_memory_utilization"].default
-    if spec.gpu_memory_utilization not in (default, value):
+    key = given.pointer.removeprefix("/engine/env/")
+    default = EngineSpec.__dataclass_fields__["gpu_memory_utilization"].default
+    if spec.engine.gpu_memory_utilization not in (default, value):
         raise fail(
-            f"the GPU memory share is set twice: gpu_memory_utilization="
-            f"{spec.gpu_memory_utilization} and {key}={given.value}",
-            pointer="/gpu_memory_utilization",
-            value=spec.gpu_memory_utilization,
+            f"the GPU memory share is set twice: engine.gpu_memory_utilization="
+            f"{spec.engine.gpu_memory_utilization} and {key}={given.value}",
+            pointer="/engine/gpu_memory_utilization",
+            value=spec.engine.gpu_memory_utilization,
             fix=f"set only {key} (what the engine uses)",
         )
     return value

@@ -29,7 +29,7 @@ from mlcc_constructs.core.serving.resolve.computed_keys import (
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, ModelLoad, ModelSource
 from mlcc_constructs.core.support.errors import Problem
 
-POINTER = "/model_load"
+POINTER = "/model/load"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,26 +95,26 @@ def decide(
     source: ModelSource,
 ) -> LoadDecision:
     """The deployment's ``model_load`` (module doc)."""
-    if spec.model_load == "mount":
+    if spec.model.load == "mount":
         return LoadDecision(mode="mount")
-    explicit = spec.model_load == "stream"
+    explicit = spec.model.load == "stream"
     blockers = stream_blockers(
         manifest=manifest,
         version=version,
         target=target,
         source=source,
         # asked for: the load format is the library's, and a user's key is refused below
-        user_keys=frozenset() if explicit else frozenset(spec.env),
+        user_keys=frozenset() if explicit else frozenset(spec.engine.env),
     )
     if blockers:
-        if spec.model_load != "stream":
+        if spec.model.load != "stream":
             return LoadDecision(mode="mount")
         problem = Problem(
-            message="model_load 'stream' is not possible here: " + "; ".join(blockers),
+            message="model.load 'stream' is not possible here: " + "; ".join(blockers),
             pointer=POINTER,
             value="stream",
             allowed="mount" + (", or leave it unset" if source.kind == "s3" else ""),
-            fix="set model_load: mount (or drop it), or stream an s3:// model with an engine "
+            fix="set model.load: mount (or drop it), or stream an s3:// model with an engine "
             "that declares model_load.stream on a target with model_streaming",
         )
         return LoadDecision(mode="mount", problems=(problem,))
@@ -126,7 +126,7 @@ def decide(
         stream=stream,
         tier1=((key, stream.value),),
         # Tier 1 closed: what streaming sets (the load format, the bucket's region)
-        problems=tuple(env_problems(spec.env, stream_keys(manifest, stream))),
+        problems=tuple(env_problems(spec.engine.env, stream_keys(manifest, stream))),
     )
 
 

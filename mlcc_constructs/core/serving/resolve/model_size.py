@@ -63,7 +63,7 @@ def index_total_size(document: Any, *, where: str = INDEX_FILE) -> int:
             pointer="/metadata/total_size",
             value=total,
             allowed="a positive integer (bytes)",
-            fix="point at the staged model's model.safetensors.index.json, or set model_bytes "
+            fix="point at the staged model's model.safetensors.index.json, or set model.bytes "
             "in the spec",
         )
     return total

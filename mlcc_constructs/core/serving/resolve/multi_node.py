@@ -26,28 +26,28 @@ def multi_node_problems(
     ``multi_node`` launch in its manifest, a target with no multi-node workload."""
     problems: list[Problem] = []
     resolved, refused = sizing
-    if spec.nodes == "auto" and refused:  # the model fits on no number of these nodes
+    if spec.compute.nodes == "auto" and refused:  # the model fits on no number of these nodes
         problems.extend(refused)
-    elif spec.nodes == "auto" and resolved is None:
+    elif spec.compute.nodes == "auto" and resolved is None:
         problems.append(
             Problem(
                 message="nodes: auto needs the model's size to derive the node count",
-                pointer="/nodes",
+                pointer="/compute/nodes",
                 value="auto",
-                allowed="1, 2, 3, ... (or auto with model_bytes or model_config)",
-                fix="set model_bytes (the model's weights in bytes) or model_config (its "
+                allowed="1, 2, 3, ... (or auto with model.bytes or model.config)",
+                fix="set model.bytes (the model's weights in bytes) or model.config (its "
                 "config.json), or give nodes as a number",
             )
         )
-    if not isinstance(spec.nodes, int) or spec.nodes <= 1:
+    if not isinstance(spec.compute.nodes, int) or spec.compute.nodes <= 1:
         return problems
     if "multi_node" not in manifest_raw:
         problems.append(
             Problem(
                 message=f"{engine} declares no multi-node launch (its manifest has no multi_node "
                 "block): it serves on one node only",
-                pointer="/nodes",
-                value=spec.nodes,
+                pointer="/compute/nodes",
+                value=spec.compute.nodes,
                 allowed="1" + (f" (multi-node engines: {', '.join(engines_with_launch)})"),
                 fix=f"set nodes: 1 with an instance that holds the model, or use "
                 f"{' or '.join(engines_with_launch)}",
@@ -58,8 +58,8 @@ def multi_node_problems(
             Problem(
                 message=f"the {target.name} target serves one node per model copy: "
                 + target.notes.get("nodes", "it declares no multi-node workload"),
-                pointer="/nodes",
-                value=spec.nodes,
+                pointer="/compute/nodes",
+                value=spec.compute.nodes,
                 allowed="1",
                 fix="set nodes: 1, or use the eks target (a LeaderWorkerSet per model copy)",
             )

@@ -121,10 +121,10 @@ def nodes_for_model(
         raise fail(
             "nodes: auto needs the model's size: it derives the node count from the weights' bytes",
             where=where,
-            pointer="/nodes",
+            pointer="/compute/nodes",
             value="auto",
-            fix="set the spec's model_bytes (the safetensors index's metadata.total_size) or "
-            "model_config (its config.json), or give nodes as a number",
+            fix="set the spec's model.bytes (the safetensors index's metadata.total_size) or "
+            "model.config (its config.json), or give nodes as a number",
         )
     if not 0 < gpu_memory_utilization <= 1:
         raise fail(
@@ -171,7 +171,7 @@ def nodes_for_model(
         f"{budget / GIB:.1f} GiB budget leaves less than {kv_headroom_fraction:.0%} for the "
         f"KV cache{sequence}",
         where=where,
-        pointer="/nodes",
+        pointer="/compute/nodes",
         value="auto",
         fix="pick an instance with more GPU memory, a quantized (e.g. FP8) checkpoint, or "
         "set nodes explicitly",
@@ -238,13 +238,13 @@ def auto_sizing(
     parameters x dtype bytes: the cold start's size) with :data:`KV_HEADROOM_FRACTION` and one
     sequence's KV cache (:func:`kv_need`) left (:func:`nodes_for_model`; a model that fits on
     none is refused there)."""
-    size = model_size(model_bytes=spec.model_bytes, model_config=spec.model_config)
+    size = model_size(model_bytes=spec.model.bytes, model_config=spec.model.config)
     if size.bytes is None:
         return None
     return nodes_for_model(
         model_bytes=size.bytes,
         instance=instance,
-        gpu_memory_utilization=spec.gpu_memory_utilization,
+        gpu_memory_utilization=spec.engine.gpu_memory_utilization,
         kv_headroom_fraction=KV_HEADROOM_FRACTION,
-        kv=kv_need(spec.model_config, context_length=context_length),
+        kv=kv_need(spec.model.config, context_length=context_length),
     )

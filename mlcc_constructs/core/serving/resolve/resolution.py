@@ -88,7 +88,7 @@ class Resolution:
         try:
             return build_argv(self.manifest.raw, self.env | dict(pod_env or {}))
         except WrapperError as error:
-            raise fail(str(error), pointer="/engine", value=self.manifest.engine) from error
+            raise fail(str(error), pointer="/engine/name", value=self.manifest.engine) from error
 
 
 def is_secret_name(key: str) -> bool:

@@ -29,8 +29,8 @@ from mlcc_constructs.core.support.errors import Problem, json_pointer
 
 
 def label(pointer: str) -> str:
-    """A field's pointer as a message names it: ``/env/KEY`` -> ``env/KEY``."""
-    return pointer.removeprefix("/")
+    """A field's pointer as a message names it: ``/engine/env/KEY`` -> ``engine.env.KEY``."""
+    return pointer.removeprefix("/").replace("/", ".")
 
 
 @dataclass(frozen=True)
@@ -76,14 +76,14 @@ class EngineSettings:
             return None
         key = self.manifest.env_var_prefix + suffix
         value = dict(self.tier2).get(key)
-        return UserValue(value, f"/env/{key}") if value is not None else None
+        return UserValue(value, f"/engine/env/{key}") if value is not None else None
 
 
 class _Reader:
     def __init__(self, spec: DeploymentSpec, registry: EngineRegistry) -> None:
         self.spec = spec
         self.registry = registry
-        self.manifest = registry.get(spec.engine)
+        self.manifest = registry.get(spec.engine.name, pointer="/engine/name")
         self.problems: list[Problem] = []
         self.warnings: list[str] = []
         self.user: dict[str, UserValue] = {}
@@ -94,14 +94,14 @@ class _Reader:
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
-            given_version=spec.engine_version,
+            given_version=spec.engine.version,
             problems=self.problems,
             warnings=self.warnings,
             pinned_release=pinned().engine_versions.get(self.manifest.engine),
         )
 
     def _version(self) -> tuple[int, int, int] | None:
-        manifest, given = self.manifest, self.spec.engine_version
+        manifest, given = self.manifest, self.spec.engine.version
         if given is None:
             self.warnings.append(
                 f"engine version not given: min_version {manifest.min_version} and 'since' "
@@ -113,7 +113,7 @@ class _Reader:
             self.problems.append(
                 Problem(
                     message="engine_version is not a version number",
-                    pointer="/engine_version",
+                    pointer="/engine/version",
                     value=given,
                     allowed="a release number such as 0.31.0 (v0.31.0 and 0.31.0.post1 too)",
                     fix=f"give the {manifest.engine} version the image runs, or leave it out "
@@ -126,7 +126,7 @@ class _Reader:
             self.problems.append(
                 Problem(
                     message=f"{manifest.engine} {given} is below the engine's min_version",
-                    pointer="/engine_version",
+                    pointer="/engine/version",
                     value=given,
                     allowed=f">= {manifest.min_version}",
                     fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
@@ -169,7 +169,7 @@ class _Reader:
         """Why ``key`` cannot be an engine setting at all, if it cannot."""
         manifest = self.manifest
         shape = key_problem(
-            key, pointer, manifest=manifest, registry=self.registry, keys=self.spec.env
+            key, pointer, manifest=manifest, registry=self.registry, keys=self.spec.engine.env
         )
         if shape is not None:
             return shape
@@ -182,7 +182,7 @@ class _Reader:
                 "ConfigMap or the pod spec",
                 pointer=pointer,
                 value=key,
-                fix=f"reference a Kubernetes Secret instead (secret_env={{{key!r}: "
+                fix=f"reference a Kubernetes Secret instead (engine.secret_env={{{key!r}: "
                 f"SecretRef(name=..., key=...)}}, or --secret-env {key}=SECRET:KEY)",
             )
         owner = self.registry.owner_of(key)
@@ -223,11 +223,15 @@ class _Reader:
         case of an engine prefix: :func:`key_problem`), and is not also plain ``env``: a
         Secret's value would otherwise replace the wrapper's own ``MLCC_*`` variables or
         reach the engine twice."""
-        pointer = json_pointer("secret_env", key)
+        pointer = json_pointer("engine", "secret_env", key)
         problem = key_problem(
-            key, pointer, manifest=self.manifest, registry=self.registry, keys=self.spec.secret_env
+            key,
+            pointer,
+            manifest=self.manifest,
+            registry=self.registry,
+            keys=self.spec.engine.secret_env,
         )
-        if problem is None and key in self.spec.env:
+        if problem is None and key in self.spec.engine.env:
             problem = Problem(
                 message=f"{key} is set twice: in env and in secret_env",
                 pointer=pointer,
@@ -240,8 +244,8 @@ class _Reader:
     def read(self) -> EngineSettings:
         spec, manifest = self.spec, self.manifest
         by_suffix = {c.suffix: c for c in manifest.capabilities}
-        for key, raw_value in spec.env.items():
-            pointer, value = f"/env/{key}", str(raw_value)
+        for key, raw_value in spec.engine.env.items():
+            pointer, value = f"/engine/env/{key}", str(raw_value)
             problem = self._key_problem(key, value, pointer)
             if problem is not None:
                 self.problems.append(problem)
@@ -253,20 +257,20 @@ class _Reader:
                 key not in manifest.engine_env and self.checks.tier2_ok(key, value, pointer)
             ):
                 self.tier2.append((key, value))
-        for key in spec.secret_env:
+        for key in spec.engine.secret_env:
             self._secret_key(key)
-        if spec.tensor_parallel_degree is not None:
+        if spec.compute.tensor_parallel_degree is not None:
             self._option(
                 "tensor_parallel_degree",
-                str(spec.tensor_parallel_degree),
-                "/tensor_parallel_degree",
+                str(spec.compute.tensor_parallel_degree),
+                "/compute/tensor_parallel_degree",
             )
-        if spec.quantization is not None:
-            self._option("quantization", spec.quantization, "/quantization")
+        if spec.engine.quantization is not None:
+            self._option("quantization", spec.engine.quantization, "/engine/quantization")
         if spec.served_model_name is not None:
             self._option("served_model_name", spec.served_model_name, "/served_model_name")
-        if spec.lora:
-            self._option("lora_enable", TRUE, "/lora")
+        if spec.lora.enabled:
+            self._option("lora_enable", TRUE, "/lora/enabled")
         return EngineSettings(
             manifest=manifest,
             version=self.version,

@@ -92,7 +92,7 @@ class _Resolver:
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
-            given_version=spec.engine_version,
+            given_version=spec.engine.version,
             problems=self.problems,
             warnings=self.warnings,
             pinned_release=pinned().engine_versions.get(self.manifest.engine),
@@ -163,9 +163,15 @@ class _Resolver:
         a target whose pods load them through the engine's API. An env key setting one of them
         is then refused (Tier 1 closed)."""
         target = self.target
-        if not self.spec.lora or target is None or not target.adapter_delivery.loads_at_runtime:
+        if (
+            not self.spec.lora.enabled
+            or target is None
+            or not target.adapter_delivery.loads_at_runtime
+        ):
             return []
-        self.problems.extend(env_problems(self.spec.env, runtime_adapter_keys(self.manifest)))
+        self.problems.extend(
+            env_problems(self.spec.engine.env, runtime_adapter_keys(self.manifest))
+        )
         return list(self.manifest.adapter_runtime_env.items())
 
     def _model_path(self, source: ModelSource) -> str:
@@ -224,7 +230,9 @@ class _Resolver:
                     message=f"tensor_parallel_degree x pipeline_parallel_degree ({tp} x {pp} = "
                     f"{tp * pp}) must equal the GPUs per node x nodes ({instance.gpus} GPU(s) of "
                     f"{instance.name} x {nodes} = {want})",
-                    pointer=user.pointer if user is not None else "/pipeline_parallel_degree",
+                    pointer=user.pointer
+                    if user is not None
+                    else "/compute/pipeline_parallel_degree",
                     value=f"{tp} x {pp}",
                     allowed=f"a product of {want}",
                     fix=f"set tensor_parallel_degree: {instance.gpus} and "
@@ -237,7 +245,7 @@ class _Resolver:
                 Problem(
                     message=f"{self.manifest.engine} declares no pipeline_parallel_degree "
                     "capability (its manifest's capability_map)",
-                    pointer="/pipeline_parallel_degree",
+                    pointer="/compute/pipeline_parallel_degree",
                     value=pp,
                     allowed="1",
                     fix="leave pipeline_parallel_degree out, or use an engine that declares it",
@@ -248,7 +256,7 @@ class _Resolver:
     def size_nodes(self, instance: InstanceType) -> None:
         """Resolve ``nodes: auto`` once, on ``instance`` (:func:`auto_sizing`, with the user's
         context length when set), into :attr:`sizing`."""
-        if self.spec.nodes != "auto":
+        if self.spec.compute.nodes != "auto":
             return
         given = context_length(self.settings)
         try:
@@ -260,8 +268,8 @@ class _Resolver:
     def nodes(self) -> int:
         """The spec's ``nodes`` (``auto`` resolved once, :attr:`sizing`; 1 where it cannot be,
         which :func:`multi_node_problems` reports)."""
-        if isinstance(self.spec.nodes, int):
-            return self.spec.nodes
+        if isinstance(self.spec.compute.nodes, int):
+            return self.spec.compute.nodes
         resolved, _ = self.sizing
         return resolved.nodes if resolved is not None else 1
 
@@ -269,9 +277,9 @@ class _Resolver:
     def pipeline_parallel(self) -> int:
         """The pipeline stages: the spec's; with ``nodes: auto`` one stage per node (TP the
         GPUs per node, PP the nodes: the layout the engines' parallelism guides recommend)."""
-        if self.spec.nodes == "auto":
+        if self.spec.compute.nodes == "auto":
             return self.nodes
-        return self.spec.pipeline_parallel_degree
+        return self.spec.compute.pipeline_parallel_degree
 
     def _gate(self, capability: Capability) -> str | None:
         """Why ``capability`` cannot be used with this engine version, if it cannot."""
@@ -280,7 +288,7 @@ class _Resolver:
             if since and self.version < since:
                 return (
                     f"needs {self.manifest.engine} >= {capability.since} "
-                    f"(engine version {self.spec.engine_version})"
+                    f"(engine version {self.spec.engine.version})"
                 )
         return None
 
@@ -399,11 +407,11 @@ def resolve_for_target(
     instance: InstanceType | None = None
     source: ModelSource | None = None
     try:
-        instance = catalog.lookup(spec.instance_type)
+        instance = catalog.lookup(spec.compute.instance_type)
     except MlccError as error:
         lookups.extend(error.problems)
     try:
-        source = parse_model_source(spec.model)
+        source = parse_model_source(spec.model.uri)
     except MlccError as error:
         lookups.extend(error.problems)
     # Reported in the order of the spec's fields: instance and model, then the env.
@@ -433,7 +441,7 @@ def resolve_for_target(
                     (resolver.manifest.raw.get("multi_node") or {}).get("requires_efa", False)
                 ),
                 where="",
-                pointer="/instance_type",
+                pointer="/compute/instance_type",
             )
         )
         resolver.warnings.extend(multi_node_network_warnings(instance, nodes=resolver.nodes))
@@ -456,5 +464,5 @@ def resolve_for_target(
         model_load=resolver.load.mode,
         stream=resolver.load.stream,
         # The mount carries the weights (mount), or only the LoRA adapters under the model prefix.
-        mounts_model=source.kind == "s3" and (resolver.load.mode == "mount" or spec.lora),
+        mounts_model=source.kind == "s3" and (resolver.load.mode == "mount" or spec.lora.enabled),
     )

@@ -16,10 +16,11 @@ to report a queue; the README says what the first request sees).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlcc_constructs.core.engines.metrics import HISTOGRAMS, EngineMetrics
 from mlcc_constructs.core.support.errors import Problem, closest
+from mlcc_constructs.core.support.field_meta import meta
 from mlcc_constructs.core.support.typecheck import check_fields
 
 INT32_MAX = 2**31 - 1
@@ -35,34 +36,29 @@ DEFAULT_METRIC_ROLE = "queue_depth"
 class Autoscaling:
     """Replicas driven by an engine metric (eks: a KEDA ScaledObject; hyperpod-eks: the
     InferenceEndpointConfig's ``autoScalingSpec``). The Deployment's replica count is then the
-    autoscaler's.
-
-    Fields:
-
-    ``max_replicas``: The most replicas (each one instance's GPUs): the bound of the GPU spend,
-        so it has no default. At least 1, and at least ``min_replicas``.
-    ``min_replicas``: The fewest replicas while the deployment serves traffic. At least 1.
-        Default: 1.
-    ``metric``: The engine metric to scale on: a metric name the engine's manifest names
-        (``vllm:num_requests_waiting``) or its role (``queue_depth``, ``running_requests``,
-        ``kv_cache_usage``). Default: the engine's queue-depth metric.
-    ``target``: The metric's value per replica the autoscaler aims for. Default: the engine
-        manifest's ``metrics.autoscaling_target`` for its queue-depth metric (5 for vLLM and
-        SGLang); another metric needs one.
-    ``scale_to_zero``: Scale to zero replicas after ``cooldown_seconds`` without requests, and
-        back to ``min_replicas`` on the next one (which waits for a pod to start: see the
-        README). Default: false.
-    ``cooldown_seconds``: Seconds without load before scaling in. Default: 360.
-    ``polling_seconds``: Seconds between two reads of the metric. Default: 15.
-    """
+    autoscaler's."""
 
     max_replicas: int
+    """The most replicas (each one instance's GPUs): the bound of the GPU spend, so it has no
+    default. At least 1, and at least ``min_replicas``."""
     min_replicas: int = 1
-    metric: str | None = None
+    """The fewest replicas while the deployment serves traffic. At least 1. Default: 1."""
+    metric: str | None = field(default=None, metadata=meta(minLength=1))
+    """The engine metric to scale on: a metric name the engine's manifest names
+    (``vllm:num_requests_waiting``) or its role (``queue_depth``, ``running_requests``,
+    ``kv_cache_usage``). Default: the engine's queue-depth metric."""
     target: float | None = None
+    """The metric's value per replica the autoscaler aims for. Default: the engine manifest's
+    ``metrics.autoscaling_target`` for its queue-depth metric (5 for vLLM and SGLang); another
+    metric needs one."""
     scale_to_zero: bool = False
+    """Scale to zero replicas after ``cooldown_seconds`` without requests, and back to
+    ``min_replicas`` on the next one (which waits for a pod to start: see the README). Default:
+    false."""
     cooldown_seconds: int = DEFAULT_COOLDOWN_S
+    """Seconds without load before scaling in. Default: 360."""
     polling_seconds: int = DEFAULT_POLLING_S
+    """Seconds between two reads of the metric. Default: 15."""
 
     def __post_init__(self) -> None:
         if isinstance(self.target, int) and not isinstance(self.target, bool):
@@ -117,7 +113,7 @@ def autoscaling_problems(
     replicas: int,
     engine: str,
     metrics: EngineMetrics | None,
-    pointer: str = "/autoscaling",
+    pointer: str = "/scaling/autoscaling",
 ) -> list[Problem]:
     """Every problem of ``autoscaling`` for a deployment of ``engine`` (whose manifest declares
     ``metrics``, or ``None``) with the spec's fixed ``replicas``."""
@@ -186,10 +182,11 @@ def autoscaling_problems(
             Problem(
                 message=f"replicas is fixed at {replicas}, but {what} sets the replica count: "
                 "the two would fight over it",
-                pointer="/replicas",
+                pointer="/scaling/replicas",
                 value=replicas,
                 allowed="1 (the default) with autoscaling",
-                fix="drop replicas and set autoscaling.min_replicas (and max_replicas) instead",
+                fix="drop scaling.replicas and set scaling.autoscaling.min_replicas (and "
+                "max_replicas) instead",
             )
         )
     problems += _metric_problems(autoscaling, engine, metrics, pointer)
@@ -233,7 +230,7 @@ def _metric_problems(
                 "queue-depth metric has one",
                 pointer=f"{pointer}/target",
                 value=None,
-                fix=f"set autoscaling.target (the {role} value per replica to aim for)",
+                fix=f"set scaling.autoscaling.target (the {role} value per replica to aim for)",
             )
         ]
     return []

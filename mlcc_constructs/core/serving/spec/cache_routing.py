@@ -24,9 +24,10 @@ Which targets and engines take them is checked where the target and the engine a
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlcc_constructs.core.support.errors import Problem, closest
+from mlcc_constructs.core.support.field_meta import meta
 from mlcc_constructs.core.support.typecheck import check_fields
 
 ROUTING_STRATEGIES = ("prefixaware", "kvaware", "session", "roundrobin")
@@ -45,16 +46,12 @@ class Routing:
     """The operator's intelligent routing (hyperpod-eks: the IEC's ``intelligentRoutingSpec``).
 
     It cannot be added to, changed on or removed from an existing endpoint (the CRD: such an
-    update is rejected): turning it on replaces the endpoint (README, *Routing and KV cache*).
+    update is rejected): turning it on replaces the endpoint (README, *Routing and KV cache*)."""
 
-    Fields:
-
-    ``strategy``: ``prefixaware`` (requests with the same prompt prefix go to the same
-        instance), ``kvaware`` (to the instance with the best KV cache hit rate), ``session``
-        (a user session stays on one instance) or ``roundrobin``. Default: prefixaware.
-    """
-
-    strategy: str = DEFAULT_STRATEGY
+    strategy: str = field(default=DEFAULT_STRATEGY, metadata=meta(enum=list(ROUTING_STRATEGIES)))
+    """``prefixaware`` (requests with the same prompt prefix go to the same instance),
+    ``kvaware`` (to the instance with the best KV cache hit rate), ``session`` (a user session
+    stays on one instance) or ``roundrobin``. Default: prefixaware."""
 
     def __post_init__(self) -> None:
         check_fields(self)
@@ -62,29 +59,25 @@ class Routing:
 
 @dataclass(frozen=True, kw_only=True)
 class KvCache:
-    """The operator's managed tiered KV cache (hyperpod-eks: the IEC's ``kvCacheSpec``).
-
-    Fields:
-
-    ``l1``: Offload the KV cache to the node's CPU memory (``enableL1Cache``). Default: true.
-    ``l2``: The shared L2 tier: ``redis`` (needs ``l2_url``) or ``tieredstorage`` (HyperPod's
-        managed tiered storage, enabled on the cluster). Default: none (no L2 tier).
-    ``l2_url``: The Redis cluster's URL, ``redis://host:port`` or ``rediss://host:port``
-        (``l2CacheSpec.l2CacheLocalUrl``). Default: none.
-    ``config_file``: An absolute path, in the container, of a KV cache configuration file
-        (``cacheConfigFile``): it overrides ``l1`` and ``l2``. Default: none.
-    """
+    """The operator's managed tiered KV cache (hyperpod-eks: the IEC's ``kvCacheSpec``)."""
 
     l1: bool = True
-    l2: str | None = None
-    l2_url: str | None = None
-    config_file: str | None = None
+    """Offload the KV cache to the node's CPU memory (``enableL1Cache``). Default: true."""
+    l2: str | None = field(default=None, metadata=meta(enum=list(L2_URL_REQUIRED)))
+    """The shared L2 tier: ``redis`` (needs ``l2_url``) or ``tieredstorage`` (HyperPod's managed
+    tiered storage, enabled on the cluster). Default: none (no L2 tier)."""
+    l2_url: str | None = field(default=None, metadata=meta(minLength=1))
+    """The Redis cluster's URL, ``redis://host:port`` or ``rediss://host:port``
+    (``l2CacheSpec.l2CacheLocalUrl``). Default: none."""
+    config_file: str | None = field(default=None, metadata=meta(minLength=1))
+    """An absolute path, in the container, of a KV cache configuration file
+    (``cacheConfigFile``): it overrides ``l1`` and ``l2``. Default: none."""
 
     def __post_init__(self) -> None:
         check_fields(self)
 
 
-def routing_problems(routing: Routing, *, pointer: str = "/routing") -> list[Problem]:
+def routing_problems(routing: Routing, *, pointer: str = "/cache/routing") -> list[Problem]:
     """A strategy the operator does not know."""
     if routing.strategy in ROUTING_STRATEGIES:
         return []
@@ -102,7 +95,7 @@ def routing_problems(routing: Routing, *, pointer: str = "/routing") -> list[Pro
     ]
 
 
-def kv_cache_problems(kv_cache: KvCache, *, pointer: str = "/kv_cache") -> list[Problem]:
+def kv_cache_problems(kv_cache: KvCache, *, pointer: str = "/cache/kv_cache") -> list[Problem]:
     """An unknown L2 backend, a backend without the settings it needs, a URL without a
     backend, and a config file that is not an absolute path."""
     problems: list[Problem] = []

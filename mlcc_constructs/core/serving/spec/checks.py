@@ -42,22 +42,24 @@ SERVED_MODEL_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,127}$")
 def spec_problems(spec: DeploymentSpec) -> list[Problem]:
     """Every value of ``spec`` the cluster or AWS would refuse."""
     problems: list[Problem] = []
-    if not 1 <= spec.replicas <= INT32_MAX:
+    if not 1 <= spec.scaling.replicas <= INT32_MAX:
         problems.append(
             Problem(
                 message="replicas must be at least 1 and fit Kubernetes' int32",
-                pointer="/replicas",
-                value=spec.replicas,
+                pointer="/scaling/replicas",
+                value=spec.scaling.replicas,
                 allowed=f"1..{INT32_MAX}",
             )
         )
     problems += _node_problems(spec)
-    if spec.image is not None and (len(spec.image) > 255 or not IMAGE.match(spec.image)):
+    if spec.engine.image is not None and (
+        len(spec.engine.image) > 255 or not IMAGE.match(spec.engine.image)
+    ):
         problems.append(
             Problem(
                 message="not a container image reference",
-                pointer="/image",
-                value=spec.image,
+                pointer="/engine/image",
+                value=spec.engine.image,
                 allowed="[registry[:port]/]repository[:tag][@sha256:<digest>], lower-case path",
                 fix="e.g. registry.example.com/team/server:1.2 (lower-case repository path)",
             )
@@ -81,23 +83,23 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 allowed="arn:aws:iam::<12-digit account>:role/<name>",
             )
         )
-    if not 0 < spec.gpu_memory_utilization <= 1:
+    if not 0 < spec.engine.gpu_memory_utilization <= 1:
         problems.append(
             Problem(
                 message="not a share of GPU memory",
-                pointer="/gpu_memory_utilization",
-                value=spec.gpu_memory_utilization,
+                pointer="/engine/gpu_memory_utilization",
+                value=spec.engine.gpu_memory_utilization,
                 allowed="a number in (0, 1]",
             )
         )
-    for env_name, ref in spec.secret_env.items():
+    for env_name, ref in spec.engine.secret_env.items():
         if not isinstance(ref, SecretRef):
             continue  # a Secrets Manager secret: prepare's plan_secrets checks it
         if not is_subdomain(ref.name):
             problems.append(
                 Problem(
                     message="not a Kubernetes Secret name (DNS-1123 subdomain)",
-                    pointer=json_pointer("secret_env", env_name, "name"),
+                    pointer=json_pointer("engine", "secret_env", env_name, "name"),
                     value=ref.name,
                     allowed="lower-case letters, digits, '-' and '.', at most 253",
                 )
@@ -106,17 +108,17 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
             problems.append(
                 Problem(
                     message="not a Secret key",
-                    pointer=json_pointer("secret_env", env_name, "key"),
+                    pointer=json_pointer("engine", "secret_env", env_name, "key"),
                     value=ref.key,
                     allowed="letters, digits, '-', '_' and '.', at most 253",
                 )
             )
-    for index, rank in enumerate(spec.lora_tune_ranks):
+    for index, rank in enumerate(spec.lora.tune_ranks):
         if rank < 1:
             problems.append(
                 Problem(
                     message="a LoRA rank is at least 1",
-                    pointer=json_pointer("lora_tune_ranks", index),
+                    pointer=json_pointer("lora", "tune_ranks", index),
                     value=rank,
                 )
             )
@@ -130,35 +132,35 @@ def spec_problems(spec: DeploymentSpec) -> list[Problem]:
                 fix="e.g. chat-8b or org/model-8b-instruct",
             )
         )
-    timeout = spec.ready_timeout_seconds
+    timeout = spec.rollout.ready_timeout_seconds
     if timeout is not None and not MIN_OVERRIDE_S <= timeout <= MAX_S:
         problems.append(
             Problem(
                 message="not a ready timeout the deploy can wait (CloudFormation waits at most an "
                 "hour for a custom resource, less the waiter's margins)",
-                pointer="/ready_timeout_seconds",
+                pointer="/rollout/ready_timeout_seconds",
                 value=timeout,
                 allowed=f"{MIN_OVERRIDE_S}..{MAX_S}",
                 fix="leave it unset to compute it from the model's size and load path, or give "
                 f"seconds within {MIN_OVERRIDE_S}..{MAX_S}",
             )
         )
-    if spec.model_bytes is not None and spec.model_bytes < 1:
+    if spec.model.bytes is not None and spec.model.bytes < 1:
         problems.append(
             Problem(
                 message="not a model size",
-                pointer="/model_bytes",
-                value=spec.model_bytes,
+                pointer="/model/bytes",
+                value=spec.model.bytes,
                 allowed="a positive integer (bytes)",
                 fix=MODEL_BYTES_FIX,
             )
         )
-    if not 1 <= spec.max_request_seconds <= MAX_REQUEST_SECONDS_LIMIT:
+    if not 1 <= spec.endpoint.max_request_seconds <= MAX_REQUEST_SECONDS_LIMIT:
         problems.append(
             Problem(
                 message="not a request duration the drain can wait for",
-                pointer="/max_request_seconds",
-                value=spec.max_request_seconds,
+                pointer="/endpoint/max_request_seconds",
+                value=spec.endpoint.max_request_seconds,
                 allowed=f"1..{MAX_REQUEST_SECONDS_LIMIT}",
                 fix="give the longest request's seconds (default 600, the load balancer's "
                 "idle timeout)",
@@ -171,24 +173,24 @@ def _node_problems(spec: DeploymentSpec) -> list[Problem]:
     """``nodes`` (an int of at least 1, or ``auto``) and ``pipeline_parallel_degree`` (at least
     1); the TP x PP rule needs the instance and is the resolver's."""
     problems: list[Problem] = []
-    nodes = spec.nodes
+    nodes = spec.compute.nodes
     if nodes != "auto" and (isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1):
         problems.append(
             Problem(
                 message="nodes must be a whole number of at least 1, or auto",
-                pointer="/nodes",
+                pointer="/compute/nodes",
                 value=nodes,
                 allowed="1, 2, 3, ... or auto",
                 fix="set nodes to how many instances one model copy spans (1: one node), or "
-                "auto to derive it from model_bytes",
+                "auto to derive it from model.bytes",
             )
         )
-    pp = spec.pipeline_parallel_degree
+    pp = spec.compute.pipeline_parallel_degree
     if isinstance(pp, bool) or not isinstance(pp, int) or pp < 1:
         problems.append(
             Problem(
                 message="pipeline_parallel_degree must be a whole number of at least 1",
-                pointer="/pipeline_parallel_degree",
+                pointer="/compute/pipeline_parallel_degree",
                 value=pp,
                 allowed="1, 2, 3, ...",
                 fix="set it to the pipeline stages (usually nodes), or leave it out for 1",

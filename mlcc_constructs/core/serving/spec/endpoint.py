@@ -11,15 +11,21 @@ routes and plain HTTP would carry the key in clear text.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mlcc_constructs.core.platform.load_balancing import GROUP as GROUP  # the class name's rule
 from mlcc_constructs.core.serving.spec.gateway import Gateway, gateway_problems
 from mlcc_constructs.core.support.errors import Problem, json_pointer
+from mlcc_constructs.core.support.field_meta import meta
 from mlcc_constructs.core.support.typecheck import check_fields
 
 EndpointScheme = Literal["internal", "internet-facing", "none"]
+
+MAX_REQUEST_SECONDS = 600
+"""The default of ``max_request_seconds``: the load balancer's idle timeout
+(:data:`~mlcc_constructs.core.platform.load_balancing.IDLE_TIMEOUT_SECONDS`), the longest a
+non-streaming request can take through the ALB, which sends nothing back until it is done."""
 
 # arn:<partition>:acm:<region>:<account>:certificate/<id> (ACM's ARN form)
 CERTIFICATE_ARN = re.compile(
@@ -45,37 +51,56 @@ HOSTED_ZONE_ID = re.compile(r"^Z[A-Z0-9]{1,31}$")
 
 @dataclass(frozen=True, kw_only=True)
 class Endpoint:
-    """How clients reach the deployment's engine (eks: an Ingress on Auto Mode's built-in
-    Application Load Balancer; the inference operator makes an IEC's).
+    """How clients reach the deployment's engine and who may call it (eks: an Ingress on Auto
+    Mode's built-in Application Load Balancer; the inference operator makes an IEC's)."""
 
-    Fields:
-
-    ``scheme``: ``internal`` (reachable inside the VPC), ``internet-facing`` (needs
-        ``certificate_arn`` and the deployment's ``api_key_secret``) or ``none`` (no load
-        balancer: in-cluster callers only). Default: ``internal``.
-    ``certificate_arn``: An ACM certificate in the deployment's region: HTTPS on 443, and HTTP
-        redirected to it. Default: none (HTTP on 80, ``internal`` only).
-    ``hostname``: The host the Ingress rule answers (a DNS name you point at the load balancer).
-        Default: none (any host).
-    ``group``: Deployments with the same ``scheme`` and ``group`` share one load balancer.
-        Default: none (a load balancer of its own).
-    ``gateway``: The HyperPod Inference Gateway in front of the deployment, checking a JWT
-        bearer token on every request (:class:`Gateway`); only on targets whose manifest says
-        ``inference_gateway``. Default: none.
-    ``hosted_zone_id``: A Route 53 hosted zone holding ``hostname``: ``ServedModel`` points the
-        name at the load balancer with an alias record once it has its address. Default: none
-        (no record: point your DNS name at the load balancer yourself).
-    """
-
-    scheme: EndpointScheme = "internal"
-    certificate_arn: str | None = None
-    hostname: str | None = None
-    group: str | None = None
-    gateway: Gateway | None = None
-    hosted_zone_id: str | None = None
+    scheme: EndpointScheme = field(default="internal", metadata=meta(cli="--endpoint-scheme"))
+    """``internal`` (reachable inside the VPC), ``internet-facing`` (needs ``certificate_arn``
+    and ``api_key_secret``) or ``none`` (no load balancer: in-cluster callers only). Default:
+    ``internal``."""
+    certificate_arn: str | None = field(
+        default=None, metadata=meta(cli="--certificate-arn", minLength=1)
+    )
+    """An ACM certificate in the deployment's region: HTTPS on 443, and HTTP redirected to it.
+    Default: none (HTTP on 80, ``internal`` only)."""
+    hostname: str | None = field(default=None, metadata=meta(cli="--hostname", minLength=1))
+    """The host the Ingress rule answers (a DNS name you point at the load balancer). Default:
+    none (any host)."""
+    group: str | None = field(default=None, metadata=meta(cli="--load-balancer-group", minLength=1))
+    """Deployments with the same ``scheme`` and ``group`` share one load balancer. Default: none
+    (a load balancer of its own)."""
+    gateway: Gateway | None = field(default=None, metadata=meta())
+    """The HyperPod Inference Gateway in front of the deployment, checking a JWT bearer token on
+    every request (an InferenceGatewayConfig); only on targets whose manifest says
+    ``inference_gateway``. Default: none."""
+    hosted_zone_id: str | None = field(default=None, metadata=meta(minLength=1))
+    """A Route 53 hosted zone holding ``hostname``: ``ServedModel`` points the name at the load
+    balancer with an alias record once it has its address. Default: none (no record: point your
+    DNS name at the load balancer yourself)."""
+    api_key_secret: str | None = field(
+        default=None, metadata=meta(cli="--api-key-secret", minLength=1)
+    )
+    """The name or ARN of a Secrets Manager secret holding the API key clients send
+    (``Authorization: Bearer <key>``); the engine reads it through its own setting (engine
+    manifest ``api_key``), never from a template, ConfigMap or plain env value. Default: none
+    (no key: reachable only inside the VPC and the allowed namespaces)."""
+    allow_from: tuple[str, ...] = field(
+        default=(), metadata=meta(cli="--allow-from", items={"type": "string", "minLength": 1})
+    )
+    """Namespaces whose pods may call the engine port directly (the NetworkPolicy admits only
+    these and the load balancer). Default: none."""
+    max_request_seconds: int = field(
+        default=MAX_REQUEST_SECONDS,
+        metadata=meta(cli="--max-request-seconds", minimum=1, maximum=3600),
+    )
+    """The longest request the engine serves (a long stream included): a pod that stops drains
+    this long before the engine gets SIGTERM, and its termination grace period covers the
+    drain. 1..3600. Default: 600, the load balancer's idle timeout."""
 
     def __post_init__(self) -> None:
-        check_fields(self)
+        if isinstance(self.allow_from, list):
+            object.__setattr__(self, "allow_from", tuple(self.allow_from))
+        check_fields(self, pointer="/endpoint")
 
     @property
     def exposed(self) -> bool:
@@ -91,17 +116,12 @@ class Endpoint:
 @dataclass(frozen=True, kw_only=True)
 class SecretsManagerSecret:
     """An env value read from an AWS Secrets Manager secret (synced into the deployment's own
-    Kubernetes Secret by the Secrets Store CSI driver; nobody makes a Secret by hand).
-
-    Fields:
-
-    ``secret``: The secret's name or ARN, in the deployment's account and region.
-    ``json_key``: For a JSON secret, the key whose value to use. Default: none (the whole
-        secret string).
-    """
+    Kubernetes Secret by the Secrets Store CSI driver; nobody makes a Secret by hand)."""
 
     secret: str
+    """The secret's name or ARN, in the deployment's account and region."""
     json_key: str | None = None
+    """For a JSON secret, the key whose value to use. Default: none (the whole secret string)."""
 
     def __post_init__(self) -> None:
         check_fields(self)

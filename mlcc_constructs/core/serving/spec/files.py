@@ -1,7 +1,8 @@
 """The declarative deployment spec (``mlcc render -f spec.yaml``, cdk.json entries, CLI flags).
 
-A YAML or JSON mapping with the fields of :class:`DeploymentSpec` (snake_case) plus the render
-context (``account``, ``region``, ``profile``), validated by ``data/deployment-spec.schema.json``.
+A YAML or JSON mapping with the fields of :class:`DeploymentSpec` (snake_case, in sections:
+``engine``, ``model``, ``compute``...) plus the render context (``account``, ``region``,
+``profile``), validated by ``data/deployment-spec.schema.json`` (:mod:`.build`).
 Command-line flags are one more layer of the same mapping (:func:`spec_from_layers`): they pass
 the same schema and semantic checks, so no flag is looser than its file field. Every problem
 names where its field came from (the file or the flag) and the JSON pointer of the field.
@@ -10,25 +11,20 @@ names where its field came from (the file or the flag) and the JSON pointer of t
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, fields
-from functools import cache
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
-from mlcc_constructs.core.serving.spec.cache_routing import ROUTING_STRATEGIES, KvCache, Routing
-from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import (
-    MODEL_BYTES_FIX,
-    DeploymentSpec,
-    SecretRef,
+from mlcc_constructs.core.serving.spec.build import (
+    CONTEXT_FIELDS,
+    SCHEMA_FILE,
+    build_document,
+    schema,
 )
-from mlcc_constructs.core.serving.spec.endpoint import Endpoint, SecretsManagerSecret
-from mlcc_constructs.core.serving.spec.gateway import ClaimRule, Gateway, JwtAuth
+from mlcc_constructs.core.serving.spec.context import RenderContext
+from mlcc_constructs.core.serving.spec.deployment import SECTIONS, DeploymentSpec
 from mlcc_constructs.core.support.documents import (
     STDIN,
     STDIN_NAME,
@@ -37,25 +33,24 @@ from mlcc_constructs.core.support.documents import (
     parse_yaml,
     read_text,
 )
-from mlcc_constructs.core.support.errors import (
-    MlccError,
-    Problem,
-    fail,
-    json_pointer,
-    raise_if_any,
-)
-from mlcc_constructs.core.support.schema_check import iter_errors
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer
 
-SCHEMA_FILE = "deployment-spec.schema.json"
-CONTEXT_FIELDS = ("account", "region", "profile")
-_MERGED = (
-    "env",
-    "secret_env",
-    "endpoint",
-    "autoscaling",
-    "routing",
-    "kv_cache",
-)  # merged key by key; other fields are replaced
+__all__ = [
+    "CONTEXT_FIELDS",
+    "SCHEMA_FILE",
+    "SpecFile",
+    "load_spec_document",
+    "load_spec_documents",
+    "load_spec_file",
+    "merge_layers",
+    "schema",
+    "spec_from_layers",
+    "spec_from_mapping",
+]
+
+_MERGED_DEEPER = ("/engine/env", "/engine/secret_env")
+"""Mappings inside a section merged key by key too; every other value inside a section (the
+model's ``config``, the cache ``backend``, ``scaling.autoscaling``...) is replaced whole."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,54 +70,13 @@ class SpecFile:
         return MlccError(_located(p, self.sources) for p in error.problems)
 
 
-@cache
-def schema() -> Mapping[str, Any]:
-    """The JSON schema of a deployment spec document."""
-    document: Mapping[str, Any] = json.loads(data_path(SCHEMA_FILE).read_text(encoding="utf-8"))
-    return document
-
-
-_SCHEMA_FIX = "see mlcc_constructs/data/deployment-spec.schema.json for the fields"
-# (top-level field, keyword) -> a fix more precise than the schema pointer
-_FIXES = {
-    ("env", "type"): "quote the value: env values are strings, and YAML reads yes/no/on/off as "
-    "booleans and 0777 as the octal number 511",
-    ("routing", "enum"): "use one of the inference operator's routing strategies: "
-    + ", ".join(ROUTING_STRATEGIES),
-    ("kv_cache", "enum"): "use l2: redis (with l2_url) or l2: tieredstorage, or drop l2",
-    ("model_bytes", "type"): MODEL_BYTES_FIX,
-    ("model_bytes", "minimum"): MODEL_BYTES_FIX,
-}
-
-
-# (top-level field, keyword) -> what is allowed, for fields whose problems name their value and
-# the allowed values (the schema message alone names neither plainly)
-_ALLOWED = {
-    ("model_bytes", "type"): "a positive integer (bytes)",
-    ("model_bytes", "minimum"): "a positive integer (bytes)",
-}
-
-
-def _detail(error: Any, document: Mapping[str, Any]) -> dict[str, Any]:
-    head = str(error.path[0]) if error.path else ""
-    allowed = _ALLOWED.get((head, error.validator))
-    if allowed is None or len(error.path) != 1:
-        return {}
-    return {"value": document[head], "allowed": allowed}
-
-
-def _fix(error: Any) -> str:
-    head = str(error.path[0]) if error.path else ""
-    return _FIXES.get((head, error.validator), _SCHEMA_FIX)
-
-
 def _located(problem: Problem, sources: Mapping[str, str]) -> Problem:
     if problem.where or not problem.pointer.startswith("/"):
         return problem
     if problem.pointer == "/":  # the whole document
         return dataclasses.replace(problem, where=sources.get("/", ""))
     parts = problem.pointer.split("/")
-    for length in (3, 2):  # /env/KEY is more precise than /env
+    for length in range(len(parts), 1, -1):  # /engine/env/KEY is more precise than /engine
         where = sources.get("/".join(parts[:length]))
         if where:
             return dataclasses.replace(problem, where=where)
@@ -132,23 +86,37 @@ def _located(problem: Problem, sources: Mapping[str, str]) -> Problem:
 def merge_layers(
     layers: Sequence[tuple[str, Mapping[str, Any]]],
 ) -> tuple[dict[str, Any], dict[str, str]]:
-    """One mapping from ``(where, mapping)`` layers, later layers winning field by field (``env``
-    ``secret_env`` and ``endpoint`` key by key), and the source of every field (JSON pointer →
-    where)."""
+    """One mapping from ``(where, mapping)`` layers, later layers winning field by field: a
+    section (``compute``...) and ``engine.env`` / ``engine.secret_env`` key by key, any other
+    value whole; and the source of every field (JSON pointer -> where)."""
     merged: dict[str, Any] = {}
     sources: dict[str, str] = {}
     for where, layer in layers:
         sources.setdefault("/", where)  # a problem of the whole document: the first layer
-        for key, value in layer.items():
-            if key in _MERGED and isinstance(value, Mapping):
-                current = merged.get(key)
-                merged[key] = {**(current if isinstance(current, Mapping) else {}), **value}
-                for name in value:
-                    sources[json_pointer(key, name)] = where
-            else:
-                merged[key] = value
-            sources[json_pointer(key)] = where
+        _merge(merged, layer, "", where, sources)
     return merged, sources
+
+
+def _merge(
+    merged: dict[str, Any],
+    layer: Mapping[str, Any],
+    pointer: str,
+    where: str,
+    sources: dict[str, str],
+) -> None:
+    for key, value in layer.items():
+        here = pointer + json_pointer(key)
+        deeper = (pointer == "" and key in SECTIONS) or here in _MERGED_DEEPER
+        current = merged.get(key)
+        if deeper and isinstance(value, Mapping) and isinstance(current, Mapping):
+            merged[key] = dict(current)
+            _merge(merged[key], value, here, where, sources)
+        elif deeper and isinstance(value, Mapping):
+            merged[key] = {}
+            _merge(merged[key], value, here, where, sources)
+        else:
+            merged[key] = value
+        sources[here] = where
 
 
 def spec_from_layers(layers: Sequence[tuple[str, Mapping[str, Any]]]) -> SpecFile:
@@ -170,89 +138,8 @@ def spec_from_mapping(document: Any, *, where: str) -> SpecFile:
 
 
 def _build(document: Mapping[str, Any]) -> SpecFile:
-    errors = sorted(iter_errors(document, schema()), key=lambda e: [str(p) for p in e.path])
-    if errors:
-        raise MlccError(
-            Problem(
-                message=error.message,
-                pointer=json_pointer(*error.path) or "/",
-                fix=_fix(error),
-                **_detail(error, document),
-            )
-            for error in errors
-        )
-    spec_fields = {f.name for f in fields(DeploymentSpec)}
-    values: dict[str, Any] = {k: v for k, v in document.items() if k in spec_fields}
-    values["env"] = dict(document.get("env", {}))
-    values["secret_env"], problems = _secret_env(document.get("secret_env", {}))
-    if "endpoint" in document:
-        values["endpoint"] = _endpoint(document["endpoint"])
-    if "autoscaling" in document:
-        values["autoscaling"] = Autoscaling(**document["autoscaling"])
-    if "routing" in document:
-        values["routing"] = Routing(**document["routing"])
-    if "kv_cache" in document:
-        values["kv_cache"] = KvCache(**document["kv_cache"])
-    if "allow_from" in document:
-        values["allow_from"] = tuple(document["allow_from"])
-    raise_if_any(problems)
-    if "lora_adapters" in document:
-        from mlcc_constructs.core.adapters.lora_rank import AdapterRank
-
-        values["lora_adapters"] = tuple(AdapterRank(**a) for a in document["lora_adapters"])
-    if "cache_backend" in document:
-        from mlcc_constructs.core.cache.parse import parse_spec
-
-        values["cache_backend"] = parse_spec(document["cache_backend"], path="/cache_backend")
-    context = RenderContext(**{k: document.get(k) for k in CONTEXT_FIELDS})
-    return SpecFile(spec=DeploymentSpec(**values), context=context)
-
-
-def _endpoint(document: Mapping[str, Any]) -> Endpoint:
-    """``endpoint`` with its nested ``gateway`` (schema-checked already)."""
-    fields_ = dict(document)
-    if "gateway" in fields_:
-        jwt = dict(fields_["gateway"]["jwt"])
-        jwt["audiences"] = tuple(jwt.get("audiences", ()))
-        jwt["required_claims"] = tuple(
-            ClaimRule(**{**claim, "values": tuple(claim["values"])})
-            for claim in jwt.get("required_claims", ())
-        )
-        fields_["gateway"] = Gateway(jwt=JwtAuth(**jwt))
-    return Endpoint(**fields_)
-
-
-_SECRET_FORMS = ({"name", "key"}, {"secrets_manager"}, {"secrets_manager", "json_key"})
-
-
-def _secret_env(
-    document: Mapping[str, Mapping[str, str]],
-) -> tuple[dict[str, SecretRef | SecretsManagerSecret], list[Problem]]:
-    """``secret_env`` entries: ``{name, key}`` (a Kubernetes Secret) or ``{secrets_manager,
-    json_key?}`` (a Secrets Manager secret); anything else is a problem naming the entry."""
-    refs: dict[str, SecretRef | SecretsManagerSecret] = {}
-    problems = []
-    for variable, entry in document.items():
-        given = set(entry)
-        if given not in _SECRET_FORMS:
-            problems.append(
-                Problem(
-                    message="a secret_env entry is a Kubernetes Secret's key or a Secrets "
-                    "Manager secret",
-                    pointer=json_pointer("secret_env", variable),
-                    value=sorted(given),
-                    allowed="{name, key} or {secrets_manager[, json_key]}",
-                    fix=f"{variable}: {{secrets_manager: team/secret}} (synced for you) or "
-                    f"{variable}: {{name: <Secret>, key: <key>}}",
-                )
-            )
-        elif "name" in entry:
-            refs[variable] = SecretRef(name=entry["name"], key=entry["key"])
-        else:
-            refs[variable] = SecretsManagerSecret(
-                secret=entry["secrets_manager"], json_key=entry.get("json_key")
-            )
-    return refs, problems
+    spec, context = build_document(document)
+    return SpecFile(spec=spec, context=context)
 
 
 def _not_a_mapping(document: object, where: str) -> MlccError:
@@ -260,7 +147,8 @@ def _not_a_mapping(document: object, where: str) -> MlccError:
         "a spec file holds one mapping of deployment fields",
         where=where,
         value=type(document).__name__,
-        fix="write 'engine: ...', 'model: ...', 'instance_type: ...' at the top level",
+        fix="write 'engine: {name: ...}', 'model: {uri: ...}', 'compute: {instance_type: ...}' "
+        "at the top level",
     )
 
 
@@ -299,8 +187,8 @@ def load_spec_documents(path: str | Path) -> list[tuple[str, dict[str, Any]]]:
             fail(
                 "the spec file holds no deployment (it is empty or an empty list)",
                 where=where,
-                fix="write one mapping ('engine: ...', 'model: ...', 'instance_type: ...') or "
-                "a list of them",
+                fix="write one mapping ('engine: {name: ...}', 'model: {uri: ...}', "
+                "'compute: {instance_type: ...}') or a list of them",
             )
         )
     if bad:

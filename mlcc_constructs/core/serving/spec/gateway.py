@@ -15,10 +15,11 @@ JWKS endpoint with the signing keys), ``audiences`` (accepted ``aud`` values, up
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.field_meta import meta
 from mlcc_constructs.core.support.typecheck import check_fields
 
 ClaimValueType = Literal["String", "StringArray"]
@@ -40,19 +41,15 @@ HTTPS_URL = re.compile(
 @dataclass(frozen=True, kw_only=True)
 class ClaimRule:
     """A claim every token must carry with one of ``values`` (``requiredClaims``: the gateway
-    then denies by default and admits only matching tokens).
-
-    Fields:
-
-    ``name``: The claim, e.g. ``scope`` or ``groups``.
-    ``values``: Accepted values (1-128, each 1-1024 characters).
-    ``value_type``: ``String`` (the claim is one string) or ``StringArray`` (a list of them).
-        Default: ``String``.
-    """
+    then denies by default and admits only matching tokens)."""
 
     name: str
+    """The claim, e.g. ``scope`` or ``groups``."""
     values: tuple[str, ...]
+    """Accepted values (1-128, each 1-1024 characters)."""
     value_type: ClaimValueType = "String"
+    """``String`` (the claim is one string) or ``StringArray`` (a list of them). Default:
+    ``String``."""
 
     def __post_init__(self) -> None:
         if isinstance(self.values, list):
@@ -62,22 +59,18 @@ class ClaimRule:
 
 @dataclass(frozen=True, kw_only=True)
 class JwtAuth:
-    """How the gateway checks the bearer token of every request.
+    """How the gateway checks the bearer token of every request."""
 
-    Fields:
-
-    ``issuer``: The OIDC issuer URL (``https://``), exactly the tokens' ``iss``.
-    ``jwks_uri``: The HTTPS URL of the issuer's JSON Web Key Set (its signing keys).
-    ``audiences``: Accepted ``aud`` values (at most 8). Default: none (then
-        ``required_claims`` must be given).
-    ``required_claims``: Claims every token must carry (at most 16). Default: none (then
-        ``audiences`` must be given).
-    """
-
-    issuer: str
-    jwks_uri: str
+    issuer: str = field(metadata=meta(minLength=1))
+    """The OIDC issuer URL (``https://``), exactly the tokens' ``iss``."""
+    jwks_uri: str = field(metadata=meta(minLength=1))
+    """The HTTPS URL of the issuer's JSON Web Key Set (its signing keys)."""
     audiences: tuple[str, ...] = ()
+    """Accepted ``aud`` values (at most 8). Default: none (then ``required_claims`` must be
+    given)."""
     required_claims: tuple[ClaimRule, ...] = ()
+    """Claims every token must carry (at most 16). Default: none (then ``audiences`` must be
+    given)."""
 
     def __post_init__(self) -> None:
         for name in ("audiences", "required_claims"):
@@ -89,18 +82,13 @@ class JwtAuth:
 @dataclass(frozen=True, kw_only=True)
 class Gateway:
     """The HyperPod Inference Gateway in front of the deployment (an ``InferenceGatewayConfig``
-    of one scheduler for its pods), on targets whose manifest says ``inference_gateway``.
-
-    Fields:
-
-    ``jwt``: The bearer-token check (:class:`JwtAuth`); required, because a gateway without
-        it accepts any request that reaches it.
-
-    TLS: the gateway terminates HTTPS with ``endpoint.certificate_arn`` when given, else with a
-    certificate it issues itself (cert-manager) and imports into ACM.
-    """
+    of one scheduler for its pods), on targets whose manifest says ``inference_gateway``."""
 
     jwt: JwtAuth
+    """The bearer-token check (:class:`JwtAuth`); required, because a gateway without it accepts
+    any request that reaches it. TLS: the gateway terminates HTTPS with
+    ``endpoint.certificate_arn`` when given, else with a certificate it issues itself
+    (cert-manager) and imports into ACM."""
 
     def __post_init__(self) -> None:
         check_fields(self)

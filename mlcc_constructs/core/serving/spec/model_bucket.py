@@ -44,24 +44,26 @@ def place_model(
     """``spec`` with ``${model_bucket}`` replaced by the context's model bucket, and the
     problems of its model bucket (module doc); a spec whose placeholder cannot be replaced is
     refused at once (everything after it would only repeat that the model is unknown)."""
-    found = _BUCKET.match(spec.model)
+    found = _BUCKET.match(spec.model.uri)
     if found is None:
         return spec, []
     bucket, rest = found.group("bucket"), found.group("rest")
     environment = _environment(spec, context)
     if bucket == MODEL_BUCKET:
-        return dataclasses.replace(spec, model=f"s3://{_placed(environment)}/{rest}"), []
+        return dataclasses.replace(
+            spec, model=dataclasses.replace(spec.model, uri=f"s3://{_placed(environment)}/{rest}")
+        ), []
     if "${" in bucket:
         raise MlccError(
             Problem(
                 message="not a placeholder of the model bucket",
-                pointer="/model",
-                value=spec.model,
+                pointer="/model/uri",
+                value=spec.model.uri,
                 allowed=f"s3://{MODEL_BUCKET}/<prefix>/ or s3://<bucket>/<prefix>/",
                 fix=f"write s3://{MODEL_BUCKET}/{rest}",
             )
         )
-    return spec, _mismatch(spec.model, bucket, rest, environment)
+    return spec, _mismatch(spec.model.uri, bucket, rest, environment)
 
 
 def _placed(environment: dict[str, str | None]) -> str:
@@ -71,7 +73,7 @@ def _placed(environment: dict[str, str | None]) -> str:
             Problem(
                 message=f"{MODEL_BUCKET} (the model bucket, stacks/buckets.json "
                 f"{MODEL_BUCKET_KEY!r}) needs " + ", ".join(missing),
-                pointer="/model",
+                pointer="/model/uri",
                 value=MODEL_BUCKET,
                 fix="pass " + " ".join(f"--{key}" for key in missing) + " (or set them in the "
                 "spec, cdk.json context or RenderContext)",
@@ -100,7 +102,7 @@ def _mismatch(
                 f"{k} {encoded[k]} where the deployment's is {environment[k]}" for k in differ
             )
             + ")",
-            pointer="/model",
+            pointer="/model/uri",
             value=model,
             allowed=f"s3://{expected}/... or a bucket of your own",
             fix=f"write s3://{expected}/{rest}"
