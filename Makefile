@@ -116,6 +116,8 @@ bench: bootstrap
 
 # Every file generated from this repository, rewritten in one command (.gitattributes marks
 # the generated files). The tool of each:
+#   mlcc_constructs/data/deployment-spec.schema.json and spec-flags.json
+#                                                tools/spec_schema.py (from the spec dataclasses)
 #   mlcc_constructs/data/grafana-dashboard.json  mlcc dashboard (the built-in engines only)
 #   benchmarks/cold_start.json                   mlcc plan of examples/reference.yaml
 #                                                (benchmarks/cold_start.py)
@@ -129,6 +131,7 @@ bench: bootstrap
 SNAPSHOT_TESTS = $(patsubst snapshots/%,tests/%.py,$(wildcard snapshots/test_*))
 
 regen: bootstrap
+	$(BIN)/python tools/spec_schema.py
 	MLCC_ENGINE_PATH= $(BIN)/mlcc dashboard -o mlcc_constructs/data/grafana-dashboard.json
 	$(BIN)/python -c 'from benchmarks.cold_start import PLAN_OUT, cold_start_plans; cold_start_plans(PLAN_OUT)'
 	$(BIN)/pytest -n auto --snapshot-update $(SNAPSHOT_TESTS)

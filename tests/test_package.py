@@ -204,9 +204,9 @@ serving = ServingCluster.from_cluster_attributes(
     ),
 )
 deployment = prepare(
-    DeploymentSpec(
-        engine="vllm", model="meta-llama/Llama-3.1-8B-Instruct", instance_type="ml.g5.2xlarge",
-        name="llama", namespace="team-a",
+    DeploymentSpec(  # sections as plain dicts: read as a spec file's are
+        engine={"name": "vllm"}, model={"uri": "meta-llama/Llama-3.1-8B-Instruct"},
+        compute={"instance_type": "ml.g5.2xlarge"}, name="llama", namespace="team-a",
     ),
     context=RenderContext(account=ACCOUNT, region=REGION, load_balancer_cidrs=CIDRS),
 )

@@ -30,12 +30,11 @@ CONTEXT: dict[str, Any] = {
         {
             "name": "qwen",
             "target": "eks",
-            "engine": "vllm",
-            "model": MODEL,
-            "instance_type": "ml.g6.xlarge",
             "namespace": "inference",
-            "model_bytes": WEIGHTS,
-            "api_key_secret": "mlcc/api-key",
+            "engine": {"name": "vllm"},
+            "model": {"uri": MODEL, "bytes": WEIGHTS},
+            "compute": {"instance_type": "ml.g6.xlarge"},
+            "endpoint": {"api_key_secret": "mlcc/api-key"},
         }
     ],
 }
@@ -95,7 +94,7 @@ def test_missing_secrets_and_an_unstaged_model_fail_in_one_run(
         "aws secretsmanager create-secret --name ecr-pullthroughcache/docker-hub --region "
         "us-east-1 --secret-string file://docker-hub.json"
     )
-    key = found["mlcc/api-key (api_key_secret)"]
+    key = found["mlcc/api-key (endpoint.api_key_secret)"]
     assert (key["status"], key["where"]) == ("blocker", "cdk.json:/context/reference_deployments/0")
     assert key["fix"] == (
         "aws secretsmanager create-secret --name mlcc/api-key --region us-east-1 "
@@ -140,7 +139,7 @@ def test_table_report_and_spec_mode(
     text = capsys.readouterr().out
     assert code == 1
     lines = text.splitlines()
-    assert "BLOCKER         secret: mlcc/api-key (api_key_secret)" in lines
+    assert "BLOCKER         secret: mlcc/api-key (endpoint.api_key_secret)" in lines
     assert f"BLOCKER         model: {MODEL}" in lines
     # spec mode checks no app-level needs: the pull through cache secret, the bootstrap
     assert "ecr-pullthroughcache" not in text and "cdk-bootstrap" not in text
@@ -163,7 +162,9 @@ def test_spec_mode_reads_the_named_clusters_version(
     app: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     spec = tmp_path / "spec.yaml"
-    spec.write_text(json.dumps({**CONTEXT["reference_deployments"][0], "model": "Qwen/Qwen3-8B"}))
+    spec.write_text(
+        json.dumps({**CONTEXT["reference_deployments"][0], "model": {"uri": "Qwen/Qwen3-8B"}})
+    )
     _client(app, "eks").create_cluster(
         name="team",
         version="1.34",

@@ -82,7 +82,7 @@ def test_facts_from_moto_present_and_missing(moto: str) -> None:
         zones=("us-east-1a", "us-east-1b"),
         instances=(InstanceNeed(types=(lookup("ml.g5.xlarge"),), peak_nodes=2, where="w"),),
         secrets=tuple(
-            SecretNeed(secret=name, purpose="api_key_secret", region=REGION, where="w")
+            SecretNeed(secret=name, purpose="endpoint.api_key_secret", region=REGION, where="w")
             for name in ("mlcc/api-key", "mlcc/missing")
         ),
         certificates=(

@@ -41,6 +41,7 @@ from mlcc_constructs.core.preflight.findings import (
     summary,
 )
 from mlcc_constructs.core.preflight.needs import (
+    API_KEY_PURPOSE,
     AppNeeds,
     CertificateNeed,
     HostedZoneNeed,
@@ -61,6 +62,7 @@ from mlcc_constructs.core.preflight.quotas import (
     quota_rules,
 )
 from mlcc_constructs.core.serving.spec.app_deployments import prepare_labelled
+from tests._flat import sectioned_doc
 
 REGION = "us-east-1"
 ZONES = ("us-east-1a", "us-east-1b")
@@ -71,9 +73,10 @@ QUERY_URL = "https://aps-workspaces.us-east-1.amazonaws.com/workspaces/ws-012345
 
 
 def _prepared(*entries: dict[str, Any]) -> list[tuple[str, Any]]:
+    """Deployments from short flat tables (moved into their sections: tests/_flat.py)."""
     base = {"engine": "vllm", "model": "Qwen/Qwen3-8B", "namespace": "inference"}
     done = prepare_labelled(
-        [(f"spec#{i}", {**base, **e}) for i, e in enumerate(entries)],
+        [(f"spec#{i}", sectioned_doc({**base, **e})) for i, e in enumerate(entries)],
         defaults=DEFAULTS,
         prometheus_query_url=QUERY_URL,
     )
@@ -356,9 +359,9 @@ def test_cdk_bootstrap_version(version: Any, required: int | None, status: str) 
 @pytest.mark.parametrize(
     ("purpose", "looked", "status", "fix"),
     [
-        ("api_key_secret", "arn:aws:secretsmanager:us-east-1:123456789012:secret:k-AbC", "ok", ""),
+        (API_KEY_PURPOSE, "arn:aws:secretsmanager:us-east-1:123456789012:secret:k-AbC", "ok", ""),
         (
-            "api_key_secret",
+            API_KEY_PURPOSE,
             None,
             "blocker",
             "aws secretsmanager create-secret --name team/key --region us-east-1 "
@@ -373,7 +376,7 @@ def test_cdk_bootstrap_version(version: Any, required: int | None, status: str) 
             "beginning with ecr-pullthroughcache/)",
         ),
         (
-            "secret_env HF_TOKEN",
+            "engine.secret_env HF_TOKEN",
             Unavailable(reason="AccessDeniedException"),
             "could-not-check",
             "allow secretsmanager:DescribeSecret on the secret",
@@ -529,8 +532,8 @@ def test_app_needs_name_everything_the_app_refers_to() -> None:
     )
     assert [(s.secret, s.purpose) for s in needs.secrets] == [
         ("ecr-pullthroughcache/docker-hub", "ecr_pull_through_secrets docker-hub"),
-        ("mlcc/hf-token", "secret_env HF_TOKEN"),
-        ("mlcc/api-key", "api_key_secret"),
+        ("mlcc/hf-token", "engine.secret_env HF_TOKEN"),
+        ("mlcc/api-key", "endpoint.api_key_secret"),
     ]
     assert [(c.arn, c.hostname) for c in needs.certificates] == [(ARN, "llm.example.com")]
     assert [(z.zone_id, z.hostname) for z in needs.hosted_zones] == [
@@ -562,7 +565,7 @@ def test_an_app_without_hyperpod_needs_no_inference_operator_build() -> None:
 
 
 def test_every_check_runs_and_a_blocker_fails_the_exit_code() -> None:
-    need = SecretNeed(secret="k", purpose="api_key_secret", region=REGION, where="spec#0")
+    need = SecretNeed(secret="k", purpose=API_KEY_PURPOSE, region=REGION, where="spec#0")
     needs = _needs(secrets=(need,), instances=(_need("ml.g5.xlarge", peak=2),))
     findings = all_findings(needs, AccountFacts(secrets={"k": None}), now=NOW, qualifier="q")
     assert {f.check for f in findings} <= set(CHECKS)

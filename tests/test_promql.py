@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 import yaml
 
+from mlcc_constructs import ComputeSpec, EngineSpec, ModelSpec, ScalingSpec
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.engines.metrics import HISTOGRAMS
@@ -69,13 +70,13 @@ class Query:
 def _autoscaled(engine: str, target: str, metric: str) -> DeploymentSpec:
     """The one spec of this module: an autoscaled deployment of ``engine`` on ``target``."""
     return DeploymentSpec(
-        engine=engine,
-        model="org/model",
-        instance_type="g5.12xlarge",
         name=SERVED,
         namespace=NAMESPACE,
         target=target,
-        autoscaling=Autoscaling(max_replicas=3, metric=metric, target=5),
+        engine=EngineSpec(name=engine),
+        model=ModelSpec(uri="org/model"),
+        compute=ComputeSpec(instance_type="g5.12xlarge"),
+        scaling=ScalingSpec(autoscaling=Autoscaling(max_replicas=3, metric=metric, target=5)),
     )
 
 

@@ -47,7 +47,10 @@ def test_frozen_keyword_only_and_documented(name: str) -> None:
     params = cls.__dataclass_params__
     assert params.frozen
     shown = pydoc.render_doc(cls, renderer=pydoc.plaintext)
-    attribute_docs = schema_gen.attribute_docs(cls)  # a field's own docstring (issue 36)
+    attribute_docs: dict[str, str] = {}  # a field's own docstring (issue 36), inherited ones too
+    for base in reversed(cls.__mro__):
+        if dataclasses.is_dataclass(base):
+            attribute_docs |= schema_gen.attribute_docs(base)
     for field in dataclasses.fields(cls):
         assert field.kw_only, f"{name}.{field.name} is not keyword-only"
         assert f"``{field.name}``" in shown or attribute_docs.get(field.name), (

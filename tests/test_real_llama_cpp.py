@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from conftest import LLAMA_CPP_TEST_IMAGE
 
+from mlcc_constructs import ComputeSpec, Endpoint, EngineSpec, ModelSpec
 from mlcc_constructs.core.engines.manifests import EngineManifest, builtin_engines
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
@@ -42,26 +43,27 @@ def llama_spec(target: str = "eks") -> DeploymentSpec:
     context of CTX_SIZE tokens over SLOTS parallel slots, served as SERVED, metrics on, an API
     key from Secrets Manager (eks) or a Kubernetes Secret (hyperpod-eks: its pods mount no
     Secrets Manager volume)."""
-    key: dict[str, Any] = (
-        {"api_key_secret": "mlcc/tiny-llama-api-key"}
-        if target == "eks"
-        else {"secret_env": {API_KEY_ENV: SecretRef(name="tiny-llama-api-key", key="api-key")}}
-    )
+    eks = target == "eks"
     return DeploymentSpec(
-        engine="llama-cpp",
-        model="s3://mlcc-models-dev-123456789012-us-east-1/models/mlcc/tiny-llama/",
-        instance_type="ml.g5.xlarge",
         name="tiny-llama",
         namespace="inference",
         target=target,
-        image=LLAMA_CPP_TEST_IMAGE,
-        env={
-            "SM_LLAMA_CPP_CTX_SIZE": str(CTX_SIZE),
-            "SM_LLAMA_CPP_PARALLEL": str(SLOTS),
-            "SM_LLAMA_CPP_ALIAS": SERVED,
-            "SM_LLAMA_CPP_METRICS": "true",
-        },
-        **key,
+        engine=EngineSpec(
+            name="llama-cpp",
+            image=LLAMA_CPP_TEST_IMAGE,
+            env={
+                "SM_LLAMA_CPP_CTX_SIZE": str(CTX_SIZE),
+                "SM_LLAMA_CPP_PARALLEL": str(SLOTS),
+                "SM_LLAMA_CPP_ALIAS": SERVED,
+                "SM_LLAMA_CPP_METRICS": "true",
+            },
+            secret_env={}
+            if eks
+            else {API_KEY_ENV: SecretRef(name="tiny-llama-api-key", key="api-key")},
+        ),
+        model=ModelSpec(uri="s3://mlcc-models-dev-123456789012-us-east-1/models/mlcc/tiny-llama/"),
+        compute=ComputeSpec(instance_type="ml.g5.xlarge"),
+        endpoint=Endpoint(api_key_secret="mlcc/tiny-llama-api-key" if eks else None),
     )
 
 

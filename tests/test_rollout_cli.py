@@ -420,8 +420,8 @@ def test_check_without_a_target_rolls_out_the_hyperpod_iec(
     else:
         deployment = tmp_path / "deploy.yaml"
         deployment.write_text(
-            f"engine: vllm\nmodel: {MODEL}\ninstance_type: {TYPE}\nname: llama\n"
-            "namespace: inference\n"
+            f"name: llama\nnamespace: inference\nengine: {{name: vllm}}\nmodel: {{uri: {MODEL}}}\n"
+            f"compute: {{instance_type: {TYPE}}}\n"
         )
         argv = ["-f", str(deployment), *SPEC[-6:], "--cluster", "hp"]
     assert "--target" not in argv

@@ -159,7 +159,8 @@ ROWS: list[tuple[str, dict[str, Any], str, str, str]] = [
      capability("SM_LLAMA_CPP_HF_REPO", "org/x", MODEL_KIND)),
     ("llama-cpp", {}, "LLAMA_API_KEY", "s3cr3t",
      api_key("LLAMA_API_KEY", "the API key", "LLAMA_API_KEY",
-             API_KEY_FIX + ", or give LLAMA_API_KEY from a Kubernetes Secret in secret_env")),
+             API_KEY_FIX + ", or give LLAMA_API_KEY from a Kubernetes Secret in "
+             "engine.secret_env")),
 ]  # fmt: skip
 
 

@@ -13,7 +13,13 @@ from mlcc_constructs.core.platform.image_cache import SECRET_PREFIX
 from mlcc_constructs.core.platform.versions import VERSIONS_FILE, hyperpod_version_warning
 from mlcc_constructs.core.preflight.facts import AccountFacts, Certificate, Unavailable
 from mlcc_constructs.core.preflight.findings import Finding, Status
-from mlcc_constructs.core.preflight.needs import AppNeeds, CertificateNeed, ModelNeed, SecretNeed
+from mlcc_constructs.core.preflight.needs import (
+    API_KEY_PURPOSE,
+    AppNeeds,
+    CertificateNeed,
+    ModelNeed,
+    SecretNeed,
+)
 from mlcc_constructs.core.preflight.quotas import (
     capacity_findings,
     ec2_quota_findings,
@@ -227,7 +233,7 @@ def _create(need: SecretNeed) -> str:
             "--secret-string file://docker-hub.json (keys username and accessToken; ECR takes "
             f"only names beginning with {SECRET_PREFIX})"
         )
-    if purpose == "api_key_secret":
+    if purpose == API_KEY_PURPOSE:
         return (
             f"aws secretsmanager create-secret --name {secret} --region {region} "
             '--secret-string "$(openssl rand -hex 32)" (the key clients send)'

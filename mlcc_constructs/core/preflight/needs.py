@@ -155,10 +155,14 @@ class DeploymentNeeds:
     model: ModelNeed | None
 
 
+API_KEY_PURPOSE = "endpoint.api_key_secret"
+"""A :class:`SecretNeed`'s purpose for a deployment's API key (its fix creates a random key)."""
+
+
 def peak_nodes(prepared: PreparedDeployment) -> int:
     """The most GPU nodes the deployment runs at once (module doc)."""
     nodes = prepared.resolution.nodes
-    surge = nodes if prepared.spec.rollout == "surge" else 0
+    surge = nodes if prepared.spec.rollout.strategy == "surge" else 0
     return prepared.max_replicas * nodes + surge
 
 
@@ -166,9 +170,10 @@ def deployment_needs(prepared: PreparedDeployment, *, where: str, region: str) -
     """What one prepared deployment needs from the account; ``region``: the app's (a secret or
     certificate without a region of its own is looked up there).
 
-    Spec fields read here (and nowhere else in preflight): ``rollout``, ``secret_env`` (its
-    :class:`SecretsManagerSecret` values), ``api_key_secret``, ``endpoint.certificate_arn``,
-    ``endpoint.hostname``, ``endpoint.hosted_zone_id``, ``model_bytes``; and the prepared facts
+    Spec fields read here (and nowhere else in preflight): ``rollout.strategy``,
+    ``engine.secret_env`` (its :class:`SecretsManagerSecret` values), ``endpoint.api_key_secret``,
+    ``endpoint.certificate_arn``, ``endpoint.hostname``, ``endpoint.hosted_zone_id``,
+    ``model.bytes``; and the prepared facts
     ``target``, ``instance_types``, ``max_replicas``, ``resolution.nodes``, ``source`` (the
     model after the context placed it) and ``model_region``."""
     from mlcc_constructs.core.serving.spec.endpoint import SecretsManagerSecret
@@ -180,17 +185,22 @@ def deployment_needs(prepared: PreparedDeployment, *, where: str, region: str) -
             types=tuple(prepared.instance_types), peak_nodes=peak_nodes(prepared), where=where
         )
     secrets = [
-        SecretNeed(secret=ref.secret, purpose=f"secret_env {variable}", region=region, where=where)
-        for variable, ref in sorted(spec.secret_env.items())
+        SecretNeed(
+            secret=ref.secret, purpose=f"engine.secret_env {variable}", region=region, where=where
+        )
+        for variable, ref in sorted(spec.engine.secret_env.items())
         if isinstance(ref, SecretsManagerSecret)
     ]
-    if spec.api_key_secret is not None:
+    endpoint = spec.endpoint
+    if endpoint.api_key_secret is not None:
         secrets.append(
             SecretNeed(
-                secret=spec.api_key_secret, purpose="api_key_secret", region=region, where=where
+                secret=endpoint.api_key_secret,
+                purpose=API_KEY_PURPOSE,
+                region=region,
+                where=where,
             )
         )
-    endpoint = spec.endpoint
     certificate = None
     if endpoint.certificate_arn is not None:
         certificate = CertificateNeed(
@@ -208,7 +218,7 @@ def deployment_needs(prepared: PreparedDeployment, *, where: str, region: str) -
             uri=source.uri,
             bucket=source.bucket,
             prefix=source.prefix or "",
-            model_bytes=spec.model_bytes,
+            model_bytes=spec.model.bytes,
             region=prepared.model_region or region,
             where=where,
         )
