@@ -112,11 +112,10 @@ def test_the_cdk8s_example_runs_and_matches_the_core(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     documents = list(yaml.safe_load_all((tmp_path / "dist" / "llama.k8s.yaml").read_text()))
     spec = DeploymentSpec(
-        engine="vllm",
-        model="meta-llama/Llama-3.1-8B-Instruct",
-        instance_type="ml.g6e.xlarge",
         name="llama",
-        config_delivery="args",
+        engine={"name": "vllm", "config_delivery": "args"},
+        model={"uri": "meta-llama/Llama-3.1-8B-Instruct"},
+        compute={"instance_type": "ml.g6e.xlarge"},
     )
     assert documents == list(render(spec).objects)
     team = list(yaml.safe_load_all((tmp_path / "dist" / "team.k8s.yaml").read_text()))

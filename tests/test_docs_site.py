@@ -189,15 +189,17 @@ def test_the_reference_documents_every_root_name_and_every_construct_class() -> 
 def test_the_spec_reference_has_every_schema_field_with_its_facts() -> None:
     page = generated()["reference/spec.md"]
     paths = schema_field_paths()
-    assert "max_request_seconds" in paths and "endpoint.scheme" in paths
+    assert "endpoint.max_request_seconds" in paths and "compute.instance_type" in paths
     for path in paths:
         anchor = docs_reference.field_anchor(path)
         assert f"`{path}` {{#{anchor}}}" in page, f"spec field {path} is not in spec.md"
-    section = page.split("`max_request_seconds` {#max_request_seconds}", 1)[1].split("\n## ")[0]
+    anchor = docs_reference.field_anchor("endpoint.max_request_seconds")
+    heading = f"`endpoint.max_request_seconds` {{#{anchor}}}"
+    section = page.split(heading, 1)[1].split("\n## ")[0]
     assert "type: integer" in section
     assert "default: <code>600</code>" in section
     assert "bounds: &gt;= 1; &lt;= 3600" in section
-    assert "drains this long before SIGTERM" in section
+    assert "drains this long before the engine gets SIGTERM" in section
 
 
 def test_the_spec_walker_follows_refs_defs_items_and_enums() -> None:
