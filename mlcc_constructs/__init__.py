@@ -89,7 +89,7 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.core.serving.plan import (
         plan_serving as plan_serving,
     )
-    from mlcc_constructs.core.serving.prepare.deployment import (
+    from mlcc_constructs.core.serving.prepared import (
         PreparedDeployment as PreparedDeployment,
         prepare as prepare,
     )
@@ -178,8 +178,8 @@ _LAZY: dict[str, str] = {
     "KvCache": "mlcc_constructs.core.serving.spec.cache_routing",
     # -- rendering and preparing
     "RenderContext": "mlcc_constructs.core.serving.spec.context",
-    "PreparedDeployment": "mlcc_constructs.core.serving.prepare.deployment",
-    "prepare": "mlcc_constructs.core.serving.prepare.deployment",
+    "PreparedDeployment": "mlcc_constructs.core.serving.prepared",
+    "prepare": "mlcc_constructs.core.serving.prepared",
     "render": "mlcc_constructs.core.serving.render",
     "EngineRegistry": "mlcc_constructs.core.engines.manifests",
     "AdapterRank": "mlcc_constructs.core.adapters.lora_rank",

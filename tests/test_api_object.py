@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from tests._flat import flat_spec

@@ -19,7 +19,7 @@ from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.kinds._crd_rules import strict
 from mlcc_constructs.core.serving.kinds.registry import object_problems, validate_objects
 from mlcc_constructs.core.serving.kinds.scaled_object import RULES
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec

@@ -18,7 +18,7 @@ from mlcc_constructs.core.platform.targets import kubernetes_target_names, load_
 from mlcc_constructs.core.serving.kinds._crd_rules import strict
 from mlcc_constructs.core.serving.kinds.inference_endpoint_config import RULES
 from mlcc_constructs.core.serving.prepare.cache_routing import DOCS, TIERED_STORAGE_WARNING
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.cache_routing import (

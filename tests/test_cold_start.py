@@ -14,7 +14,7 @@ import pytest
 from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.serving.kinds.registry import of_kind, validate_objects
 from mlcc_constructs.core.serving.prepare import cold_start as cs
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.resolve import model_size as ms
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.support.errors import MlccError

@@ -13,7 +13,7 @@ import pytest
 
 from mlcc_constructs.core.platform.bill import BillItem, format_report, price_bill
 from mlcc_constructs.core.serving.deployment_bill import app_bill, deployment_bill
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.endpoint import Endpoint

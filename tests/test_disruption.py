@@ -17,7 +17,6 @@ import pytest
 from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.load_balancing import IDLE_TIMEOUT_SECONDS
 from mlcc_constructs.core.serving.kinds.registry import validate_objects
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.prepare.disruption import (
     DRAIN_SCRIPT,
     disruption_budget,
@@ -26,6 +25,7 @@ from mlcc_constructs.core.serving.prepare.disruption import (
     rollout_strategy,
     termination_grace_seconds,
 )
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import MAX_REQUEST_SECONDS
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping

@@ -23,7 +23,7 @@ from mlcc_constructs.core.platform.load_balancing import (
 )
 from mlcc_constructs.core.serving.kinds.registry import Readiness, kind_named, object_problems
 from mlcc_constructs.core.serving.kinds.secret_provider_class import RULES
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.app_deployments import prepare_deployments
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import SecretRef

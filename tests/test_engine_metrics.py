@@ -101,7 +101,7 @@ def test_enable_capability_must_be_a_boolean_capability() -> None:
 
 
 def _ingress_sources(**fields: Any) -> list[list[str]]:
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     context = fields.pop("context", RenderContext())

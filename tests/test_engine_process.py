@@ -21,7 +21,7 @@ from mlcc_constructs.cli import main
 from mlcc_constructs.core import wrapper
 from mlcc_constructs.core.cache import CacheBackendSpec
 from mlcc_constructs.core.engines.manifests import builtin_engines
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.support.errors import MlccError
 from tests._flat import flat_spec, sectioned_doc
 

@@ -165,7 +165,7 @@ DEV_BUCKET = "mlcc-models-dev-123456789012-us-east-1"
 
 
 def _prepared_model(model: str, **context: str) -> str:
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     spec = flat_spec(

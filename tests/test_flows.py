@@ -24,7 +24,7 @@ from mlcc_constructs.core.serving.flows.derive import (
     vpc_address,
 )
 from mlcc_constructs.core.serving.kinds.registry import RenderedObject
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import spec_from_mapping

@@ -29,7 +29,7 @@ WHERE = "CDK context (cdk.json or -c)"
 def test_the_limit_counts_an_autoscaled_deployment_at_its_max_replicas() -> None:
     from types import SimpleNamespace
 
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
     from mlcc_constructs.core.serving.spec.app_deployments import gpu_demand
     from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling
     from mlcc_constructs.core.serving.spec.context import RenderContext

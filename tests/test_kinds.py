@@ -29,7 +29,7 @@ from mlcc_constructs.core.serving.kinds.registry import (
     readiness,
     requirement,
 )
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.support.errors import MlccError
 from tests._flat import flat_spec

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec

@@ -81,7 +81,7 @@ def test_the_fix_names_the_largest_rank_that_fits_the_stage() -> None:
 def test_a_deployment_over_more_nodes_is_told_the_larger_rank_its_stage_fits(
     nodes: int, largest: int
 ) -> None:
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
     from mlcc_constructs.core.serving.spec.context import RenderContext
 
     spec = flat_spec(

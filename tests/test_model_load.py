@@ -16,7 +16,7 @@ from test_engine_parsers import parse
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec

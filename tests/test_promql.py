@@ -31,7 +31,7 @@ from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.engines.metrics import HISTOGRAMS
 from mlcc_constructs.core.platform.keda import NAMESPACE_LABEL
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling, scaling_roles
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec

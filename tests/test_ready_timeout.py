@@ -12,7 +12,7 @@ import pytest
 from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.serving.kinds.registry import of_kind
 from mlcc_constructs.core.serving.prepare import cold_start as cs, ready_timeout as rt
-from mlcc_constructs.core.serving.prepare.deployment import prepare
+from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.resolve import model_size as ms
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.support.errors import MlccError

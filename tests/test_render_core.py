@@ -21,9 +21,9 @@ from mlcc_constructs.core.serving.prepare.container import (
     config_hash,
     pod_resources,
 )
-from mlcc_constructs.core.serving.prepare.deployment import infer_environment
 from mlcc_constructs.core.serving.prepare.names import name_problems
 from mlcc_constructs.core.serving.prepare.pod import CONFIG_HASH_ANNOTATION
+from mlcc_constructs.core.serving.prepared import infer_environment
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, SecretRef

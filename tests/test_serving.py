@@ -125,7 +125,7 @@ def test_namespace_object_is_a_valid_namespace() -> None:
 
 
 def test_two_deployments_with_one_stack_are_refused() -> None:
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
 
     spec = flat_spec(engine="vllm", model="org/m", instance_type="ml.g5.2xlarge", name="a")
     prepared = prepare(spec)

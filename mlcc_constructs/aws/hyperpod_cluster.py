@@ -72,7 +72,7 @@ from mlcc_constructs.core.platform.hyperpod_iam import hyperpod_instance_stateme
 from mlcc_constructs.core.platform.iam_statement import Arns
 from mlcc_constructs.core.platform.networking_addons import NETWORKING_ADDONS
 from mlcc_constructs.core.platform.versions import hyperpod_version_warning, pinned
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
 

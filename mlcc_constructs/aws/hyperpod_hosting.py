@@ -31,7 +31,7 @@ from mlcc_constructs.core.platform.hyperpod_capacity import (
 from mlcc_constructs.core.platform.hyperpod_tolerations import toleration_problems
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
 from mlcc_constructs.core.serving.identity import DeploymentKey, declared
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import raise_if_any
 
 

@@ -108,7 +108,7 @@ from mlcc_constructs.core.serving.endpoint.outputs import (
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.serving.readiness import readiness_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import secret_resource

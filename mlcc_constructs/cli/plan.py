@@ -61,7 +61,7 @@ def run_plan(args: argparse.Namespace) -> int:
     from mlcc_constructs.cli.render import spec_contexts
     from mlcc_constructs.core.serving.cold_start_plan import plan_document, plan_report, plan_table
     from mlcc_constructs.core.serving.deployment_bill import deployment_bill
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
 
     registry = registry_from(args)
     documents: list[dict[str, Any]] = []

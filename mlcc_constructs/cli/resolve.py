@@ -111,7 +111,7 @@ def _resolve(args: argparse.Namespace) -> tuple[Any, list[str]]:
 def _prepared(args: argparse.Namespace) -> Any:
     """The deployment of ``-f`` (``--name`` picks it), prepared as ``mlcc render`` does."""
     from mlcc_constructs.cli.render import render_context
-    from mlcc_constructs.core.serving.prepare.deployment import prepare
+    from mlcc_constructs.core.serving.prepared import prepare
 
     specs = specs_from_args(args)
     names = [str(s.spec.name) for s in specs]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from mlcc_constructs.core.platform.targets import load_target, target_names
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import MlccError, Problem
 
 

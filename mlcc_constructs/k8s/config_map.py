@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import cdk8s
 import constructs
 
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -22,7 +22,7 @@ class EngineConfigMapProps:
     """Props of :class:`EngineConfigMap`."""
 
     deployment: PreparedDeployment
-    """The prepared deployment (``mlcc_constructs.core.serving.prepare.deployment.prepare``); its
+    """The prepared deployment (``mlcc_constructs.core.serving.prepared.prepare``); its
     target must render a ConfigMap and its ``config_delivery`` must be ``env``."""
 
     def __post_init__(self) -> None:

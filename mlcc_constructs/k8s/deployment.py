@@ -17,7 +17,7 @@ import constructs
 import jsii
 
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.support.migration import PropsMigration, replaced_keywords
 from mlcc_constructs.core.support.typecheck import check_fields

@@ -41,7 +41,7 @@ import constructs
 import jsii
 
 from mlcc_constructs.core.serving.prepare.container import ENGINE_CONTAINER
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.serving.spec.deployment import ScalingSpec
 from mlcc_constructs.core.support.errors import Problem, fail
 from mlcc_constructs.core.support.quantity import parse_quantity

@@ -334,7 +334,7 @@ class CacheBackendSpec(CrdModel):
         ``path`` is the JSON pointer of ``data`` in its document (problems are named under
         it): ``/spec`` in a CacheBackend, ``/cache_backend`` in a deployment spec file. The
         admission rules run where the spec is used (:func:`~mlcc_constructs.core.cache.admit`,
-        once per spec object: :func:`~mlcc_constructs.core.serving.prepare.deployment.prepare`,
+        once per spec object: :func:`~mlcc_constructs.core.serving.prepared.prepare`,
         the ``CacheBackend`` construct); :func:`~mlcc_constructs.core.cache.parse_spec` reads
         and admits in one step.
         """

@@ -25,7 +25,7 @@ from mlcc_constructs.core.platform.hyperpod import HyperPodSettings
 from mlcc_constructs.core.platform.image_cache import SECRETS_KEY
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME as INFERENCE_ADDON
 from mlcc_constructs.core.platform.versions import PinnedVersions
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,7 +23,7 @@ from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.hyperpod_capacity import HyperPodDemand
 from mlcc_constructs.core.platform.inference_operator import ADDON_NAME
 from mlcc_constructs.core.serving.kinds.registry import requirement
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import Problem
 
 

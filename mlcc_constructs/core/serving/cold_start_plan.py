@@ -14,7 +14,7 @@ from typing import Any
 
 from mlcc_constructs.core.platform.bill import PriceReport, format_footnotes, format_report
 from mlcc_constructs.core.serving.deployment_bill import deployment_bill
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 NOTE = (
     "estimates from documented assumptions (mlcc_constructs/data/cold_start.json and the "

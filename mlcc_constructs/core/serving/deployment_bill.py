@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from mlcc_constructs.core.platform.bill import BillItem, PriceReport, price_bill
 from mlcc_constructs.core.platform.prices import PriceKind, PriceTable
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 CLUSTER = "cluster"
 HYPERPOD = "hyperpod cluster"

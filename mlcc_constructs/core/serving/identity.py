@@ -34,7 +34,7 @@ from mlcc_constructs.core.serving.manifest_ids import object_identity
 from mlcc_constructs.core.support.errors import Problem
 
 if TYPE_CHECKING:
-    from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+    from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 SERVING = "serving"
 # Stack names are at most 128 characters; "mlcc-<profile>-" takes at most 26 (profile <= 20).

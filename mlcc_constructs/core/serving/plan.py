@@ -30,7 +30,7 @@ from mlcc_constructs.core.serving.identity import (
 )
 from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.manifest_ids import unique_ids
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 RESOURCE_LIMIT = 500  # CloudFormation resources per stack

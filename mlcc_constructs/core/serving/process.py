@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from mlcc_constructs.core.serving.kinds.registry import EngineView, kind_named, of_kind
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.errors import fail
 from mlcc_constructs.core.wrapper import KEYS_ENV, build_argv, merge_args
 

@@ -30,8 +30,8 @@ from mlcc_constructs.core.platform.iam_statement import Statement
 from mlcc_constructs.core.platform.labels import MANAGED_BY
 from mlcc_constructs.core.serving.kinds._readiness import ADDRESS_RULES
 from mlcc_constructs.core.serving.kinds.registry import RenderedObject, kind_named, of_kind
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
 from mlcc_constructs.core.serving.prepare.ready_timeout import WaiterTiming, waiter_timing
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.support.tokens import UNRESOLVED_TOKEN
 
 RBAC_API = "rbac.authorization.k8s.io"

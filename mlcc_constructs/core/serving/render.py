@@ -15,7 +15,7 @@ from typing import Any
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
 from mlcc_constructs.core.serving.kinds.registry import RenderedObject, validate_objects
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment, prepare
+from mlcc_constructs.core.serving.prepared import PreparedDeployment, prepare
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 

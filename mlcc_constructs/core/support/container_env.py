@@ -11,7 +11,7 @@ that places them reads them from here, and so does the rule that keeps a user's 
 
 The engine's cache variables (manifest ``cache_dirs``) and a streamed model's region variables
 (manifest ``model_load.stream.env``) are not here: a deployment may set them itself and the
-library then leaves them alone (``serving/prepare/engine_cache.py``, ``prepare/deployment.py``).
+library then leaves them alone (``serving/prepare/engine_cache.py``, ``serving/prepared.py``).
 """
 
 from __future__ import annotations

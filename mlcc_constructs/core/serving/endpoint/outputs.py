@@ -27,7 +27,7 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 LOCAL_PORT = 8000
 """The deployer's local port of ``kubectl port-forward``."""

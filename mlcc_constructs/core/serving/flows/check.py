@@ -25,7 +25,7 @@ from mlcc_constructs.core.platform.network_policy_eval import (
 )
 from mlcc_constructs.core.serving.flows.derive import Flow, OwnPods, derive_flows
 from mlcc_constructs.core.serving.kinds.registry import of_kind, pod_shapes
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 
 @dataclass(frozen=True, kw_only=True)

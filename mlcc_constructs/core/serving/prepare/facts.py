@@ -1,6 +1,6 @@
 """What the kinds render a deployment from: :class:`DeploymentFacts`, computed once by
-:func:`~mlcc_constructs.core.serving.prepare.deployment.prepare` (which adds the rendered
-objects to them: :class:`~mlcc_constructs.core.serving.prepare.deployment.PreparedDeployment`).
+:func:`~mlcc_constructs.core.serving.prepared.prepare` (which adds the rendered
+objects to them: :class:`~mlcc_constructs.core.serving.prepared.PreparedDeployment`).
 The kind modules only lay these facts out; they decide nothing."""
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import Any
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.context_values import context_source, decode_context
 from mlcc_constructs.core.platform.load_balancing import SCHEMES
-from mlcc_constructs.core.serving.prepare.deployment import PreparedDeployment
+from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.serving.render import Rendered
 from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
 from mlcc_constructs.core.serving.spec.context import RenderContext

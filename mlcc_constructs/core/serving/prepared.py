@@ -4,10 +4,13 @@ objects rendered from those facts.
 :func:`prepare` loads the target, fits the LoRA rank, resolves the engine config (parsing the
 model source), checks the memory cap, admits the CacheBackend, picks the image, names the
 objects, describes the engine container, lays out the pod template with the CacheBackend wired
-in (:mod:`.pod`), and renders every kind the target lists
+in (:mod:`.prepare.pod`), and renders every kind the target lists
 (:func:`~mlcc_constructs.core.serving.kinds.registry.render_objects`). Every problem is raised
 at once. The kind modules only lay out what the :class:`DeploymentFacts` carry; they decide
 nothing.
+
+It stands above :mod:`.prepare` (the facts) and :mod:`.kinds` (the objects laid out from them),
+which it both drives: no arrow of ``core/serving`` runs back up.
 """
 
 from __future__ import annotations
