@@ -13,8 +13,14 @@ reason, only when xllamacpp or gguf cannot be imported (both are pinned in requi
 from __future__ import annotations
 
 import json
+import re
 import secrets
+import shutil
+import socket
+import subprocess
 import time
+import urllib.parse
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -364,3 +370,101 @@ def _walk(node: Any) -> Iterator[tuple[str, Any]]:
     elif isinstance(node, list):
         for item in node:
             yield from _walk(item)
+
+
+# -- a real Prometheus scrapes the real server -------------------------------------------------
+
+PROMETHEUS = shutil.which("prometheus")
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _exported_names(exposition: str) -> set[str]:
+    """The metric names of a Prometheus text exposition (its sample lines)."""
+    return {
+        re.split(r"[{\s]", line, maxsplit=1)[0]
+        for line in exposition.splitlines()
+        if line and not line.startswith("#")
+    }
+
+
+def _query(url: str, promql: str) -> list[dict[str, Any]]:
+    address = f"{url}/api/v1/query?{urllib.parse.urlencode({'query': promql})}"
+    with urllib.request.urlopen(address, timeout=10) as answer:
+        document = json.load(answer)
+    assert document["status"] == "success", document
+    result: list[dict[str, Any]] = document["data"]["result"]
+    return result
+
+
+@pytest.mark.skipif(
+    PROMETHEUS is None,
+    reason="prometheus not found: `make test` installs Debian's prometheus (make test-debs)",
+)
+def test_a_real_prometheus_scrapes_the_real_server(
+    llama_server: RealServer, api_key: str, tmp_path: Path
+) -> None:
+    """Prometheus 2.42 (Debian's) scrapes the real llama-server once a second, with the API key
+    as a bearer token (/metrics needs it) and once without it: the keyed scrape ingests every
+    name the server exposes and counts the tokens of a real completion; the unkeyed one is
+    down. (llama.cpp's manifest declares no metrics, so no autoscaling query reads these yet:
+    a managed scraper would need the key.)"""
+    assert PROMETHEUS is not None
+    target = llama_server.url.removeprefix("http://")
+    config = {
+        "global": {"scrape_interval": "1s", "scrape_timeout": "1s"},
+        "scrape_configs": [
+            {
+                "job_name": "keyed",
+                "authorization": {"credentials": api_key},
+                "static_configs": [{"targets": [target]}],
+            },
+            {"job_name": "unkeyed", "static_configs": [{"targets": [target]}]},
+        ],
+    }
+    (tmp_path / "prometheus.yml").write_text(json.dumps(config))  # JSON is YAML
+    port = _free_port()
+    url = f"http://127.0.0.1:{port}"
+    process = subprocess.Popen(
+        [
+            PROMETHEUS,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "prometheus.log").open("w"),
+    )
+    try:
+        status, _ = llama_server.call(
+            "POST",
+            "/v1/chat/completions",
+            {"model": SERVED, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4},
+            key=api_key,
+        )
+        assert status == 200
+        _, exposition = llama_server.get("/metrics", key=api_key)
+        exported = _exported_names(exposition)
+        assert "llamacpp:tokens_predicted_total" in exported
+        deadline = time.monotonic() + 60
+        up: dict[str, str] = {}
+        while time.monotonic() < deadline:
+            try:
+                up = {r["metric"]["job"]: r["value"][1] for r in _query(url, "up")}
+            except OSError:
+                up = {}  # not listening yet
+            if len(up) == 2:
+                break
+            time.sleep(0.5)
+        assert up == {"keyed": "1", "unkeyed": "0"}, (tmp_path / "prometheus.log").read_text()
+        ingested = {r["metric"]["__name__"] for r in _query(url, '{job="keyed"}')}
+        assert exported <= ingested  # every exposed name, plus Prometheus's own up, scrape_*
+        (predicted,) = _query(url, 'llamacpp:tokens_predicted_total{job="keyed"}')
+        assert float(predicted["value"][1]) >= 1  # the completion's tokens
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
