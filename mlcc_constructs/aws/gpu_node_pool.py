@@ -19,17 +19,14 @@ construct sits.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
 from constructs import Construct
 
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
-from mlcc_constructs.core.platform.catalog import instance_names, lookup
 from mlcc_constructs.core.platform.gpu_capacity import (
     EPHEMERAL_STORAGE,
     NODE_CLASS,
@@ -38,6 +35,7 @@ from mlcc_constructs.core.platform.gpu_capacity import (
     gpu_node_class,
     gpu_node_pool,
     instance_families,
+    pool_capacity_problems,
 )
 from mlcc_constructs.core.platform.gpu_disruption import (
     EXPIRE_AFTER,
@@ -48,46 +46,6 @@ from mlcc_constructs.core.platform.gpu_disruption import (
 )
 from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
-
-
-@cache
-def catalog_families() -> tuple[str, ...]:
-    """The instance families of the instance catalog (``g5``, ``p5``, ...), sorted."""
-    return tuple(sorted({lookup(name).family for name in instance_names()}))
-
-
-def capacity_problems(
-    families: Sequence[str],
-    types: Sequence[str],
-    *,
-    where: str,
-    fields: tuple[str, str] = ("instance_families", "instance_types"),
-) -> list[Problem]:
-    """Every family that is not one of the catalog's and every type the catalog does not know
-    (``where``: the props, e.g. ``GpuNodePoolProps``; ``fields``: the names of the two
-    fields there)."""
-    problems: list[Problem] = []
-    for index, family in enumerate(families):
-        if family not in catalog_families():
-            problems.append(
-                Problem(
-                    message="not an instance family of the instance catalog",
-                    where=where,
-                    pointer=json_pointer(fields[0], index),
-                    value=family,
-                    allowed=", ".join(catalog_families()),
-                    fix="name the family of a catalog instance type (ml.g5.12xlarge: g5)",
-                )
-            )
-    for index, name in enumerate(types):
-        try:
-            lookup(name)
-        except MlccError as error:
-            problems.extend(
-                dataclasses.replace(problem, where=where, pointer=json_pointer(fields[1], index))
-                for problem in error.problems
-            )
-    return problems
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -185,7 +143,7 @@ class GpuNodePoolProps:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = capacity_problems(
+        problems = pool_capacity_problems(
             self.instance_families, self.instance_types, where="GpuNodePoolProps"
         )
         problems.extend(

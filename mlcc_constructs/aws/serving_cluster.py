@@ -117,9 +117,11 @@ from mlcc_constructs.aws.imported_cluster import (
 from mlcc_constructs.aws.readiness import PROVIDER_ID, ReadinessProvider
 from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps
 from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps as ServingClusterProps
-from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
-from mlcc_constructs.core.platform.gpu_capacity import s3_csi_addon_configuration
+from mlcc_constructs.core.platform.gpu_capacity import (
+    instance_families,
+    s3_csi_addon_configuration,
+)
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.platform.vpc_network import VPC_CIDR, default_nat_gateways
@@ -228,7 +230,7 @@ class ServingCluster(Construct):
             self.cluster.grant_access(_access_id(role), role.role_arn, [admin])
         families, types = props.gpu_instance_families, props.gpu_instance_types
         self.gpu_instance_families: tuple[str, ...] = tuple(
-            sorted({*families, *(lookup(name).family for name in types)})
+            sorted({*families, *instance_families(types)})
         )
         """The instance families the GPU NodePool offers (none without a pool): what a
         ``ServedModel``'s instance types must be of."""

@@ -14,8 +14,8 @@ from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_lambda as lambda_
 
 from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem
 from mlcc_constructs.aws.cluster_endpoint import subnet_problems
-from mlcc_constructs.aws.gpu_node_pool import capacity_problems
 from mlcc_constructs.core.platform.cluster_access import endpoint_cidrs
+from mlcc_constructs.core.platform.gpu_capacity import pool_capacity_problems
 from mlcc_constructs.core.platform.gpu_disruption import (
     gpu_limit_problems,
     parse_maintenance_window,
@@ -150,7 +150,7 @@ class ServingClusterProps:
                 *_network_problems(self),
                 *_version_problems(self),
                 *_endpoint_problems(self),
-                *capacity_problems(
+                *pool_capacity_problems(
                     self.gpu_instance_families,
                     self.gpu_instance_types,
                     where=_PROPS,

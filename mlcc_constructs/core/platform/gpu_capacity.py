@@ -29,10 +29,12 @@ names the same taint, so the mount works whatever the add-on's ``tolerateAllTain
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
+from functools import cache
 from typing import Any
 
-from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, instance_names, lookup
 from mlcc_constructs.core.platform.gpu_disruption import (
     CONSOLIDATION_POLICY,
     EXPIRE_AFTER,
@@ -41,6 +43,7 @@ from mlcc_constructs.core.platform.gpu_disruption import (
     disruption_budgets,
 )
 from mlcc_constructs.core.platform.labels import MANAGED_BY
+from mlcc_constructs.core.support.errors import MlccError, Problem, json_pointer
 
 NODE_POOL_NAME = "mlcc-gpu"
 GPU_TAINT_KEY = GPU_RESOURCE
@@ -173,3 +176,43 @@ def s3_csi_addon_configuration() -> dict[str, Any]:
     """``ConfigurationValues`` of the ``aws-mountpoint-s3-csi-driver`` add-on: its node pod
     tolerates the GPU taint (schema: ``aws eks describe-addon-configuration``, ``node``)."""
     return {"node": {"tolerations": [gpu_toleration()]}}
+
+
+@cache
+def catalog_families() -> tuple[str, ...]:
+    """The instance families of the instance catalog (``g5``, ``p5``, ...), sorted."""
+    return instance_families(instance_names())
+
+
+def pool_capacity_problems(
+    families: Sequence[str],
+    types: Sequence[str],
+    *,
+    where: str,
+    fields: tuple[str, str] = ("instance_families", "instance_types"),
+) -> list[Problem]:
+    """Every family that is not one of the catalog's and every type the catalog does not know
+    (``where``: the props, e.g. ``GpuNodePoolProps``; ``fields``: the names of the two
+    fields there)."""
+    problems: list[Problem] = []
+    for index, family in enumerate(families):
+        if family not in catalog_families():
+            problems.append(
+                Problem(
+                    message="not an instance family of the instance catalog",
+                    where=where,
+                    pointer=json_pointer(fields[0], index),
+                    value=family,
+                    allowed=", ".join(catalog_families()),
+                    fix="name the family of a catalog instance type (ml.g5.12xlarge: g5)",
+                )
+            )
+    for index, name in enumerate(types):
+        try:
+            lookup(name)
+        except MlccError as error:
+            problems.extend(
+                dataclasses.replace(problem, where=where, pointer=json_pointer(fields[1], index))
+                for problem in error.problems
+            )
+    return problems
