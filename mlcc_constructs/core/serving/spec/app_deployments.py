@@ -18,7 +18,7 @@ from mlcc_constructs.core.serving.render import Rendered
 from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import load_spec_documents, spec_from_mapping
-from mlcc_constructs.core.support.errors import MlccError, Problem, fail, raise_if_any
+from mlcc_constructs.core.support.errors import MlccError, fail, raise_if_any
 
 CONTEXT_KEY = "reference_deployments"
 FILE_KEY = "deployments_file"
@@ -118,15 +118,14 @@ def prepare_labelled(
         listed.append(
             RenderEntry(where=entry_where, spec=loaded.spec, context=context, locate=locate)
         )
-    # The one render path (mlcc render -f, dist/): validated objects, and the one rule for a
-    # list that repeats a deployment (identity.duplicate_problems), all problems at once.
+    # The one render path (mlcc render -f, dist/): validated objects, and the rules that span
+    # deployments (a repeated deployment, a shared load balancer's host), all problems at once.
     outcome = (renderer or Renderer()).render_each(listed)
     problems = list(outcome.problems)
     found = [
         AppDeployment(where=r.where, context=r.context, prepared=r.rendered.prepared)
         for r in outcome.rendered
     ]
-    problems += shared_host_problems(found)
     raise_if_any(problems)
     return tuple(found)
 
@@ -139,36 +138,6 @@ def _named(error: MlccError, where: str) -> MlccError:
 def _located(locate: Callable[[MlccError], MlccError], where: str, error: MlccError) -> MlccError:
     """A spec's problem at the file or flag of its field (``locate``), else at its entry."""
     return _named(locate(error), where)
-
-
-def shared_host_problems(deployments: list[AppDeployment]) -> list[Problem]:
-    """Deployments sharing a load balancer (same ``scheme`` and ``group``) need hosts of their
-    own: two Ingresses of one group with the same host and paths give the ALB two rules for
-    the same requests, and one deployment would get the other's traffic."""
-    problems: list[Problem] = []
-    seen: dict[tuple[str, str, str | None], AppDeployment] = {}
-    for deployment in deployments:
-        endpoint = deployment.prepared.spec.endpoint
-        if endpoint.scheme == "none" or endpoint.group is None:
-            continue
-        key = (endpoint.scheme, endpoint.group, endpoint.hostname)
-        first = seen.setdefault(key, deployment)
-        if first is deployment:
-            continue
-        host = endpoint.hostname or "any host (no hostname)"
-        problems.append(
-            Problem(
-                message=f"shares load balancer group {endpoint.group!r} ({endpoint.scheme}) "
-                f"and {host} with {first.where} ({first.prepared.spec.name}): the load "
-                "balancer cannot tell their requests apart",
-                where=deployment.where,
-                pointer="/endpoint/hostname",
-                value=endpoint.hostname,
-                allowed="a hostname no other deployment of the group uses",
-                fix="give each deployment of the group its own endpoint.hostname, or its own group",
-            )
-        )
-    return problems
 
 
 def served_load_balancers(deployments: Sequence[AppDeployment]) -> dict[str, tuple[str, ...]]:
