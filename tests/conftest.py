@@ -137,23 +137,26 @@ def pods() -> Iterator[list[FakePod]]:
 
 @dataclass(frozen=True)
 class BuiltWheel:
-    """The package's wheel and its files extracted (what an install puts on ``sys.path``)."""
+    """The package's sdist and wheel, and the wheel's files extracted (what an install puts on
+    ``sys.path``)."""
 
+    sdist: Path
     wheel: Path
     site: Path
 
 
 @pytest.fixture(scope="session")
 def built_wheel(tmp_path_factory: pytest.TempPathFactory) -> BuiltWheel:
-    """The wheel built from the checkout, once per test process (about 2 s)."""
+    """``python -m build`` of the checkout (the build backend from this venv: no download),
+    once per test process: the sdist, and the wheel built from it (about 3 s)."""
     folder = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
-         "-w", str(folder), str(REPO)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(folder), str(REPO)],
         check=True, capture_output=True,
     )  # fmt: skip
+    (sdist,) = folder.glob("mlcc_constructs-*.tar.gz")
     (wheel,) = folder.glob("mlcc_constructs-*.whl")
     site = folder / "site"
     with zipfile.ZipFile(wheel) as archive:
         archive.extractall(site)
-    return BuiltWheel(wheel=wheel, site=site)
+    return BuiltWheel(sdist=sdist, wheel=wheel, site=site)

@@ -15,13 +15,13 @@ import re
 import subprocess
 import sys
 import zipfile
-from dataclasses import dataclass
 from email.message import Message
 from importlib import metadata
 from pathlib import Path
 
 import pytest
 from _cdk_app import REPO
+from conftest import BuiltWheel
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
@@ -30,48 +30,30 @@ import mlcc_constructs
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 
 
-@dataclass(frozen=True)
-class Dist:
-    sdist: Path
-    wheel: Path
-
-
-@pytest.fixture(scope="module")
-def dist(tmp_path_factory: pytest.TempPathFactory) -> Dist:
-    """``python -m build`` of the checkout (the build backend from this venv: no download)."""
-    out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(REPO)],
-        check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    (sdist,) = out.glob("mlcc_constructs-*.tar.gz")
-    (wheel,) = out.glob("mlcc_constructs-*.whl")
-    return Dist(sdist=sdist, wheel=wheel)
-
-
 def _metadata(wheel: Path) -> Message:
     with zipfile.ZipFile(wheel) as archive:
         (name,) = (n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         return email.message_from_bytes(archive.read(name))
 
 
-def test_twine_check_passes_on_the_sdist_and_the_wheel(dist: Dist) -> None:
+def test_twine_check_passes_on_the_sdist_and_the_wheel(built_wheel: BuiltWheel) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "twine", "check", "--strict", str(dist.sdist), str(dist.wheel)],
+        [sys.executable, "-m", "twine", "check", "--strict",
+         str(built_wheel.sdist), str(built_wheel.wheel)],
         capture_output=True, text=True, check=False, env={**os.environ, "NO_COLOR": "1"},
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.count("PASSED") == 2
 
 
-def test_the_version_is_written_once(dist: Dist) -> None:
+def test_the_version_is_written_once(built_wheel: BuiltWheel) -> None:
     """pyproject.toml reads the version from the package (``dynamic``); the files, the wheel's
     metadata, ``mlcc --version`` and the CHANGELOG's newest release agree."""
     version = mlcc_constructs.__version__
     assert version == "0.2.0"
-    assert dist.wheel.name == f"mlcc_constructs-{version}-py3-none-any.whl"
-    assert dist.sdist.name == f"mlcc_constructs-{version}.tar.gz"
-    assert _metadata(dist.wheel)["Version"] == version
+    assert built_wheel.wheel.name == f"mlcc_constructs-{version}-py3-none-any.whl"
+    assert built_wheel.sdist.name == f"mlcc_constructs-{version}.tar.gz"
+    assert _metadata(built_wheel.wheel)["Version"] == version
     pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
     assert 'dynamic = ["version"]' in pyproject
     assert not re.search(r"^version\s*=", pyproject, flags=re.M)
@@ -80,8 +62,8 @@ def test_the_version_is_written_once(dist: Dist) -> None:
     assert releases[0] == version
 
 
-def test_the_metadata_is_complete(dist: Dist) -> None:
-    meta = _metadata(dist.wheel)
+def test_the_metadata_is_complete(built_wheel: BuiltWheel) -> None:
+    meta = _metadata(built_wheel.wheel)
     assert meta["Name"] == "mlcc-constructs"
     assert meta["License-Expression"] == "Apache-2.0"
     assert meta["License-File"] == "LICENSE"
@@ -105,7 +87,7 @@ def test_the_metadata_is_complete(dist: Dist) -> None:
             assert requirement.marker.evaluate({"extra": "stream-test"})
             assert not requirement.marker.evaluate({"extra": "dev"})
             assert not requirement.marker.evaluate({"extra": ""})
-    with zipfile.ZipFile(dist.wheel) as archive:
+    with zipfile.ZipFile(built_wheel.wheel) as archive:
         names = set(archive.namelist())
     assert "mlcc_constructs/py.typed" in names
     assert f"mlcc_constructs-{meta['Version']}.dist-info/licenses/LICENSE" in names
@@ -217,7 +199,7 @@ print(json.dumps({"module": mlcc_constructs.__file__, "template": template}))
 
 
 def test_the_wheel_installs_with_its_dependencies_and_synthesises_a_team_app(
-    dist: Dist, tmp_path: Path
+    built_wheel: BuiltWheel, tmp_path: Path
 ) -> None:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
@@ -228,7 +210,7 @@ def test_the_wheel_installs_with_its_dependencies_and_synthesises_a_team_app(
             check=True, capture_output=True, text=True,
         ).stdout.strip()
     )  # fmt: skip
-    declared = _metadata(dist.wheel).get_all("Requires-Dist") or []
+    declared = _metadata(built_wheel.wheel).get_all("Requires-Dist") or []
     closure = _closure(declared)
     names = {canonicalize_name(d.metadata["Name"]) for d in closure}
     assert {"aws-cdk-lib", "cdk8s", "jsii", "pyyaml"} <= names
@@ -243,7 +225,7 @@ def test_the_wheel_installs_with_its_dependencies_and_synthesises_a_team_app(
     }
     done = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-index",
-         "--no-cache-dir", str(dist.wheel)],
+         "--no-cache-dir", str(built_wheel.wheel)],
         capture_output=True, text=True, check=False, env=env,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
