@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from mlcc_constructs.core.platform.image_cache import SECRET_PREFIX
 from mlcc_constructs.core.platform.versions import VERSIONS_FILE, hyperpod_version_warning
 from mlcc_constructs.core.preflight.facts import AccountFacts, Certificate, Unavailable
-from mlcc_constructs.core.preflight.findings import Finding, Status
+from mlcc_constructs.core.preflight.findings import Finding, Status, could_not_check
 from mlcc_constructs.core.preflight.needs import (
     API_KEY_PURPOSE,
     AppNeeds,
@@ -60,9 +60,8 @@ def bootstrap_findings(needs: AppNeeds, facts: AccountFacts, *, qualifier: str) 
     reason = _unavailable(looked, "the parameter")
     if reason:
         return [
-            Finding(
-                **base,
-                status="could-not-check",
+            could_not_check(
+                base,
                 found=reason,
                 needed=needed,
                 fix="allow ssm:GetParameter on the bootstrap parameter",
@@ -73,9 +72,8 @@ def bootstrap_findings(needs: AppNeeds, facts: AccountFacts, *, qualifier: str) 
     assert isinstance(looked, int)
     if required is None:
         return [
-            Finding(
-                **base,
-                status="could-not-check",
+            could_not_check(
+                base,
                 found=f"version {looked}; the app's required version is unknown (no cdk.out)",
                 needed=needed,
                 fix="run make synth (or npx cdk synth) first, then preflight",
@@ -108,9 +106,7 @@ def cluster_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
     looked = facts.cluster_version
     reason = _unavailable(looked, "the cluster")
     if reason:
-        return [
-            Finding(**base, status="could-not-check", found=reason, fix="allow eks:DescribeCluster")
-        ]
+        return [could_not_check(base, found=reason, fix="allow eks:DescribeCluster")]
     if looked is None:
         return [
             Finding(
@@ -167,9 +163,8 @@ def addon_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         reason = _unavailable(looked, "the add-on's builds")
         if reason or looked is None:
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=reason or "not read",
                     fix="allow eks:DescribeAddonVersions, or check by hand: aws eks "
                     f"describe-addon-versions --addon-name {name} --kubernetes-version "
@@ -208,9 +203,8 @@ def secret_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         reason = _unavailable(looked, "the secret's metadata")
         if reason:
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=reason,
                     fix="allow secretsmanager:DescribeSecret on the secret",
                 )
@@ -272,9 +266,8 @@ def certificate_findings(needs: AppNeeds, facts: AccountFacts, *, now: datetime)
         reason = _unavailable(looked, "the certificate")
         if reason:
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=reason,
                     fix="allow acm:DescribeCertificate",
                 )
@@ -343,9 +336,8 @@ def hosted_zone_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         reason = _unavailable(looked, "the hosted zone")
         if reason:
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=reason,
                     fix="allow route53:GetHostedZone",
                 )
@@ -394,9 +386,8 @@ def model_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         reason = _unavailable(looked, "the prefix")
         if reason:
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=reason,
                     fix=f"allow s3:ListBucket on {need.bucket}",
                 )
@@ -444,9 +435,7 @@ def role_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         }
         reason = _unavailable(looked, "the role")
         if reason:
-            findings.append(
-                Finding(**base, status="could-not-check", found=reason, fix="allow iam:GetRole")
-            )
+            findings.append(could_not_check(base, found=reason, fix="allow iam:GetRole"))
         elif looked is None:
             findings.append(
                 Finding(

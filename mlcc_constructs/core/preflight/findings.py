@@ -9,7 +9,7 @@ not run is never reported as passed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -53,6 +53,13 @@ class Finding:
         if self.where:
             document["where"] = self.where
         return document
+
+
+def could_not_check(base: Mapping[str, str], **fields: str) -> Finding:
+    """The finding of a check that could not run (``base``: the check, subject, needed and
+    where it shares with its other outcomes; ``fields``: ``found``, ``fix`` and the rest):
+    never reported as passed."""
+    return Finding(**base, **fields, status="could-not-check")
 
 
 CHECKS: dict[str, str] = {

@@ -22,7 +22,7 @@ from functools import cache
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.preflight.facts import AccountFacts, Quota, Unavailable
-from mlcc_constructs.core.preflight.findings import Finding
+from mlcc_constructs.core.preflight.findings import Finding, could_not_check
 from mlcc_constructs.core.preflight.needs import AppNeeds, InstanceNeed
 
 QUOTAS_FILE = "preflight_quotas.json"
@@ -120,9 +120,8 @@ def ec2_quota_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         if isinstance(looked, Unavailable) or looked is None:
             reason = looked.reason if isinstance(looked, Unavailable) else "no such quota"
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=f"the quota could not be read: {reason}",
                     fix="allow servicequotas:GetServiceQuota, or check by hand: aws "
                     f"service-quotas get-service-quota --service-code ec2 --quota-code "
@@ -138,9 +137,8 @@ def _quota_finding(
     rule: QuotaRule, quota: Quota, vcpus: int, region: str, base: dict[str, str]
 ) -> Finding:
     if quota.name != rule.name:
-        return Finding(
-            **base,
-            status="could-not-check",
+        return could_not_check(
+            base,
             found=f"quota {rule.code} is {quota.name!r}, not {rule.name!r}",
             fix=f"correct {rule.code} in mlcc_constructs/data/{QUOTAS_FILE}",
         )
@@ -190,9 +188,8 @@ def offering_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
             if isinstance(looked, Unavailable) or looked is None:
                 reason = looked.reason if isinstance(looked, Unavailable) else "not read"
                 findings.append(
-                    Finding(
-                        **base,
-                        status="could-not-check",
+                    could_not_check(
+                        base,
                         found=f"offerings could not be read: {reason}",
                         fix="allow ec2:DescribeInstanceTypeOfferings",
                         where=need.where,
@@ -238,9 +235,8 @@ def capacity_findings(needs: AppNeeds, facts: AccountFacts) -> list[Finding]:
         if isinstance(looked, Unavailable) or looked is None:
             reason = looked.reason if isinstance(looked, Unavailable) else "not read"
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=f"capacity reservations could not be read: {reason}",
                     fix="allow ec2:DescribeCapacityReservations",
                 )
@@ -290,9 +286,8 @@ def hyperpod_quota_findings(needs: AppNeeds, facts: AccountFacts) -> list[Findin
         if isinstance(looked, Unavailable) or looked is None:
             reason = looked.reason if isinstance(looked, Unavailable) else "no quota of that name"
             findings.append(
-                Finding(
-                    **base,
-                    status="could-not-check",
+                could_not_check(
+                    base,
                     found=f"the quota could not be read: {reason}",
                     fix="allow servicequotas:ListServiceQuotas, or check the SageMaker quota "
                     f"{quota_name!r} in the Service Quotas console",
