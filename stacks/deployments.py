@@ -16,12 +16,9 @@ import weakref
 import aws_cdk as cdk
 
 from mlcc_constructs.aws.late_value import LateString
-from mlcc_constructs.core.platform.image_cache import SECRETS_KEY, ecr_registry
-from mlcc_constructs.core.platform.load_balancing import reference_cidrs
 from mlcc_constructs.core.serving.spec.app_deployments import (
     AppDeployment,
-    context_entries,
-    prepare_labelled,
+    prepare_app_deployments,
 )
 from mlcc_constructs.core.support.errors import fail
 from stacks.app_context import environment_from_context
@@ -50,18 +47,8 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
                 fix=f"keep the cluster's scaling metrics on, or set {QUERY_URL_KEY}",
             )
         )
-        prepared = prepare_labelled(
-            context_entries(get),
-            defaults={key: get(key) for key in ("account", "region", "profile")},
-            load_balancer_cidrs={
-                str(scheme): cidrs
-                for scheme, cidrs in reference_cidrs(len(environment.availability_zones)).items()
-            },
-            prometheus_query_url=get(QUERY_URL_KEY) or late.token,
-            # The cluster's pull through cache, when the app makes one.
-            image_registry=ecr_registry(environment.account, environment.region)
-            if get(SECRETS_KEY) is not None
-            else None,
+        prepared = prepare_app_deployments(
+            get, environment=environment, prometheus_query_url=get(QUERY_URL_KEY) or late.token
         )
         _CACHE[app] = (prepared, late)
     return _CACHE[app][0]

@@ -150,28 +150,16 @@ def _app_needs(context: dict[str, Any]) -> Any:
         read_environment,
         read_hyperpod,
     )
-    from mlcc_constructs.core.platform.image_cache import SECRETS_KEY, ecr_registry
-    from mlcc_constructs.core.platform.load_balancing import reference_cidrs
     from mlcc_constructs.core.platform.versions import pinned
     from mlcc_constructs.core.preflight.needs import app_needs
-    from mlcc_constructs.core.serving.spec.app_deployments import (
-        context_entries,
-        prepare_labelled,
-    )
+    from mlcc_constructs.core.serving.spec.app_deployments import prepare_app_deployments
 
     get = context.get
     environment = read_environment(get)
-    deployments = prepare_labelled(
-        context_entries(get),
-        defaults={key: get(key) for key in ("account", "region", "profile")},
-        load_balancer_cidrs={
-            str(scheme): cidrs
-            for scheme, cidrs in reference_cidrs(len(environment.availability_zones)).items()
-        },
+    deployments = prepare_app_deployments(
+        get,
+        environment=environment,
         prometheus_query_url=get("prometheus_query_url") or QUERY_URL_TOKEN,
-        image_registry=ecr_registry(environment.account, environment.region)
-        if get(SECRETS_KEY) is not None
-        else None,
     )
     egress = read_egress(get, environment)
     return app_needs(

@@ -8,17 +8,21 @@ import dataclasses
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.context_values import context_source, decode_context
-from mlcc_constructs.core.platform.load_balancing import SCHEMES
+from mlcc_constructs.core.platform.image_cache import SECRETS_KEY, ecr_registry
+from mlcc_constructs.core.platform.load_balancing import SCHEMES, reference_cidrs
 from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.serving.render import Rendered
 from mlcc_constructs.core.serving.renderer import RenderedEntry, RenderEntry, Renderer
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.files import load_spec_documents, spec_from_mapping
 from mlcc_constructs.core.support.errors import MlccError, fail, raise_if_any
+
+if TYPE_CHECKING:
+    from mlcc_constructs.core.platform.app_settings import AppEnvironment
 
 CONTEXT_KEY = "reference_deployments"
 FILE_KEY = "deployments_file"
@@ -128,6 +132,27 @@ def prepare_labelled(
     ]
     raise_if_any(problems)
     return tuple(found)
+
+
+def prepare_app_deployments(
+    get: Callable[[str], object], *, environment: AppEnvironment, prometheus_query_url: str
+) -> tuple[AppDeployment, ...]:
+    """The deployments the app's context lists (:func:`context_entries`), prepared as the app's
+    cluster serves them: its account, region and profile as defaults, its load balancer
+    subnets (:func:`~mlcc_constructs.core.platform.load_balancing.reference_cidrs`), its
+    pull-through cache when the context makes one, and ``prometheus_query_url`` (the context's,
+    or a stand-in for the cluster's, which is known only at deploy time). The one reading of
+    the app's deployments: the stacks and ``mlcc preflight`` both take it."""
+    zones = len(environment.availability_zones)
+    return prepare_labelled(
+        context_entries(get),
+        defaults={key: get(key) for key in ("account", "region", "profile")},
+        load_balancer_cidrs={str(s): cidrs for s, cidrs in reference_cidrs(zones).items()},
+        prometheus_query_url=prometheus_query_url,
+        image_registry=ecr_registry(environment.account, environment.region)
+        if get(SECRETS_KEY) is not None
+        else None,
+    )
 
 
 def _named(error: MlccError, where: str) -> MlccError:
