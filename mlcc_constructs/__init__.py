@@ -157,7 +157,7 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
     # -- spec types: DeploymentSpec and every type its fields take (a user builds these). The
-    # sections of DeploymentSpec go here too, one line each (tests/test_public_api.py checks
+    # sections of DeploymentSpec go here too, one line each (tests/project/test_public_api.py checks
     # that every mlcc_constructs class a public dataclass's field takes is listed).
     "DeploymentSpec": "mlcc_constructs.core.serving.spec.deployment",
     "CacheSpec": "mlcc_constructs.core.serving.spec.deployment",

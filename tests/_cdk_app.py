@@ -77,7 +77,7 @@ def synthesised() -> tuple[Any, dict[str, str]]:
 def reference_deployments() -> tuple[Any, ...]:
     """The reference set's prepared deployments, exactly as the app applies them
     (``examples/reference.yaml``, prepared by the synthesised reference app once): the one place
-    the flow checks (tests/test_flows.py) get the reference set from."""
+    the flow checks (tests/core/serving/test_flows.py) get the reference set from."""
     from stacks.deployments import app_deployments
 
     return tuple(d.prepared for d in app_deployments(synthesised()[0]))
