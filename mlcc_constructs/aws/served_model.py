@@ -18,7 +18,10 @@ Children:
 NetworkPolicy admits the cluster's real load balancer subnets, which an ``IServingCluster`` says
 and a bare ``eks.ICluster`` cannot (refused for a deployment with a load balancer); a
 ``ServingCluster``'s GPU node pool offers its instance families; a HyperPod deployment fits the
-instance groups of its operator's ``hyperpod_cluster`` (``HyperPodCluster.host``).
+instance groups of its operator's ``hyperpod_cluster`` (``HyperPodCluster.host``); and the rules
+that span deployments hold among the ``ServedModel``s of one cluster, in whichever stacks they
+sit (:func:`~mlcc_constructs.core.serving.spanning.spanning_problems`: no deployment or object
+twice, no host and path claimed twice on a shared load balancer).
 * ``Objects``: the deployment's objects. An object of a kind whose CRD the SageMaker HyperPod
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
@@ -110,6 +113,7 @@ from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
 from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.serving.readiness import readiness_target
+from mlcc_constructs.core.serving.spanning import spanning_problems
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import secret_resource
 from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
@@ -240,6 +244,10 @@ class ServedModel(Construct):
                 ),
             ]
         )
+        # The deployments already on this cluster: checked before this one joins them.
+        on_cluster = _ON_CLUSTER.setdefault(given, [])
+        raise_if_any(spanning_problems([*on_cluster, (where, prepared)]))
+        on_cluster.append((where, prepared))
         objects: Sequence[Mapping[str, Any]] = [entry.object for entry in prepared.objects]
         # The kinds registry says which objects need an add-on's CRD (an IEC: the operator's).
         required = [requirement(obj) for obj in objects]
@@ -468,6 +476,11 @@ def _is_serving_cluster(cluster: object) -> TypeGuard[IServingCluster]:
     ``eks.ICluster``."""
     return hasattr(cluster, "load_balancer_cidrs") and hasattr(cluster, "cluster")
 
+
+# The deployments of each cluster (the object a ServedModel was given), across stacks.
+_ON_CLUSTER: weakref.WeakKeyDictionary[object, list[tuple[str, PreparedDeployment]]] = (
+    weakref.WeakKeyDictionary()
+)
 
 _NAMESPACES: weakref.WeakKeyDictionary[cdk.Stack, dict[tuple[str, str], KubernetesObjects]] = (
     weakref.WeakKeyDictionary()

@@ -207,6 +207,57 @@ def test_several_served_models_of_one_namespace_share_its_namespace_object() -> 
     assert kinds.count("Deployment") == 2
 
 
+# -- the rules that span deployments, on one cluster -----------------------------------------------
+
+
+def _grouped(name: str, hostname: str | None) -> Any:
+    from mlcc_constructs import DeploymentSpec, RenderContext, prepare
+
+    return prepare(
+        DeploymentSpec(
+            name=name,
+            namespace="team-a",
+            engine={"name": "vllm"},
+            model={"uri": "org/model"},
+            compute={"instance_type": "ml.g5.12xlarge"},
+            endpoint={"group": "shared", "hostname": hostname},
+        ),
+        context=RenderContext(account=ACCOUNT, region=REGION, profile="dev"),
+    )
+
+
+def test_served_models_of_one_cluster_may_not_claim_one_host_of_a_shared_load_balancer() -> None:
+    import aws_cdk as cdk
+
+    stack = _stack()
+    cluster = serving_on(_cluster(stack))
+    _served(stack, "Chat", _grouped("chat", "llm.example.com"), cluster)
+    _served(stack, "Code", _grouped("code", "code.example.com"), cluster)  # its own host
+    # In another stack of the app, on the same cluster: still one load balancer group.
+    other = cdk.Stack(stack.node.root, "Other")
+    (message,) = _messages(
+        lambda: _served(other, "Docs", _grouped("docs", "llm.example.com"), cluster)
+    )
+    assert message.startswith(
+        "Other/Docs:/endpoint/hostname: shares load balancer group 'shared' (internal), "
+        "llm.example.com and the paths /v1"
+    )
+    assert "with Team/Chat (chat): the load balancer cannot tell their requests apart" in message
+
+
+def test_served_models_of_one_cluster_may_not_repeat_a_deployment() -> None:
+    stack = _stack()
+    cluster = serving_on(_cluster(stack))
+    _served(stack, "Chat", _prepared("chat"), cluster)
+    (message,) = _messages(lambda: _served(stack, "ChatAgain", _prepared("chat"), cluster))
+    assert message.startswith(
+        "Team/ChatAgain:/name: deployment team-a/chat on eks is declared twice: this entry is a "
+        "copy of Team/Chat; one would overwrite the other's objects"
+    )
+    # Another cluster holds its own deployments.
+    _served(stack, "Elsewhere", _prepared("chat"), serving_on(_cluster(stack, "OtherCluster")))
+
+
 # -- HyperPod ------------------------------------------------------------------------------------
 
 
