@@ -75,7 +75,6 @@ Auto Mode clusters" (EKS User Guide ``automode/automode.adoc``, awsdocs/amazon-e
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
@@ -92,6 +91,7 @@ from constructs import Construct, IDependable
 
 from mlcc_constructs.aws._iam import grant
 from mlcc_constructs.aws._outputs import add_stack_outputs
+from mlcc_constructs.aws._shared_on_cluster import join_cluster, stack_namespace
 from mlcc_constructs.aws.imported_cluster import IServingCluster
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
@@ -108,12 +108,10 @@ from mlcc_constructs.core.serving.endpoint.outputs import (
     endpoint_url,
     serving_outputs,
 )
-from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
 from mlcc_constructs.core.serving.prepared import PreparedDeployment
 from mlcc_constructs.core.serving.readiness import readiness_target
-from mlcc_constructs.core.serving.spanning import spanning_problems
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.serving.spec.endpoint import secret_resource
 from mlcc_constructs.core.support.errors import Problem, fail, raise_if_any
@@ -245,9 +243,7 @@ class ServedModel(Construct):
             ]
         )
         # The deployments already on this cluster: checked before this one joins them.
-        on_cluster = _ON_CLUSTER.setdefault(given, [])
-        raise_if_any(spanning_problems([*on_cluster, (where, prepared)]))
-        on_cluster.append((where, prepared))
+        join_cluster(given, where, prepared)
         objects: Sequence[Mapping[str, Any]] = [entry.object for entry in prepared.objects]
         # The kinds registry says which objects need an add-on's CRD (an IEC: the operator's).
         required = [requirement(obj) for obj in objects]
@@ -292,7 +288,7 @@ class ServedModel(Construct):
         namespace = prepared.spec.namespace
         self.namespace: KubernetesObjects | None = None
         if props.create_namespace and namespace not in BUILT_IN_NAMESPACES:
-            self.namespace = _stack_namespace(self, cluster, namespace)
+            self.namespace = stack_namespace(self, cluster, namespace)
         self.pod_role: iam.Role | None = None
         self.pod_identity: eks.CfnPodIdentityAssociation | None = None
         if pod_role_uses(prepared):  # the core's rule: a streamed model, synced secrets
@@ -475,33 +471,3 @@ def _is_serving_cluster(cluster: object) -> TypeGuard[IServingCluster]:
     """An :class:`IServingCluster` (it says where its load balancers live), not a bare
     ``eks.ICluster``."""
     return hasattr(cluster, "load_balancer_cidrs") and hasattr(cluster, "cluster")
-
-
-# The deployments of each cluster (the object a ServedModel was given), across stacks.
-_ON_CLUSTER: weakref.WeakKeyDictionary[object, list[tuple[str, PreparedDeployment]]] = (
-    weakref.WeakKeyDictionary()
-)
-
-_NAMESPACES: weakref.WeakKeyDictionary[cdk.Stack, dict[tuple[str, str], KubernetesObjects]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _stack_namespace(
-    model: Construct, cluster: eks.ICluster | eks.Cluster, namespace: str
-) -> KubernetesObjects:
-    """The ``Namespace`` of the stack's ``ServedModel``s on ``cluster``: one per stack and
-    namespace (retained), made by the first (its child ``Namespace``) and shared by the others,
-    so several deployments of one namespace need no flag and no ordering (its logical id is the
-    object's, wherever it sits: two would collide)."""
-    made = _NAMESPACES.setdefault(cdk.Stack.of(model), {})
-    key = (cluster.node.addr, namespace)
-    if key not in made:
-        made[key] = KubernetesObjects(
-            model,
-            "Namespace",
-            props=KubernetesObjectsProps(
-                cluster=cluster, objects=[namespace_object(namespace)], ordered=False, retain=True
-            ),
-        )
-    return made[key]
