@@ -19,12 +19,9 @@ one is marked ``choices_unrecorded`` and goes unchecked. A stand-in in an annota
 (``torch.dtype | Literal["auto", "float16"]``) stays a union, so the Literal's choices are
 kept as the real engine keeps them; a choice set is written sorted (byte-stable).
 
-A flag's ``bounds`` are the numeric constraints (``gt``/``ge``/``lt``/``le``) its engine
-declares on the config class field the flag is built from (vLLM's ``get_kwargs(CacheConfig)``
-calls are watched; a pydantic ``Field(gt=0, le=1)``), with that class and field as
-``source``; each is recorded only when the class's own validator refuses a value just past
-it, and a field name bounded differently by two classes is left out. Not part of the
-package: the library only reads its output.
+A flag's ``bounds`` (numeric constraints) and ``json`` (the JSON shape of its value) come
+from the engine's own config classes (``engine_config_facts.py`` beside this script). Not part
+of the package: the library only reads its output.
 """
 
 from __future__ import annotations
@@ -41,6 +38,8 @@ import sys
 import types
 from collections.abc import Callable, Iterator
 from typing import Any, Union, get_origin
+
+from engine_config_facts import bounds, json_shape, watch  # beside this script
 
 INSTALLED = {
     "annotated_types", "cloudpickle", "msgspec", "numpy", "packaging", "pydantic",
@@ -75,10 +74,10 @@ class _Inert(abc.ABCMeta):
         # In an annotation (``torch.dtype | Literal["auto", "float16"]``) a stand-in is a type
         # like the real one: the union keeps the other member, whose Literal choices the engine
         # turns into argparse choices (vLLM's LoRAConfig.lora_dtype). Elsewhere it absorbs.
-        return Union[cls, other] if _is_type(other) else cls
+        return Union[cls, other] if _is_type(other) else cls  # noqa: UP007 (| recurses)
 
     def __ror__(cls, other: Any) -> Any:
-        return Union[other, cls] if _is_type(other) else cls
+        return Union[other, cls] if _is_type(other) else cls  # noqa: UP007 (| recurses)
 
     def _absorb(cls, other: Any) -> Any:
         return cls
@@ -208,100 +207,6 @@ def _plain(choices: Any) -> bool:
     return all(c is None or isinstance(c, str | int | float | bool) for c in choices)
 
 
-BOUNDS = ("gt", "ge", "lt", "le")
-"""The numeric constraints recorded (pydantic ``Field(gt=...)`` / annotated_types ``Gt``...)."""
-CONFIG_CLASSES: list[type] = []
-"""The config classes the engine built its flags from (``_watch``), in the order it read them."""
-
-
-def _watch(module: Any, name: str) -> None:
-    """Note every class ``module.name`` (the engine's kwargs-from-config-class function) is
-    called with, so a flag can be traced to the config class field it was built from."""
-    real = getattr(module, name)
-
-    def watched(cls: type, *args: Any, **kwargs: Any) -> Any:
-        if cls not in CONFIG_CLASSES:
-            CONFIG_CLASSES.append(cls)
-        return real(cls, *args, **kwargs)
-
-    setattr(module, name, watched)
-
-
-def _constraints(cls: type, field: str) -> dict[str, Any]:
-    """The numeric bounds ``cls`` declares on ``field``: a pydantic dataclass's Field
-    constraints, else ``Annotated[..., Gt(0)]`` metadata."""
-    import typing
-
-    pydantic_fields = getattr(cls, "__pydantic_fields__", None)
-    if pydantic_fields is not None and field in pydantic_fields:
-        metadata = list(pydantic_fields[field].metadata)
-    else:
-        try:
-            hint = typing.get_type_hints(cls, include_extras=True).get(field)
-        except Exception:  # an annotation naming a stand-in that does not evaluate
-            return {}
-        metadata = list(getattr(hint, "__metadata__", ()))
-    found = {}
-    for item in metadata:
-        for bound in BOUNDS:
-            value = getattr(item, bound, None)
-            if isinstance(value, int | float) and not isinstance(value, bool):
-                found[bound] = value
-    return found
-
-
-def _violations(found: dict[str, Any]) -> list[Any]:
-    """A value just outside each bound: what the class's own validator must refuse."""
-    out = []
-    for bound, edge in found.items():
-        step = 1 if isinstance(edge, int) else 0.5
-        out.append({"gt": edge, "ge": edge - step, "lt": edge, "le": edge + step}[bound])
-    return out
-
-
-def _refuses(cls: type, field: str, value: Any) -> bool:
-    """Whether the pydantic validator of ``cls`` refuses ``value`` for ``field`` (and not only
-    for the other fields left out)."""
-    validator = getattr(cls, "__pydantic_validator__", None)
-    if validator is None:
-        return False
-    from pydantic import ValidationError
-
-    try:
-        validator.validate_python({field: value})
-    except ValidationError as error:
-        return any(e["loc"][:1] == (field,) for e in error.errors())
-    except Exception:  # a __post_init__ that needs what is stubbed: not a field check
-        return False
-    return False
-
-
-def bounds(dest: str) -> dict[str, Any] | None:
-    """The bounds of the config class field flag ``dest`` was built from, with the class and
-    field; each bound confirmed by the class's own validator refusing a value just outside it.
-    ``None`` when no class read for the parser bounds a field of that name."""
-    found: list[tuple[type, dict[str, Any]]] = []
-    for cls in CONFIG_CLASSES:
-        names = getattr(cls, "__dataclass_fields__", {})
-        if dest in names:
-            constraints = _constraints(cls, dest)
-            if constraints:
-                found.append((cls, constraints))
-    if not found:
-        return None
-    if len({json.dumps(c, sort_keys=True) for _, c in found}) > 1:
-        where = ", ".join(c.__qualname__ for c, _ in found)
-        print(f"{dest}: different bounds in {where}: not recorded", file=sys.stderr)
-        return None
-    cls, constraints = found[0]
-    refused = all(_refuses(cls, dest, v) for v in _violations(constraints))
-    if not refused:
-        print(f"{dest}: {cls.__qualname__} does not refuse past {constraints}", file=sys.stderr)
-        return None
-    source = f"{cls.__module__.replace('.', '/')}.py {cls.__qualname__}.{dest}"
-    return {**constraints, "source": source}
-
-
 def facts(parser: argparse.ArgumentParser) -> tuple[dict[str, Any], dict[str, Any] | None]:
     """Every flag of ``parser`` keyed by its first spelling, and its positional."""
     flags: dict[str, Any] = {}
@@ -340,14 +245,17 @@ def facts(parser: argparse.ArgumentParser) -> tuple[dict[str, Any], dict[str, An
             if action.choices is not None and _plain(action.choices):
                 # a set's order is the hash seed's: sorted, so a re-record is byte-stable
                 unordered = isinstance(action.choices, set | frozenset)
-                record["choices"] = sorted(action.choices, key=str) if unordered else list(
-                    action.choices
+                record["choices"] = (
+                    sorted(action.choices, key=str) if unordered else list(action.choices)
                 )
             elif action.choices is not None:  # e.g. from torch: the choices go unchecked
                 record["choices_unrecorded"] = "computed from a module this script stubs"
             limits = bounds(action.dest)
             if limits is not None:
                 record["bounds"] = limits
+            shape = json_shape(action)
+            if shape is not None:
+                record["json"] = shape
         if action.required:
             record["required"] = True
         flags[spellings[0]] = record
@@ -364,7 +272,7 @@ def _vllm() -> tuple[argparse.ArgumentParser, list[str]]:
             yield
 
     arg_utils.suppress_logging = defaults_for_help_only  # type: ignore[attr-defined]
-    _watch(arg_utils, "get_kwargs")  # the config class behind each flag, for its bounds
+    watch(arg_utils, "get_kwargs")  # the config class behind each flag, for its bounds
     import importlib
 
     from vllm import envs
