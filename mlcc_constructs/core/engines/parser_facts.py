@@ -368,7 +368,13 @@ class FlagCheck:
                 fix="write the value as JSON, e.g. "
                 + ('{"key": "value"}' if shape.kind == "object" else json.dumps([self.value])),
             )
-        kind = {dict: "object", list: "array"}.get(type(document), "scalar")
+        kind = (
+            "object"
+            if isinstance(document, dict)
+            else "array"
+            if isinstance(document, list)
+            else "scalar"
+        )
         if kind != shape.kind:
             return self._problem(
                 f"{self.flag} of {self.facts.label} takes a JSON {shape.kind}, not a JSON {kind}",
