@@ -7,6 +7,12 @@ choices) and the env variables it reads, read from the release's PyPI wheel by
 ``tools/engine_parser_facts.py`` (each file's ``read_from``). A Tier-2 key is checked against
 the release the deployment names (``engine_version``), else the pinned one; a release with no
 recorded facts is not checked, and the caller warns.
+
+Where the release's own config classes define them, a flag also records the numeric
+``bounds`` of the field it is built from and the ``json`` shape its value must have (issue 39;
+``tools/engine_config_facts.py``), each with its ``source``: a value past the bounds, JSON of the
+other kind or with a key the config class does not take is refused, as is one
+whitespace-joined value for a flag that takes several.
 """
 
 from __future__ import annotations
