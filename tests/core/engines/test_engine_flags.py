@@ -176,7 +176,7 @@ def test_an_engine_env_variable_the_release_does_not_read_is_warned_about(
 
 ACTIONS = {"store", "append", *BOOLEAN_ACTIONS}
 FLAG_KEYS = {"action", "off", "aliases", "engine_action", "type", "nargs", "choices",
-             "choices_unrecorded", "required", "hidden"}  # fmt: skip
+             "choices_unrecorded", "required", "hidden", "bounds", "json"}  # fmt: skip
 SPELLING = re.compile(r"^--?[A-Za-z0-9][A-Za-z0-9_.-]*$")
 
 
@@ -208,6 +208,18 @@ def test_facts_files_have_the_schema(path: Any) -> None:
             assert not {"type", "nargs", "choices"} & set(record), flag
         assert record.get("nargs") in (None, "?", "*", "+") or isinstance(record["nargs"], int)
         assert isinstance(record.get("choices", []), list)
+        if "bounds" in record:  # a config class field's numeric bounds, with where they are
+            bounds = dict(record["bounds"])
+            assert isinstance(bounds.pop("source"), str) and bounds, flag
+            assert set(bounds) <= {"gt", "ge", "lt", "le"}, flag
+            assert all(isinstance(v, int | float) for v in bounds.values()), flag
+            assert record["action"] == "store", flag
+        if "json" in record:  # the JSON shape the engine defines, with where it does
+            shape = record["json"]
+            assert set(shape) <= {"kind", "keys", "source"} and shape["kind"] in ("object", "array")
+            assert isinstance(shape["source"], str), flag
+            assert shape.get("keys", ["a"]) == sorted(set(shape.get("keys", ["a"]))), flag
+            assert "keys" not in shape or shape["kind"] == "object", flag
     assert len(spellings) == len(set(spellings)), "one spelling names one flag"
     assert document["env"] == sorted(set(document["env"])) and document["env"]
 
