@@ -21,8 +21,6 @@ from types import ModuleType
 from typing import Annotated, Any, Literal, get_args
 
 import pytest
-from engine_process import engine_process
-from test_engine_parsers import CONTEXT, parse
 
 from mlcc_constructs import cli
 from mlcc_constructs.core._resources import data_path
@@ -31,6 +29,8 @@ from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.support.errors import MlccError
 from tests._flat import flat_spec
+from tests.core.engines.test_engine_parsers import CONTEXT, parse
+from tests.engine_process import engine_process
 
 S3_MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 FILES = sorted(data_path("engine_parsers").glob("*/*.json"))
@@ -261,7 +261,7 @@ def test_each_recorded_bound_is_read_as_pydantic_reads_it(
 # -- the recorder -----------------------------------------------------------------------------
 
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools"
+TOOLS = Path(__file__).resolve().parents[3] / "tools"
 
 
 def _tool(name: str) -> ModuleType:
