@@ -51,20 +51,17 @@ class RoleRange:
     it: at the maximum the metric can only equal the target, never pass it."""
     example: str = ""
     """A target in the unit, for a fix (``0.8 for 80 %``)."""
-    source: str = ""
 
 
 ROLE_RANGES: Mapping[str, RoleRange] = MappingProxyType(
     {
         "queue_depth": RoleRange(unit="waiting requests per replica", example="5"),
         "running_requests": RoleRange(unit="running requests per replica", example="16"),
+        # a share: vllm 0.31.0 vllm/v1/metrics/loggers.py documents vllm:kv_cache_usage_perc
+        # as "KV-cache usage. 1 means 100 percent usage."; sglang 0.5.21
+        # srt/observability/metrics_collector.py token_usage is the KV pool's used share
         "kv_cache_usage": RoleRange(
-            unit="used share of the KV cache, 0..1",
-            maximum=1.0,
-            example="0.8 for 80 %",
-            source="vllm 0.31.0 vllm/v1/metrics/loggers.py vllm:kv_cache_usage_perc 'KV-cache "
-            "usage. 1 means 100 percent usage.'; sglang 0.5.21 "
-            "srt/observability/metrics_collector.py sglang:token_usage, the KV pool's used share",
+            unit="used share of the KV cache, 0..1", maximum=1.0, example="0.8 for 80 %"
         ),
         "time_to_first_token": RoleRange(unit="seconds"),
         "inter_token_latency": RoleRange(unit="seconds"),

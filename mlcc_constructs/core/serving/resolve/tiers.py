@@ -94,7 +94,7 @@ class _Resolver:
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
-            given_version=spec.engine.version,
+            given_version=settings.given_version,
             problems=self.problems,
             warnings=self.warnings,
             pinned_release=pinned().engine_versions.get(self.manifest.engine),
@@ -281,7 +281,7 @@ class _Resolver:
         one (``None``: a version that is not one, refused where it is read)."""
         if self.version is not None:
             return ".".join(str(part) for part in self.version)
-        if self.spec.engine.version is not None:
+        if self.settings.given_version is not None:
             return None
         return pinned().engine_versions.get(self.manifest.engine)
 
@@ -300,7 +300,7 @@ class _Resolver:
             if since and self.version < since:
                 return (
                     f"needs {self.manifest.engine} >= {capability.since} "
-                    f"(engine version {self.spec.engine.version})"
+                    f"(engine version {self.settings.given_version})"
                 )
         return None
 
