@@ -166,3 +166,11 @@ def _registry() -> Any:
     from mlcc_constructs.core.engines.manifests import EngineRegistry
 
     return EngineRegistry.load(use_env=False)
+
+
+def test_an_image_tag_below_the_min_version_is_refused_at_the_image() -> None:
+    image = "registry.example.com/team/lmi:0.28.0-lmi14.0.0"
+    assert _errors(engine="lmi", image=image) == [
+        f"/engine/image: lmi 0.28.0 is below the engine's min_version (got '{image}'; allowed: "
+        ">= 0.29.0; fix: use a lmi image of version 0.29.0 or later)"
+    ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.engines.manifests import EngineRegistry, parse_version
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
 from mlcc_constructs.core.serving.resolve.lora_fit import lora_fit, lora_memory_cap
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
@@ -19,7 +19,8 @@ def with_engine_version(spec: DeploymentSpec, registry: EngineRegistry) -> Deplo
     """``spec`` with ``engine_version`` set, when it is not, to the version its image runs:
     the one the image's tag names, else the pinned default image's, so the version gates and
     the recorded facts of that release apply. Unchanged when the release cannot be told or is
-    refused (:func:`~.settings.release`: the resolver reports why, at the field the user set)."""
+    refused (:func:`~.settings.release`, or below the engine's ``min_version``: the resolver
+    reports why, at the field the user set)."""
     if spec.engine.version is not None:
         return spec
     try:
@@ -27,8 +28,9 @@ def with_engine_version(spec: DeploymentSpec, registry: EngineRegistry) -> Deplo
     except MlccError:
         return spec  # an unknown engine: the resolver reports it
     found = release(spec, manifest)
-    if found.version is None or found.problems:
-        return spec
+    version, minimum = parse_version(found.version or ""), parse_version(manifest.min_version)
+    if version is None or found.problems or (minimum is not None and version < minimum):
+        return spec  # refused: the resolver names the field the user set (the image)
     return replace(spec, engine=replace(spec.engine, version=found.version))
 
 

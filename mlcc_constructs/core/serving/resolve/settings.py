@@ -119,7 +119,7 @@ class _Reader:
             )
             return None
         version = parse_version(given)
-        if version is None and given == self.spec.engine.version:
+        if version is None:  # only a given one: a derived version is a parsed one
             self.problems.append(
                 Problem(
                     message="engine_version is not a version number",
@@ -133,11 +133,12 @@ class _Reader:
             return None
         minimum = parse_version(manifest.min_version)
         if minimum and version < minimum:
+            named = given == self.spec.engine.version  # else the image's tag names it
             self.problems.append(
                 Problem(
                     message=f"{manifest.engine} {given} is below the engine's min_version",
-                    pointer="/engine/version",
-                    value=given,
+                    pointer="/engine/version" if named else "/engine/image",
+                    value=given if named else self.spec.engine.image,
                     allowed=f">= {manifest.min_version}",
                     fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
                 )
