@@ -150,7 +150,7 @@ def test_every_loader_facts_file_names_its_source_and_a_recorded_parser(path: An
     for loader in document["loaders"].values():
         assert loader["module"].startswith(f"{engine}.") and "." in loader["function"]
         for key in loader["keys"].values():
-            assert key["type"] in ("boolean", "integer", "string")
+            assert key["type"] in ("boolean", "integer", "string", None)
 
 
 # -- autoscaling targets in the metric's unit ------------------------------------------------

@@ -5,10 +5,11 @@ The parser takes the flag as one JSON text and hands it to the loader the load f
 only that loader reads it, at model load, so a key it does not know or a string where it wants
 an integer passes the parser and fails the pod minutes later. The loaders' keys are data:
 ``mlcc_constructs/data/loader_config/<engine>/<version>.json`` (read from each loader's
-``__init__`` in the release's wheel; its ``read_from``, and each loader's module and function)
-names the flag, the load-format flag and its default, and per loader the load formats it
-serves and its keys with their JSON type and minimum. A load format the file does not record
-(a plugin's loader, one it lists as ``unrecorded``) and a release without a file go unchecked.
+``__init__`` in the release's wheel by ``tools/loader_config_facts.py``: its ``read_from``, and
+each loader's module and function) names the flag, the load-format flag and its default, and
+per loader the load formats it serves and its keys with their JSON type and minimum. A load
+format the file does not record (a plugin's loader, one it lists as ``unrecorded``) and a
+release without a file go unchecked.
 """
 
 from __future__ import annotations
@@ -38,13 +39,14 @@ class KeyFact:
     """One key a loader takes: its JSON type and, for an integer, its least value."""
 
     name: str
-    type: str
+    type: str | None
+    """``boolean``, ``integer``, ``string``; ``None``: the loader takes any value."""
     minimum: int | None = None
 
     @property
     def text(self) -> str:
         """``an integer of at least 1``."""
-        words = TYPE_WORDS.get(self.type, self.type)
+        words = TYPE_WORDS.get(self.type, "any value") if self.type else "any value"
         return words if self.minimum is None else f"{words} of at least {self.minimum}"
 
     def fits(self, value: object) -> bool:
@@ -100,7 +102,7 @@ def loader_config_facts(engine: str, version: str) -> LoaderConfigFacts | None:
     loaders: dict[str, LoaderFact] = {}
     for name, record in document["loaders"].items():
         keys = {
-            key: KeyFact(name=key, type=str(fact["type"]), minimum=fact.get("minimum"))
+            key: KeyFact(name=key, type=fact["type"], minimum=fact.get("minimum"))
             for key, fact in record["keys"].items()
         }
         loader = LoaderFact(
