@@ -140,7 +140,7 @@ def test_render_refuses_the_engine_port() -> None:
         model=MODEL,
         instance_type="ml.g5.12xlarge",
         name="cached",
-        engine_version="0.11.0",
+        engine_version="0.31.0",
         cache_backend=CacheBackendSpec.from_dict(spec_with(port=8000)),
     )
     with pytest.raises(MlccError) as raised:
@@ -160,7 +160,7 @@ def cached(instance_type: str, l1: str, memory: str, **extra: Any) -> Deployment
         model=MODEL,
         instance_type=instance_type,
         name="cached",
-        engine_version="0.11.0",
+        engine_version="0.31.0",
         cache_backend=CacheBackendSpec.from_dict(spec_with(**server)),
         **extra,
     )

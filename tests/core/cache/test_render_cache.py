@@ -28,7 +28,7 @@ CLIENT_CONFIG = "/var/run/inference-cache/lmcache/client.yaml"
 
 def _spec(engine: str, runtime: str, **extra: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": {"name": engine, "version": "0.11.0" if engine == "vllm" else "0.5.3"},
+        "engine": {"name": engine, "version": "0.31.0" if engine == "vllm" else "0.5.21"},
         "model": {"uri": MODEL},
         "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "cached",

@@ -32,12 +32,16 @@ RECORDED = [(p.parent.name, p.stem) for p in FILES]
 
 
 def _resolve(engine: str, env: dict[str, str], version: str | None = None) -> Any:
+    """``version``: the engine release of the image (the pinned image's repository, tagged
+    with it: the version follows the image); ``None``: the pinned image."""
+    repository = pinned().engine_images[engine].rsplit(":", 1)[0]
     return resolve(
         flat_spec(
             engine=engine,
             model=S3_MODEL,
             instance_type="ml.g5.12xlarge",
             engine_version=version,
+            image=None if version is None else f"{repository}:v{version}",
             env=env,
         )
     )
@@ -137,13 +141,17 @@ def test_an_engine_variable_stays_env(version: str | None, warned: bool) -> None
     assert bool(said) == warned
 
 
-def test_a_release_without_recorded_facts_is_rendered_with_a_warning_per_flag() -> None:
-    resolution = _resolve("vllm", {"VLLM_SOME_FUTURE_FLAG": "3"}, "0.32.0")
-    assert "--some-future-flag" in resolution.argv()
-    assert (
-        "VLLM_SOME_FUTURE_FLAG: not checked against vllm 0.32.0's parser (the flag's spelling "
-        "and value shape): no parser of that release is recorded (recorded: 0.31.0, 0.33.0)"
-    ) in resolution.warnings
+def test_a_release_without_recorded_facts_is_refused_naming_the_recorded_ones() -> None:
+    """Issue 39: its flags cannot be checked, so it is not served unchecked."""
+    with pytest.raises(MlccError) as raised:
+        _resolve("vllm", {"VLLM_SOME_FUTURE_FLAG": "3"}, "0.32.0")
+    assert str(raised.value.problems[0]) == (
+        "/engine/version: vllm 0.32.0 has no recorded parser facts: its flags and values cannot "
+        "be checked (got '0.32.0'; allowed: a vllm release with recorded facts: 0.31.0, 0.33.0; "
+        "fix: use an image of vllm 0.31.0 or 0.33.0, or record the release's parser "
+        "(tools/engine_parser_facts.py writes mlcc_constructs/data/engine_parsers/vllm/"
+        "0.32.0.json))"
+    )
 
 
 @pytest.mark.parametrize(

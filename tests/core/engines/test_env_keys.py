@@ -37,7 +37,7 @@ from tests._flat import flat_spec, sectioned_doc
 
 MODEL = "s3://mlcc-models-123456789012-us-east-1/models/meta-llama/Llama-3.1-8B-Instruct/"
 BASE: dict[str, Any] = {
-    "engine": {"name": "vllm", "version": "0.11.0"},
+    "engine": {"name": "vllm", "version": "0.31.0"},
     "model": {"uri": MODEL},
     "compute": {"instance_type": "ml.g5.12xlarge"},
 }

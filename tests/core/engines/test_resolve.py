@@ -20,7 +20,7 @@ ENGINES = Path(__file__).resolve().parents[3] / "engines"
 
 def spec(**overrides: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": {"name": "vllm", "version": "0.11.0"},
+        "engine": {"name": "vllm", "version": "0.31.0"},
         "model": {"uri": S3_MODEL},
         "compute": {"instance_type": "ml.g5.12xlarge"},
     }
@@ -29,7 +29,7 @@ def spec(**overrides: Any) -> DeploymentSpec:
 
 
 def test_sglang_lora_gets_both_companion_defaults_and_nothing_else() -> None:
-    resolution = resolve(spec(engine="sglang", lora=True, engine_version="0.5.3"))
+    resolution = resolve(spec(engine="sglang", lora=True, engine_version="0.5.21"))
     assert resolution.tier1 == (
         ("SGLANG_MODEL_PATH", "/opt/ml/model"),
         ("SGLANG_TP_SIZE", "4"),
@@ -75,7 +75,7 @@ def test_tier2_is_forwarded_verbatim_after_tier1_in_user_order() -> None:
     resolution = resolve(
         spec(
             engine="sglang",
-            engine_version="0.5.3",
+            engine_version="0.5.21",
             env={"SGLANG_MAX_RUNNING_REQUESTS": "64", "SGLANG_CHUNKED_PREFILL_SIZE": "8192"},
         )
     )
@@ -90,7 +90,9 @@ def test_tier2_is_forwarded_verbatim_after_tier1_in_user_order() -> None:
 
 def test_user_companion_value_overrides_the_default_via_tier2_key() -> None:
     resolution = resolve(
-        spec(engine="sglang", lora=True, env={"SGLANG_MAX_LORA_RANK": "64"}, engine_version="0.5.3")
+        spec(
+            engine="sglang", lora=True, env={"SGLANG_MAX_LORA_RANK": "64"}, engine_version="0.5.21"
+        )
     )
     assert resolution.env["SGLANG_MAX_LORA_RANK"] == "64"
     assert resolution.tier2 == ()
@@ -155,7 +157,7 @@ def test_a_hub_model_reaches_an_image_engine_through_its_hub_model_env(
     tier1: tuple[tuple[str, str], ...],
     warning: str | None,
 ) -> None:
-    version = {"vllm": "0.11.0", "llama-cpp": "0.1.0"}.get(engine, "0.33.0")
+    version = {"vllm": "0.31.0", "llama-cpp": "0.1.0"}.get(engine, "0.33.0")
     resolution = resolve(
         spec(
             engine=engine,
@@ -175,7 +177,7 @@ def test_a_hub_model_reaches_an_image_engine_through_its_hub_model_env(
     [("lmi", "HF_MODEL_ID"), ("llama-cpp", "SM_LLAMA_CPP_HF_REPO"), ("vllm", "VLLM_MODEL")],
 )
 def test_the_model_variable_is_tier1_and_not_set_by_hand(engine: str, key: str) -> None:
-    version = {"vllm": "0.11.0", "llama-cpp": "0.1.0"}.get(engine, "0.33.0")
+    version = {"vllm": "0.31.0", "llama-cpp": "0.1.0"}.get(engine, "0.33.0")
     with pytest.raises(MlccError) as caught:
         resolve(spec(engine=engine, engine_version=version, env={key: "org/other"}))
     assert str(caught.value) == (
@@ -223,12 +225,8 @@ def test_a_false_boolean_reaches_an_engine_with_an_off_form_as_off() -> None:
     argv = resolution.argv()
     assert "--no-enable-lora" in argv and "--no-enable-prefix-caching" in argv
     assert "--enable-lora" not in argv
-    # 0.11.0's parser is not recorded: the flags go unchecked, and the warnings say so
-    assert resolution.warnings == tuple(
-        f"{key}: not checked against vllm 0.11.0's parser (the flag's spelling and value "
-        "shape): no parser of that release is recorded (recorded: 0.31.0, 0.33.0)"
-        for key in ("VLLM_ENABLE_PREFIX_CACHING",)
-    )
+    # 0.31.0's parser is recorded: both flags are checked, and fit it
+    assert resolution.warnings == ()
 
 
 def test_a_false_boolean_the_engine_cannot_negate_passes_nothing_with_a_warning() -> None:
@@ -318,10 +316,14 @@ BAD_SPECS = [
         "an instance type with more GPUs)",
     ),
     (
-        "version below minimum",
-        {"engine": "sglang", "engine_version": "0.4.9"},
-        "/engine/version: sglang 0.4.9 is below the engine's min_version (got '0.4.9'; "
-        "allowed: >= 0.5.0; fix: use a sglang image of version 0.5.0 or later)",
+        "version below minimum",  # lmi: an engine without recorded parser facts
+        {
+            "engine": "lmi",
+            "engine_version": "0.28.0",
+            "image": "registry.example.com/team/lmi:0.28.0",
+        },
+        "/engine/version: lmi 0.28.0 is below the engine's min_version (got '0.28.0'; "
+        "allowed: >= 0.29.0; fix: use a lmi image of version 0.29.0 or later)",
     ),
     (
         "unknown engine",
@@ -390,15 +392,24 @@ BAD_SPECS = [
     ),
     (
         "port owned by the launch section",
-        {"engine": "sglang", "engine_version": "0.5.3", "env": {"SGLANG_PORT": "9000"}},
+        {"engine": "sglang", "engine_version": "0.5.21", "env": {"SGLANG_PORT": "9000"}},
         "/engine/env/SGLANG_PORT: SGLANG_PORT would set --port, which the manifest's launch "
         "section owns "
         "(port 30000 is what the probes, the Service and the IEC use) (got '9000'; fix: remove "
         "it; change launch.port in the engine manifest instead)",
     ),
     (
-        "off form the engine version lacks",
-        {"engine_version": "0.9.0", "env": {"VLLM_ENABLE_PREFIX_CACHING": "false"}},
+        "off form the engine version lacks",  # and 0.9.0's parser is not recorded
+        {
+            "engine_version": "0.9.0",
+            "image": "vllm/vllm-openai:v0.9.0",
+            "env": {"VLLM_ENABLE_PREFIX_CACHING": "false"},
+        },
+        "/engine/version: vllm 0.9.0 has no recorded parser facts: its flags and values cannot "
+        "be checked (got '0.9.0'; allowed: a vllm release with recorded facts: 0.31.0, 0.33.0; "
+        "fix: use an image of vllm 0.31.0 or 0.33.0, or record the release's parser "
+        "(tools/engine_parser_facts.py writes mlcc_constructs/data/engine_parsers/vllm/"
+        "0.9.0.json))\n"
         "/engine/env/VLLM_ENABLE_PREFIX_CACHING: false asks for the off form of the flag, but vllm "
         "takes --no-enable-prefix-caching only from version 0.10.0 (engine version 0.9.0) (got "
         "'false'; fix: remove the key (the engine's default applies) or use a newer image)",

@@ -6,6 +6,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry, builtin_engines
 from mlcc_constructs.core.engines.values import SENTINELS
+from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.tiers import resolve
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
@@ -35,7 +36,8 @@ def specs(draw: st.DrawFn) -> DeploymentSpec:
         lora=draw(st.booleans()) and "lora_enable" in has,
         quantization=draw(st.sampled_from([None, "awq", "fp8"])) if "quantization" in has else None,
         env=env,
-        engine_version=draw(st.sampled_from([None, "9.9.9"])),
+        # the version follows the image: the pinned one's, or none given
+        engine_version=draw(st.sampled_from([None, pinned().engine_versions.get(engine)])),
     )
 
 

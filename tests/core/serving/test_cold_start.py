@@ -216,10 +216,10 @@ def _prepared(**fields: Any) -> PreparedDeployment:
     values: dict[str, Any] = {
         "engine": "vllm",
         "model": MODEL,
-        "instance_type": "ml.g5.12xlarge",
         "name": "chat",
         **fields,
     }
+    values["instance_type"] = values.get("instance_type") or "ml.g5.12xlarge"
     prepared = prepare(flat_spec(**values), context=CONTEXT)
     validate_objects(e.object for e in prepared.objects)
     return prepared
@@ -234,7 +234,9 @@ def _only(prepared: PreparedDeployment, kind: str) -> Mapping[str, Any]:
 def test_the_probe_the_do_not_disrupt_window_and_the_deadline_are_one_budget(
     size: int | None,
 ) -> None:
-    prepared = _prepared(model_bytes=size)
+    # 70B (131 GiB) fits no one g5.12xlarge (4 x 24 GiB): it is held on eight 40 GiB A100s
+    big = size == LLAMA_70B
+    prepared = _prepared(model_bytes=size, instance_type="ml.p4d.24xlarge" if big else None)
     cold = prepared.cold_start
     assert prepared.ready_timeout.cold_start is cold  # computed once, carried
     deployment = _only(prepared, "Deployment")
@@ -256,7 +258,9 @@ def test_without_a_size_the_budget_stays_thirty_minutes() -> None:
 
 
 def test_a_size_sizes_the_probe_of_the_iec_worker_too() -> None:
-    prepared = _prepared(target="hyperpod-eks", model_bytes=LLAMA_70B, lora=True)
+    prepared = _prepared(
+        target="hyperpod-eks", model_bytes=LLAMA_70B, lora=True, instance_type="ml.p4d.24xlarge"
+    )
     cold = prepared.cold_start
     assert (cold.load_path, cold.phase("node_start").seconds) == ("mount", 0)
     iec = _only(prepared, "InferenceEndpointConfig")

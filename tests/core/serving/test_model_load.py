@@ -14,10 +14,12 @@ import pytest
 from mlcc_constructs.core.engines.manifest_checks import manifest_problems
 from mlcc_constructs.core.engines.manifests import builtin_engines
 from mlcc_constructs.core.platform.model_stream_iam import model_read_statements
+from mlcc_constructs.core.platform.targets import load_target
 from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.render import render
+from mlcc_constructs.core.serving.resolve.model_load import stream_blockers
 from mlcc_constructs.core.serving.spec.context import RenderContext
-from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
+from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec, parse_model_source
 from mlcc_constructs.core.support.errors import MlccError
 from tests._cdk_app import serving_on
 from tests._flat import flat_spec
@@ -63,8 +65,7 @@ DEFAULTS = [
     ({"model": HF_MODEL}, "mount", False),  # a Hub id: the engine downloads it as before
     ({"target": "hyperpod-eks"}, "mount", True),  # the operator owns the model source
     ({"engine": "sglang"}, "mount", True),  # SGLang declares no streaming load format
-    ({"engine_version": "0.6.5"}, "mount", True),  # before runai_streamer
-    ({"engine_version": "0.6.6"}, "stream", False),
+    ({"image": "vllm/vllm-openai:v0.33.0"}, "stream", False),  # the other recorded release
     ({"env": {"VLLM_LOAD_FORMAT": "safetensors"}}, "mount", True),  # the user's load format
     ({"model_load": "mount"}, "mount", True),
     ({"model_load": "stream", "lora": True}, "stream", True),
@@ -99,8 +100,23 @@ REFUSALS = [
         "target 'hyperpod-eks' cannot stream: the inference operator owns the model source",
     ),
     ({"engine": "sglang"}, "sglang declares no streaming load format"),
-    ({"engine_version": "0.6.0"}, "vllm streams (--load-format runai_streamer) from 0.6.6"),
 ]
+
+
+@pytest.mark.parametrize(("version", "reasons"), [((0, 6, 5), 1), ((0, 6, 6), 0), (None, 0)])
+def test_a_release_before_the_streaming_format_cannot_stream(
+    version: tuple[int, int, int] | None, reasons: int
+) -> None:
+    """The manifest's ``since`` gate (a vLLM release this old has no recorded parser facts, so
+    a spec naming it is refused before the load is decided: the gate is checked here)."""
+    found = stream_blockers(
+        manifest=MANIFESTS["vllm"],
+        version=version,
+        target=load_target("eks"),
+        source=parse_model_source(S3_MODEL),
+        user_keys=frozenset(),
+    )
+    assert found == ["vllm streams (--load-format runai_streamer) from 0.6.6"][:reasons]
 
 
 @pytest.mark.parametrize(("values", "reason"), REFUSALS)

@@ -29,7 +29,7 @@ import yaml
 from mlcc_constructs import ComputeSpec, EngineSpec, ModelSpec, ScalingSpec
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.engines.manifests import EngineRegistry
-from mlcc_constructs.core.engines.metrics import HISTOGRAMS
+from mlcc_constructs.core.engines.metrics import HISTOGRAMS, ROLE_RANGES
 from mlcc_constructs.core.platform.keda import NAMESPACE_LABEL
 from mlcc_constructs.core.serving.prepared import prepare
 from mlcc_constructs.core.serving.spec.autoscaling import Autoscaling, scaling_roles
@@ -67,6 +67,12 @@ class Query:
     expr: str
 
 
+def _target(metric: str) -> float:
+    """A target in the metric's unit: 5 requests, or four fifths of a bounded share."""
+    span = ROLE_RANGES.get(metric)
+    return 5 if span is None or span.maximum is None else span.maximum * 0.8
+
+
 def _autoscaled(engine: str, target: str, metric: str) -> DeploymentSpec:
     """The one spec of this module: an autoscaled deployment of ``engine`` on ``target``."""
     return DeploymentSpec(
@@ -76,7 +82,9 @@ def _autoscaled(engine: str, target: str, metric: str) -> DeploymentSpec:
         engine=EngineSpec(name=engine),
         model=ModelSpec(uri="org/model"),
         compute=ComputeSpec(instance_type="g5.12xlarge"),
-        scaling=ScalingSpec(autoscaling=Autoscaling(max_replicas=3, metric=metric, target=5)),
+        scaling=ScalingSpec(
+            autoscaling=Autoscaling(max_replicas=3, metric=metric, target=_target(metric))
+        ),
     )
 
 

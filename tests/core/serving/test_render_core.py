@@ -309,7 +309,7 @@ def resolve_argv(args: list[str], *, target: str) -> list[str]:
         model=options["--model"],
         instance_type=options["--instance-type"],
         target=target,
-        engine_version="9.9.9",
+        engine_version=None,  # the pinned image's release, as mlcc render
         # the rendered deployment serves under its name where the engine has the setting
         served_model_name=options.get("--name") if _serves_by_name(options["--engine"]) else None,
     )

@@ -31,7 +31,7 @@ LLAMA_8B = {
 
 def _spec(**extra: Any) -> DeploymentSpec:
     values: dict[str, Any] = {
-        "engine": {"name": "vllm", "version": "0.11.0"},
+        "engine": {"name": "vllm", "version": "0.31.0"},
         "model": {"uri": MODEL},
         "compute": {"instance_type": "ml.g5.12xlarge"},
         "name": "llama",
@@ -66,7 +66,7 @@ def test_explicit_rank_below_need_wins_with_a_warning() -> None:
 def test_sglang_companion_takes_the_fitted_rank() -> None:
     # SGLang declares no allowed set: any rank is accepted, so the need is used as is.
     adapters = (AdapterRank(name="a", r=100),)
-    spec = _spec(engine="sglang", engine_version="0.5.3", lora_adapters=adapters)
+    spec = _spec(engine="sglang", engine_version="0.5.21", lora_adapters=adapters)
     assert _env(spec)["SGLANG_MAX_LORA_RANK"] == "100"
 
 

@@ -33,7 +33,7 @@ MODEL = "s3://mlcc-models-dev-123456789012-us-east-1/models/meta-llama/Llama-3.1
 CONTEXT = RenderContext(account="123456789012", region="us-east-1", profile="dev")
 ENGINES = ("vllm", "sglang", "lmi", "tensorrt-llm", "llama-cpp")
 TARGETS = ("eks", "hyperpod-eks")
-CACHES = {"vllm": ("VLLM", "0.11.0"), "sglang": ("SGLang", "0.5.3")}
+CACHES = {"vllm": ("VLLM", "0.31.0"), "sglang": ("SGLang", "0.5.21")}
 
 
 def _specs() -> Iterator[tuple[str, DeploymentSpec]]:
