@@ -151,14 +151,32 @@ def test_a_rank_above_the_largest_is_named_at_the_adapters() -> None:
     assert [p.pointer for p in caught.value.problems] == ["/lora/adapters"]
 
 
-def test_the_gpu_memory_share_is_read_from_the_parsed_settings() -> None:
-    spec = _spec(model_config=LLAMA_8B, env={"VLLM_GPU_MEMORY_UTILIZATION": "1.5"})
+@pytest.mark.parametrize(
+    ("engine", "key", "message"),
+    [
+        # vLLM records the bound on the field behind the flag: the value check refuses first.
+        (
+            {"name": "vllm", "version": "0.31.0"},
+            "VLLM_GPU_MEMORY_UTILIZATION",
+            "VLLM_GPU_MEMORY_UTILIZATION → 1.5 is out of the range of --gpu-memory-utilization "
+            "in vllm 0.31.0 (got '1.5'; allowed: a number > 0 and <= 1 (vllm/config/cache.py "
+            "CacheConfig.gpu_memory_utilization); fix: give a value > 0 and <= 1)",
+        ),
+        # SGLang's ServerArgs declares none: the share read for the LoRA fit is checked there.
+        (
+            {"name": "sglang", "version": "0.5.21"},
+            "SGLANG_MEM_FRACTION_STATIC",
+            "not a share of GPU memory (got '1.5'; allowed: a number in (0, 1])",
+        ),
+    ],
+)
+def test_the_gpu_memory_share_is_read_from_the_parsed_settings(
+    engine: dict[str, str], key: str, message: str
+) -> None:
+    spec = _spec(engine=engine, model_config=LLAMA_8B, env={key: "1.5"})
     with pytest.raises(MlccError) as caught:
         render(spec, context=CONTEXT)
-    assert [str(p) for p in caught.value.problems] == [
-        "/engine/env/VLLM_GPU_MEMORY_UTILIZATION: not a share of GPU memory (got '1.5'; allowed: a "
-        "number in (0, 1])"
-    ]
+    assert [str(p) for p in caught.value.problems] == [f"/engine/env/{key}: {message}"]
 
 
 def test_settings_classify_each_key_once() -> None:

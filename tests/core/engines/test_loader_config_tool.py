@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-TOOL = Path(__file__).resolve().parent.parent / "tools" / "loader_config_facts.py"
+TOOL = Path(__file__).resolve().parents[3] / "tools" / "loader_config_facts.py"
 
 INIT = """
 from vllm.model_executor.model_loader.a_loader import StreamLoader, OpenLoader
