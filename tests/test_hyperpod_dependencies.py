@@ -358,7 +358,7 @@ def test_an_imported_cluster_gets_no_dependencies() -> None:
 def _team_hyperpod(install: bool) -> dict[str, Any]:
     """A team's HyperPodCluster on an imported cluster that has no kubectl provider."""
     import aws_cdk as cdk
-    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk import aws_eks_v2 as eks, aws_s3 as s3
 
     from mlcc_constructs import HyperPodCluster, HyperPodClusterProps, InstanceGroup
 
@@ -375,7 +375,7 @@ def _team_hyperpod(install: bool) -> dict[str, Any]:
             groups=[InstanceGroup(name="inference", instance_type="ml.g5.xlarge", count=1)],
             subnet_ids=["subnet-1"],
             security_group_ids=["sg-1"],
-            artifacts_bucket="acme-artifacts",
+            artifacts_bucket=s3.Bucket.from_bucket_name(stack, "Artifacts", "acme-artifacts"),
             eks_cluster_name="team",
             install_dependencies=install,
         ),

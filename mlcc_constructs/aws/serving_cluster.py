@@ -5,7 +5,7 @@
 ``ServingCluster`` creates (children; their ids are a contract, see *Logical ids*):
 
 * ``Vpc`` (only without ``vpc``): one public and one private subnet (with egress) per zone,
-  ``nat_gateways`` NAT gateways (default: 1 with a dev profile, else one per zone), an S3
+  ``nat_gateways`` NAT gateways (default: one per zone), an S3
   gateway endpoint (model weights and image layers come from S3 through it, not the NAT
   gateway), interface endpoints for ECR (api, dkr), STS and CloudWatch Logs with their
   security group (:mod:`mlcc_constructs.aws.cluster_network`) and a flow log.
@@ -94,7 +94,7 @@ from constructs import Construct
 
 from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
 from mlcc_constructs.aws._outputs import add_stack_outputs
-from mlcc_constructs.aws.buckets import BucketRef
+from mlcc_constructs.aws.buckets import require_bucket
 from mlcc_constructs.aws.cluster_dashboard import add_serving_dashboard
 from mlcc_constructs.aws.cluster_endpoint import (
     EndpointComponents,
@@ -124,7 +124,7 @@ from mlcc_constructs.core.platform.gpu_capacity import (
 )
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.platform.vpc_network import VPC_CIDR, default_nat_gateways
+from mlcc_constructs.core.platform.vpc_network import VPC_CIDR
 from mlcc_constructs.core.serving.endpoint.outputs import cluster_outputs
 from mlcc_constructs.core.support.errors import fail
 
@@ -177,9 +177,10 @@ class ServingCluster(Construct):
         self.vpc: ec2.IVpc = props.vpc or _new_vpc(
             owner,
             props.availability_zones,
+            # Default: one per zone (None: the stack's zones, one each, as CDK's default).
             props.nat_gateways
             if props.nat_gateways is not None
-            else default_nat_gateways(props.profile, len(props.availability_zones) or None),
+            else len(props.availability_zones) or None,
         )
         subnets = props.vpc_subnets or ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
@@ -266,7 +267,6 @@ class ServingCluster(Construct):
                 oidc_provider=self.oidc_provider,
                 read_buckets=props.read_buckets,
                 tls_bucket=props.tls_bucket,
-                profile=props.profile,
                 configuration_values=s3_csi_addon_configuration(),
             ),
         )
@@ -373,10 +373,12 @@ class ServingCluster(Construct):
             ),
         )
 
-    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
+    def grant_model_read(self, bucket: s3.IBucket) -> s3.IBucket:
         """Let the S3 CSI driver mount ``bucket`` read-only (see
         :meth:`~mlcc_constructs.aws.s3_csi.S3CsiDriver.grant_read`); returns the bucket."""
-        return self.s3_csi.grant_read(bucket)
+        return self.s3_csi.grant_read(
+            require_bucket(bucket, where="ServingCluster.grant_model_read")
+        )
 
 
 def _new_vpc(scope: Construct, zones: Sequence[str], nat_gateways: int | None) -> ec2.Vpc:
