@@ -222,7 +222,9 @@ class HyperPodCluster(Construct):
                 self,
                 "Dependencies",
                 props=HyperPodDependenciesProps(
-                    cluster=props.cluster, instance_types=[g.instance_type for g in props.groups]
+                    cluster=props.cluster,
+                    # The groups' catalog entries, looked up once when each group was built.
+                    instance_types=[g.instance for g in props.groups],
                 ),
             )
             if props.install_dependencies

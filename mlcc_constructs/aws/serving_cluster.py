@@ -119,7 +119,6 @@ from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps
 from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps as ServingClusterProps
 from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
 from mlcc_constructs.core.platform.gpu_capacity import (
-    instance_families,
     s3_csi_addon_configuration,
 )
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
@@ -229,10 +228,7 @@ class ServingCluster(Construct):
         )
         for role in props.admin_roles:
             self.cluster.grant_access(_access_id(role), role.role_arn, [admin])
-        families, types = props.gpu_instance_families, props.gpu_instance_types
-        self.gpu_instance_families: tuple[str, ...] = tuple(
-            sorted({*families, *instance_families(types)})
-        )
+        self.gpu_instance_families: tuple[str, ...] = props.gpu_pool_families
         """The instance families the GPU NodePool offers (none without a pool): what a
         ``ServedModel``'s instance types must be of."""
         self.gpu_node_pool: GpuNodePool | None = (
@@ -241,8 +237,9 @@ class ServingCluster(Construct):
                 "GpuCapacity",
                 props=GpuNodePoolProps(
                     cluster=self.cluster,
-                    instance_families=families,
-                    instance_types=types,
+                    # The families read once from the cluster's props: the pool offers exactly
+                    # these (no type is looked up again).
+                    instance_families=self.gpu_instance_families,
                     gpu_limit=props.gpu_limit,
                     maintenance_window=props.gpu_maintenance_window,
                     node_class=GpuNodeClass(
@@ -252,7 +249,7 @@ class ServingCluster(Construct):
                     ),
                 ),
             )
-            if families or types
+            if self.gpu_instance_families
             else None
         )
         # The native AWS::IAM::OIDCProvider: no custom-resource Lambda.

@@ -8,6 +8,7 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_lambda as lambda_, aws_s3 as s3
@@ -15,7 +16,7 @@ from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_lambda as lambda_, aws_s
 from mlcc_constructs.aws.buckets import bucket_problem
 from mlcc_constructs.aws.cluster_endpoint import subnet_problems
 from mlcc_constructs.core.platform.cluster_access import endpoint_cidrs
-from mlcc_constructs.core.platform.gpu_capacity import pool_capacity_problems
+from mlcc_constructs.core.platform.gpu_capacity import pool_families
 from mlcc_constructs.core.platform.gpu_disruption import (
     gpu_limit_problems,
     parse_maintenance_window,
@@ -149,15 +150,25 @@ class ServingClusterProps:
                 *_network_problems(self),
                 *_version_problems(self),
                 *_endpoint_problems(self),
-                *pool_capacity_problems(
-                    self.gpu_instance_families,
-                    self.gpu_instance_types,
-                    where=_PROPS,
-                    fields=("gpu_instance_families", "gpu_instance_types"),
-                ),
+                *self._gpu_pool[1],
                 *_gpu_pool_problems(self),
                 *_egress_problems(self),
             ]
+        )
+
+    @property
+    def gpu_pool_families(self) -> tuple[str, ...]:
+        """The families the GPU NodePool offers: ``gpu_instance_families`` and those of
+        ``gpu_instance_types`` (read once, when the props are built), sorted, each once."""
+        return self._gpu_pool[0]
+
+    @cached_property
+    def _gpu_pool(self) -> tuple[tuple[str, ...], list[Problem]]:
+        return pool_families(
+            self.gpu_instance_families,
+            self.gpu_instance_types,
+            where=_PROPS,
+            fields=("gpu_instance_families", "gpu_instance_types"),
         )
 
 
