@@ -77,6 +77,9 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.core.engines.manifests import (
         EngineRegistry as EngineRegistry,
     )
+    from mlcc_constructs.core.platform.catalog import (
+        InstanceType as InstanceType,
+    )
     from mlcc_constructs.core.platform.hyperpod import (
         InstanceGroup as InstanceGroup,
     )
@@ -206,6 +209,7 @@ _LAZY: dict[str, str] = {
     "MlccChecks": "mlcc_constructs.aws.nag",
     "ReadinessProvider": "mlcc_constructs.aws.readiness",
     "InstanceGroup": "mlcc_constructs.core.platform.hyperpod",
+    "InstanceType": "mlcc_constructs.core.platform.catalog",
     "Taint": "mlcc_constructs.core.platform.hyperpod_taints",
     "HyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
     "HyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",

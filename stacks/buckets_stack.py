@@ -7,7 +7,7 @@ from constructs import Construct
 
 from mlcc_constructs.aws.buckets import ModelBuckets, ModelBucketsProps
 from mlcc_constructs.core.platform.app_settings import AppEnvironment
-from stacks.app_context import stack_env
+from stacks.app_context import app_bucket_names, stack_env
 
 
 class BucketsStack(cdk.Stack):
@@ -21,5 +21,5 @@ class BucketsStack(cdk.Stack):
             description="mlcc buckets (names from stacks/buckets.json)",
         )
         self.model_buckets = ModelBuckets(
-            self, "ModelBuckets", props=ModelBucketsProps(profile=environment.profile)
+            self, "ModelBuckets", props=ModelBucketsProps(names=app_bucket_names(environment))
         )

@@ -139,11 +139,15 @@ def team() -> tuple[Any, dict[str, Any]]:
     from aws_cdk import aws_eks_v2 as eks
 
     from mlcc_constructs import ModelBuckets, ModelBucketsProps, S3CsiDriver, S3CsiDriverProps
+    from mlcc_constructs.core.platform.buckets import bucket_names
 
     app = cdk.App()
     stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    names = bucket_names(account="123456789012", region="us-east-1", profile="dev")
     buckets = ModelBuckets(
-        stack, "Buckets", props=ModelBucketsProps(profile="dev", keys=["core", "tls"])
+        stack,
+        "Buckets",
+        props=ModelBucketsProps(names={key: names[key] for key in ("core", "tls")}),
     )
     S3CsiDriver(
         stack,

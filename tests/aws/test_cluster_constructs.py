@@ -23,10 +23,14 @@ REGION = "us-east-1"
 ENV = {"account": ACCOUNT, "region": REGION}
 MANIFEST = "Custom::AWSCDK-EKS-KubernetesResource"
 BUCKET_ALLOWED = (
-    "allowed: an s3.IBucket, a key of stacks/buckets.json (adapters, artifacts, core, tls, "
-    "training) or an S3 bucket name (3-63 lower-case letters, digits, '.', '-'); fix: pass the "
-    "bucket object (s3.Bucket.from_bucket_name(scope, id, name) for a bucket the app does not "
-    "create)"
+    "allowed: s3.IBucket (from aws_cdk import aws_s3 as s3); fix: pass the bucket object "
+    "(s3.Bucket.from_bucket_name(scope, id, name) for a bucket the app does not create)"
+)
+KEY_ALLOWED = (
+    "allowed: s3.IBucket (from aws_cdk import aws_s3 as s3); fix: pass the bucket object: "
+    "ModelBuckets.bucket(key) of the buckets the app creates, or s3.Bucket.from_bucket_name("
+    "scope, id, bucket_names(account=..., region=..., profile=...)[key]) (from "
+    "mlcc_constructs.core.platform.buckets import bucket_names)"
 )
 
 
@@ -153,7 +157,8 @@ BAD_SERVING_CLUSTER = [
         [
             "ServingClusterProps:/read_buckets/0: an ARN is not a bucket (got "
             f"'arn:aws:s3:::acme-models'; {BUCKET_ALLOWED})",
-            f"ServingClusterProps:/tls_bucket: not a bucket (got 'Acme_TLS'; {BUCKET_ALLOWED})",
+            "ServingClusterProps:/tls_bucket: a bucket name is not a bucket (got 'Acme_TLS'; "
+            f"{BUCKET_ALLOWED})",
         ],
     ),
     (
@@ -189,10 +194,10 @@ BAD_SERVING_CLUSTER = [
         ],
     ),
     (
-        lambda: {"profile": 3, "leader_worker_set": "yes"},
+        lambda: {"nat_gateways": "2", "leader_worker_set": "yes"},
         [
-            "/profile: wrong type for ServingClusterProps.profile (got 3; allowed: str or None; "
-            "fix: pass str or None)",
+            "/nat_gateways: wrong type for ServingClusterProps.nat_gateways (got '2'; allowed: "
+            "int or None; fix: pass int or None)",
             "/leader_worker_set: wrong type for ServingClusterProps.leader_worker_set (got "
             "'yes'; allowed: bool; fix: pass bool)",
         ],
@@ -294,22 +299,25 @@ def _oidc() -> Any:
 BAD_BUCKETS = [
     (
         lambda: ("S3CsiDriverProps", {"read_buckets": ["core", "arn:aws:s3:::m"]}),
-        [f"S3CsiDriverProps:/read_buckets/1: an ARN is not a bucket (got 'arn:aws:s3:::m'; "
+        [f"S3CsiDriverProps:/read_buckets/0: a key of stacks/buckets.json is not a bucket (its "
+         f"name needs the app's profile) (got 'core'; {KEY_ALLOWED})",
+         f"S3CsiDriverProps:/read_buckets/1: an ARN is not a bucket (got 'arn:aws:s3:::m'; "
          f"{BUCKET_ALLOWED})"],
     ),
     (
         lambda: ("S3CsiDriverProps", {"tls_bucket": "s3://acme-tls"}),
-        [f"S3CsiDriverProps:/tls_bucket: not a bucket (got 's3://acme-tls'; {BUCKET_ALLOWED})"],
-    ),
-    (
-        lambda: ("HyperPodClusterProps", {"artifacts_bucket": "Artifacts"}),
-        [f"HyperPodClusterProps:/artifacts_bucket: not a bucket (got 'Artifacts'; "
+        [f"S3CsiDriverProps:/tls_bucket: a bucket name is not a bucket (got 's3://acme-tls'; "
          f"{BUCKET_ALLOWED})"],
     ),
     (
-        lambda: ("HyperPodInferenceOperatorProps", {"tls_bucket": "a..b"}),
-        [f"HyperPodInferenceOperatorProps:/tls_bucket: not a bucket (got 'a..b'; "
-         f"{BUCKET_ALLOWED})"],
+        lambda: ("HyperPodClusterProps", {"artifacts_bucket": "artifacts"}),
+        [f"HyperPodClusterProps:/artifacts_bucket: a key of stacks/buckets.json is not a bucket "
+         f"(its name needs the app's profile) (got 'artifacts'; {KEY_ALLOWED})"],
+    ),
+    (
+        lambda: ("HyperPodInferenceOperatorProps", {"tls_bucket": "acme-tls"}),
+        [f"HyperPodInferenceOperatorProps:/tls_bucket: a bucket name is not a bucket (got "
+         f"'acme-tls'; {BUCKET_ALLOWED})"],
     ),
 ]  # fmt: skip
 
@@ -354,17 +362,6 @@ def test_a_deploy_time_bucket_name_is_refused() -> None:
         "S3CsiDriverProps:/read_buckets/0: a bucket name known only at deploy time is not a "
         "bucket (got '${Token["
     )
-
-
-def test_a_descriptor_key_without_a_profile_is_refused_at_construction() -> None:
-    from mlcc_constructs import HyperPodInferenceOperator
-
-    props = _bucket_props("HyperPodInferenceOperatorProps", {})
-    assert _messages(lambda: HyperPodInferenceOperator(_stack(), "Op", props=props)) == [
-        "HyperPodInferenceOperatorProps.profile: bucket 'tls' is given by descriptor key but no "
-        "profile is set (fix: pass profile=... (fills ${profile} in stacks/buckets.json) or pass "
-        "the bucket object)"
-    ]
 
 
 # -- ServedModel -----------------------------------------------------------------------------
@@ -484,7 +481,7 @@ def test_a_cluster_without_a_kubectl_provider_is_refused() -> None:
 
 
 def test_an_imported_serving_cluster_grants_its_s3_csi_role() -> None:
-    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 
     from mlcc_constructs import ServingCluster
 
@@ -495,7 +492,12 @@ def test_an_imported_serving_cluster_grants_its_s3_csi_role() -> None:
         stack, "Bare", cluster=cluster, oidc_provider=oidc
     )
     assert bare.cluster_name == "team"
+    models = s3.Bucket.from_bucket_name(stack, "Models", "acme-models")
     assert _messages(lambda: bare.grant_model_read("acme-models")) == [
+        "ImportedServingCluster.grant_model_read:/bucket: a bucket name is not a bucket (got "
+        f"'acme-models'; {BUCKET_ALLOWED})"
+    ]
+    assert _messages(lambda: bare.grant_model_read(models)) == [
         "Team/Bare: the imported cluster has no S3 CSI role to grant to (fix: pass s3_csi_role= "
         "to ServingCluster.from_cluster_attributes)"
     ]
@@ -507,7 +509,7 @@ def test_an_imported_serving_cluster_grants_its_s3_csi_role() -> None:
     team = ServingCluster.from_cluster_attributes(
         stack, "Serving", cluster=cluster, oidc_provider=oidc, s3_csi_role=role
     )
-    team.grant_model_read("acme-models")
+    team.grant_model_read(models)
     (policy,) = [
         r for r in _template(stack)["Resources"].values() if r["Type"] == "AWS::IAM::Policy"
     ]
@@ -537,7 +539,7 @@ def test_an_imported_cluster_refuses_a_cluster_name() -> None:
 
 @cache
 def _hyperpod_team() -> tuple[Any, dict[str, Any]]:
-    """A team stack: its VPC, a ServingCluster with a literal TLS bucket name, HyperPod with a
+    """A team stack: its VPC, a ServingCluster with a TLS bucket imported by name, HyperPod with a
     bucket the team creates for the lifecycle scripts, the operator with an imported TLS
     bucket, a model served through it; (stack, template)."""
     from aws_cdk import aws_ec2 as ec2, aws_s3 as s3
@@ -569,17 +571,18 @@ def _hyperpod_team() -> tuple[Any, dict[str, Any]]:
     cdk.Validations.of(artifacts).acknowledge(
         cdk.Acknowledgment(id="AwsSolutions-S1", reason="a test bucket: logs are the team's")
     )
+    tls = s3.Bucket.from_bucket_name(stack, "TeamTls", "acme-tls-certs")
     serving = ServingCluster(
         stack,
         "Serving",
         props=ServingClusterProps(
             cluster_name="team-serving",
             vpc=vpc,
-            tls_bucket="acme-tls-certs",
+            tls_bucket=tls,
             load_balancer_groups={},  # HyperPod's operator makes its own load balancers
         ),
     )
-    serving.grant_model_read("acme-extra-weights")
+    serving.grant_model_read(s3.Bucket.from_bucket_name(stack, "Extra", "acme-extra-weights"))
     private = vpc.select_subnets(subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS)
     hyperpod = HyperPodCluster(
         stack,
@@ -603,7 +606,7 @@ def _hyperpod_team() -> tuple[Any, dict[str, Any]]:
             oidc_provider=serving.oidc_provider,
             hyperpod_cluster_arn=hyperpod.cluster_arn,
             role_name="SageMakerHyperPodInference-team",
-            tls_bucket=s3.Bucket.from_bucket_name(stack, "TeamTls", "acme-tls-certs"),
+            tls_bucket=tls,
             eks_cluster_name=serving.cluster_name,
             install_keda=False,  # the ServingCluster installs KEDA: one per cluster
         ),

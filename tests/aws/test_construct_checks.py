@@ -262,7 +262,7 @@ def test_served_models_of_one_cluster_may_not_repeat_a_deployment() -> None:
 
 
 def _hyperpod(stack: Any, count: int = 1, kubernetes_version: str | None = None) -> Any:
-    from aws_cdk import aws_ec2 as ec2
+    from aws_cdk import aws_ec2 as ec2, aws_s3 as s3
 
     from mlcc_constructs import (
         HyperPodCluster,
@@ -275,10 +275,11 @@ def _hyperpod(stack: Any, count: int = 1, kubernetes_version: str | None = None)
     )
 
     vpc = ec2.Vpc(stack, "Vpc", max_azs=2)
+    tls = s3.Bucket.from_bucket_name(stack, "Tls", "acme-tls")
     serving = ServingCluster(
         stack,
         "Serving",
-        props=ServingClusterProps(vpc=vpc, tls_bucket="acme-tls", load_balancer_groups={}),
+        props=ServingClusterProps(vpc=vpc, tls_bucket=tls, load_balancer_groups={}),
     )
     hyperpod = HyperPodCluster(
         stack,
@@ -290,7 +291,7 @@ def _hyperpod(stack: Any, count: int = 1, kubernetes_version: str | None = None)
             groups=[InstanceGroup(name="inference", instance_type="ml.g5.12xlarge", count=count)],
             subnet_ids=["subnet-1"],
             security_group_ids=["sg-1"],
-            artifacts_bucket="acme-artifacts",
+            artifacts_bucket=s3.Bucket.from_bucket_name(stack, "Artifacts", "acme-artifacts"),
             kubernetes_version=kubernetes_version,
         ),
     )
@@ -302,7 +303,7 @@ def _hyperpod(stack: Any, count: int = 1, kubernetes_version: str | None = None)
             oidc_provider=serving.oidc_provider,
             hyperpod_cluster=hyperpod,
             role_name="SageMakerHyperPodInference-team",
-            tls_bucket="acme-tls",
+            tls_bucket=tls,
             install_keda=False,
         ),
     )
@@ -367,6 +368,7 @@ def test_the_operator_takes_its_hyperpod_cluster_once() -> None:
                 cluster=serving.cluster,
                 oidc_provider=serving.oidc_provider,
                 role_name="SageMakerHyperPodInference-team",
+                tls_bucket=serving.s3_csi.tls_bucket,
                 **kw,
             )
         )[0].startswith(

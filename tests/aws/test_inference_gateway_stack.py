@@ -98,7 +98,7 @@ def test_cdk_nag_stays_clean_with_the_gateway() -> None:
 def _team_served_model(*, inference_gateway: bool) -> Any:
     """A team's stack: its own operator construct and a ServedModel of a gateway deployment."""
     import aws_cdk as cdk
-    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 
     from mlcc_constructs import RenderContext, prepare
     from mlcc_constructs.aws.inference_operator import (
@@ -127,7 +127,8 @@ def _team_served_model(*, inference_gateway: bool) -> Any:
         props=HyperPodInferenceOperatorProps(
             cluster=cluster, oidc_provider=oidc, role_name="SageMakerHyperPodInference-team",
             hyperpod_cluster_arn="arn:aws:sagemaker:us-east-1:123456789012:cluster/team",
-            tls_bucket="acme-tls", eks_cluster_name="team", inference_gateway=inference_gateway,
+            tls_bucket=s3.Bucket.from_bucket_name(stack, "Tls", "acme-tls"),
+            eks_cluster_name="team", inference_gateway=inference_gateway,
         ),
     )  # fmt: skip
     gateway = Gateway(jwt=JwtAuth(issuer=ISSUER, jwks_uri=f"{ISSUER}/jwks", audiences=("a",)))

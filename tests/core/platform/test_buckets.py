@@ -67,27 +67,47 @@ def test_every_bucket_refuses_plain_http() -> None:
         ), bucket
 
 
-def test_unknown_key_and_agnostic_stack_are_refused() -> None:
+def test_unknown_keys_and_bad_names_are_refused() -> None:
+    from mlcc_constructs import ModelBucketsProps
+
+    with pytest.raises(MlccError) as caught:
+        ModelBucketsProps(names={"cor": "acme-models", "tls": "Acme_TLS", "core": "a..b"})
+    assert [str(p) for p in caught.value.problems] == [
+        "ModelBucketsProps:/names: unknown bucket key(s) cor (got ['cor']; allowed: adapters, "
+        "artifacts, core, tls, training; fix: name only buckets of stacks/buckets.json)",
+        "ModelBucketsProps:/names/tls: not an S3 bucket name (got 'Acme_TLS'; allowed: 3-63 "
+        "lower-case letters, digits, '.' and '-', starting and ending with a letter or digit; "
+        "fix: pass bucket_names(account=..., region=..., profile=...)[key] (from "
+        "mlcc_constructs.core.platform.buckets import bucket_names))",
+        "ModelBucketsProps:/names/core: not an S3 bucket name (got 'a..b'; allowed: 3-63 "
+        "lower-case letters, digits, '.' and '-', starting and ending with a letter or digit; "
+        "fix: pass bucket_names(account=..., region=..., profile=...)[key] (from "
+        "mlcc_constructs.core.platform.buckets import bucket_names))",
+    ]
+
+
+def test_buckets_are_named_as_the_props_say() -> None:
+    """The names are the props' (no profile, account or region is read): a team names its own,
+    in a stack of any environment."""
     import aws_cdk as cdk
+    from aws_cdk.assertions import Template
 
     from mlcc_constructs import ModelBuckets, ModelBucketsProps
 
     app = cdk.App()
-    env = cdk.Environment(account="123456789012", region="us-east-1")
-    with pytest.raises(MlccError) as caught:
-        ModelBuckets(
-            cdk.Stack(app, "A", env=env), "B", props=ModelBucketsProps(profile="dev", keys=["cor"])
-        )
-    assert [str(p) for p in caught.value.problems] == [
-        "ModelBucketsProps.keys: unknown bucket key(s) cor (got ['cor']; allowed: adapters, "
-        "artifacts, core, tls, training)"
-    ]
-    with pytest.raises(MlccError) as caught:
-        ModelBuckets(cdk.Stack(app, "Agnostic"), "B", props=ModelBucketsProps(profile="dev"))
-    assert [str(p) for p in caught.value.problems] == [
-        "Agnostic: bucket names need a concrete account and region (fix: create the stack "
-        "with env=cdk.Environment(account=..., region=...))"
-    ]
+    stack = cdk.Stack(app, "Agnostic")
+    buckets = ModelBuckets(
+        stack, "B", props=ModelBucketsProps(names={"tls": "acme-tls", "core": "acme-models"})
+    )
+    assert list(buckets.buckets) == ["tls", "core"]
+    template = Template.from_stack(stack).to_json()
+    named = {
+        key: value["Properties"].get("BucketName")
+        for key, value in template["Resources"].items()
+        if value["Type"] == "AWS::S3::Bucket"
+    }
+    assert sorted(v for v in named.values() if v) == ["acme-models", "acme-tls"]
+    assert next(k for k, v in named.items() if v == "acme-tls").startswith("BTls")
 
 
 def test_bucket_lookup_by_key() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.platform.cluster_access import (
     admin_access_id,
     admin_role_arns,
@@ -18,6 +19,7 @@ from mlcc_constructs.core.platform.gpu_capacity import (
     gpu_node_pool,
     gpu_toleration,
     instance_families,
+    pool_families,
     s3_csi_addon_configuration,
 )
 from mlcc_constructs.core.platform.versions import check_kubectl_layer, pinned
@@ -42,15 +44,24 @@ def _resources(resource_type: str) -> dict[str, Any]:
     ],
 )
 def test_instance_families_come_from_the_catalog(types: list[str], families: tuple[str]) -> None:
-    assert instance_families(types) == families
+    assert instance_families([lookup(name) for name in types]) == families
+    # A pool's props read the names once: the families and every problem in one pass.
+    assert pool_families(["p5"], types, where="GpuNodePoolProps") == (
+        tuple(sorted({"p5", *families})),
+        [],
+    )
 
 
 def test_unknown_instance_type_is_the_catalog_error() -> None:
-    with pytest.raises(MlccError) as caught:
-        instance_families(["ml.g5.13xlarge"])
-    assert str(caught.value).startswith(
-        "/compute/instance_type: unknown instance type (got 'ml.g5.13xlarge'"
+    found, problems = pool_families(
+        ["g5"], ["ml.g5.2xlarge", "ml.g5.13xlarge"], where="GpuNodePoolProps"
     )
+    assert found == ("g5",)
+    assert [str(p) for p in problems] == [
+        "GpuNodePoolProps:/instance_types/1: unknown instance type (got 'ml.g5.13xlarge'; "
+        "allowed: the types in mlcc_constructs/data/instance_catalog.json; fix: did you mean "
+        "ml.g5.16xlarge or ml.g5.12xlarge or ml.g5.xlarge?)"
+    ]
 
 
 def test_node_pool_is_tainted_for_the_pods_that_tolerate_it() -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from mlcc_constructs.core._resources import data_path
 from mlcc_constructs.core.platform import hyperpod_dependencies as deps
+from mlcc_constructs.core.platform.catalog import InstanceType, lookup
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.kinds._schemas import core_object_problems, kubernetes_version
@@ -104,7 +105,7 @@ def test_an_unpinned_component_is_refused_naming_the_file() -> None:
 def test_the_device_plugins_run_on_exactly_the_groups_types(
     types: list[str], nvidia: list[str], efa: list[str] | None
 ) -> None:
-    charts = {chart.name: chart for chart in deps.charts(types)}
+    charts = {chart.name: chart for chart in deps.charts(_entries(types))}
     assert set(charts) == {"nvidia-device-plugin", *(["aws-efa-k8s-device-plugin"] * bool(efa))}
     plugin = charts["nvidia-device-plugin"]
     assert (plugin.version, plugin.namespace) == ("0.16.1", "kube-system")
@@ -118,16 +119,33 @@ def test_the_device_plugins_run_on_exactly_the_groups_types(
         assert HEALTH_TOLERATION in chart.values["tolerations"]
 
 
-def test_an_unknown_instance_type_is_refused() -> None:
-    with pytest.raises(MlccError, match="unknown instance type"):
-        deps.charts(["ml.g5.13xlarge"])
+def _entries(names: list[str] | tuple[str, ...]) -> list[InstanceType]:
+    """The catalog entries of ``names``: what the groups carry (looked up once, when read)."""
+    return [lookup(name) for name in names]
+
+
+def test_a_name_where_a_catalog_entry_belongs_is_refused() -> None:
+    """The props take the groups' catalog entries: a name is not looked up again here."""
+    from mlcc_constructs import HyperPodDependenciesProps
+
+    with pytest.raises(MlccError) as raised:
+        HyperPodDependenciesProps(
+            cluster=None,  # type: ignore[arg-type]
+            instance_types=["ml.g5.12xlarge"],  # type: ignore[list-item]
+        )
+    assert [str(p) for p in raised.value.problems] == [
+        "/instance_types: wrong type for HyperPodDependenciesProps.instance_types (got "
+        "['ml.g5.12xlarge']; allowed: Sequence[InstanceType]; fix: pass Sequence[InstanceType] "
+        "(from mlcc_constructs import InstanceType))"
+    ]
 
 
 # --- the objects of the local-only parts ---------------------------------------------------
 
 
 def _objects(types: tuple[str, ...] = ("ml.g5.12xlarge",)) -> list[dict[str, Any]]:
-    return [deps.namespace_object(), *deps.dependency_objects(types, region="us-east-1", where="t")]
+    found = deps.dependency_objects(_entries(types), region="us-east-1", where="t")
+    return [deps.namespace_object(), *found]
 
 
 @pytest.mark.parametrize("obj", _objects(), ids=lambda o: f"{o['kind']}/{o['metadata']['name']}")
@@ -253,7 +271,7 @@ def test_the_agent_image_is_the_regions(region: str, account: str) -> None:
 def test_a_region_without_the_agent_is_refused_naming_the_supported_ones(region: str) -> None:
     with pytest.raises(MlccError) as raised:
         deps.dependency_objects(
-            ["ml.g5.12xlarge"], region=region, where="mlcc-dev-hyperpod-cluster env"
+            _entries(["ml.g5.12xlarge"]), region=region, where="mlcc-dev-hyperpod-cluster env"
         )
     (problem,) = raised.value.problems
     assert problem.where == "mlcc-dev-hyperpod-cluster env"
@@ -289,7 +307,9 @@ def test_the_construct_refuses_a_region_without_the_agent_at_synth(
         HyperPodDependencies(
             stack,
             "Dependencies",
-            props=HyperPodDependenciesProps(cluster=cluster, instance_types=["ml.g5.12xlarge"]),
+            props=HyperPodDependenciesProps(
+                cluster=cluster, instance_types=[lookup("ml.g5.12xlarge")]
+            ),
         )
 
 
@@ -309,7 +329,7 @@ def _dependency_ids() -> set[str]:
 
 
 def test_the_stack_installs_the_charts_pinned_with_the_groups_values() -> None:
-    expected = {c.name: c for c in deps.charts(_group_types())}
+    expected = {c.name: c for c in deps.charts(_entries(_group_types()))}
     charts = {
         r["Properties"]["Chart"]: r["Properties"] for r in _stack().values() if r["Type"] == HELM
     }
@@ -358,7 +378,7 @@ def test_an_imported_cluster_gets_no_dependencies() -> None:
 def _team_hyperpod(install: bool) -> dict[str, Any]:
     """A team's HyperPodCluster on an imported cluster that has no kubectl provider."""
     import aws_cdk as cdk
-    from aws_cdk import aws_eks_v2 as eks
+    from aws_cdk import aws_eks_v2 as eks, aws_s3 as s3
 
     from mlcc_constructs import HyperPodCluster, HyperPodClusterProps, InstanceGroup
 
@@ -375,7 +395,7 @@ def _team_hyperpod(install: bool) -> dict[str, Any]:
             groups=[InstanceGroup(name="inference", instance_type="ml.g5.xlarge", count=1)],
             subnet_ids=["subnet-1"],
             security_group_ids=["sg-1"],
-            artifacts_bucket="acme-artifacts",
+            artifacts_bucket=s3.Bucket.from_bucket_name(stack, "Artifacts", "acme-artifacts"),
             eks_cluster_name="team",
             install_dependencies=install,
         ),

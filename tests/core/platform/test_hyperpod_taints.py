@@ -5,10 +5,12 @@ hyperpod-cluster template carrying the taints. Table-driven."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
 
+from mlcc_constructs.core.platform.catalog import lookup
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.hyperpod import (
     HyperPodSettings,
@@ -252,8 +254,18 @@ def test_which_taints_block_a_pod(
 
 
 def test_the_default_taint_follows_the_catalog() -> None:
-    assert default_taints(G12) == (GPU_TAINT,)
-    assert default_taints("g6e.xlarge") == (GPU_TAINT,)  # EKS node names are looked up too
+    assert default_taints(lookup(G12)) == (GPU_TAINT,)
+    assert default_taints(lookup("g6e.xlarge")) == (GPU_TAINT,)
+    no_gpu = dataclasses.replace(lookup(G12), name="ml.c5.xlarge", gpus=0)
+    assert default_taints(no_gpu) == ()
+    # A group carries its type's catalog entry, looked up once when it is built.
+    group = InstanceGroup(name="g", instance_type="g6e.xlarge", count=1)
+    assert group.instance is lookup("g6e.xlarge") and group.node_taints == (GPU_TAINT,)
+    with pytest.raises(MlccError) as raised:
+        InstanceGroup(name="g", instance_type="ml.g5.13xlarge", count=1)
+    assert str(raised.value).startswith(
+        "InstanceGroup:/instance_type: unknown instance type (got 'ml.g5.13xlarge'"
+    )
     assert str(GPU_TAINT) == "nvidia.com/gpu:NoSchedule"
 
 

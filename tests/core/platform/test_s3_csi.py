@@ -52,7 +52,7 @@ def test_bucket_objects_are_granted_by_reference() -> None:
     assert tls[1]["Fn::Join"][1][1] == "/*"
 
 
-def test_descriptor_key_without_profile_is_refused() -> None:
+def test_bucket_text_is_refused_with_the_object_to_pass() -> None:
     import aws_cdk as cdk
     from aws_cdk import aws_eks_v2 as eks
 
@@ -63,9 +63,26 @@ def test_descriptor_key_without_profile_is_refused() -> None:
     cluster = eks.Cluster.from_cluster_attributes(stack, "C", cluster_name="c")
     provider = eks.OidcProviderNative(stack, "P", url="https://oidc.example.com/id/X")
     with pytest.raises(MlccError) as caught:
-        S3CsiDriver(stack, "Csi", props=S3CsiDriverProps(cluster=cluster, oidc_provider=provider))
+        S3CsiDriverProps(
+            cluster=cluster,
+            oidc_provider=provider,
+            read_buckets=["core"],  # type: ignore[list-item]
+            tls_bucket="acme-tls",  # type: ignore[arg-type]
+        )
     assert [str(p) for p in caught.value.problems] == [
-        "S3CsiDriverProps.profile: bucket 'core' is given by descriptor key but no profile is "
-        "set (fix: pass profile=... (fills ${profile} in stacks/buckets.json) or pass the "
-        "bucket object)"
+        "S3CsiDriverProps:/read_buckets/0: a key of stacks/buckets.json is not a bucket (its "
+        "name needs the app's profile) (got 'core'; allowed: s3.IBucket (from aws_cdk import "
+        "aws_s3 as s3); fix: pass the bucket object: ModelBuckets.bucket(key) of the buckets "
+        "the app creates, or s3.Bucket.from_bucket_name(scope, id, bucket_names(account=..., "
+        "region=..., profile=...)[key]) (from mlcc_constructs.core.platform.buckets import "
+        "bucket_names))",
+        "S3CsiDriverProps:/tls_bucket: a bucket name is not a bucket (got 'acme-tls'; allowed: "
+        "s3.IBucket (from aws_cdk import aws_s3 as s3); fix: pass the bucket object "
+        "(s3.Bucket.from_bucket_name(scope, id, name) for a bucket the app does not create))",
     ]
+    # Defaults: no bucket at all (the app passes its descriptor's buckets as objects).
+    csi = S3CsiDriver(stack, "Csi", props=S3CsiDriverProps(cluster=cluster, oidc_provider=provider))
+    assert csi.read_buckets == () and csi.tls_bucket is None
+    with pytest.raises(MlccError) as caught:
+        csi.grant_read("acme-models")  # type: ignore[arg-type]
+    assert [p.where for p in caught.value.problems] == ["S3CsiDriver.grant_read"]
