@@ -33,7 +33,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap stream-bootstrap scan-bootstrap test-debs synth deploy test lint docs bench regen clean node-env
+.PHONY: bootstrap stream-bootstrap scan-bootstrap test-debs bench-debs synth deploy test lint docs bench regen clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -65,11 +65,14 @@ $(SCAN_VENV)/.installed: requirements-scan.lock
 # missing (CI: a fresh Debian machine, as root); where apt cannot install them, make says so and
 # the tests that need them fail or skip, naming the package.
 TEST_DEBS := prometheus:promtool chromium:chromium
-test-debs:
-	@missing=""; for pair in $(TEST_DEBS); do command -v "$${pair##*:}" >/dev/null || missing="$$missing $${pair%%:*}"; done; \
+# make bench counts the CLI's instructions with valgrind's callgrind (a count the machine's load
+# does not move); without it the CPU ratios are reported alone.
+BENCH_DEBS := valgrind:valgrind
+test-debs bench-debs:
+	@missing=""; for pair in $(if $(filter bench-debs,$@),$(BENCH_DEBS),$(TEST_DEBS)); do command -v "$${pair##*:}" >/dev/null || missing="$$missing $${pair%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
-	  || echo "mlcc: note: could not install$$missing from apt; the tests that run them skip" >&2; \
+	  || echo "mlcc: note: could not install$$missing from apt; what runs them skips" >&2; \
 	fi
 
 node_modules/.installed: package.json package-lock.json
@@ -111,7 +114,7 @@ docs: bootstrap
 	$(BIN)/mkdocs build --strict --clean
 
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
-bench: bootstrap
+bench: bootstrap bench-debs
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
 
 # Every file generated from this repository, rewritten in one command (.gitattributes marks
