@@ -135,6 +135,7 @@ SNAPSHOT_TESTS = $(patsubst snapshots/%,tests/%.py,$(wildcard snapshots/test_*))
 
 regen: bootstrap
 	$(BIN)/python tools/spec_schema.py
+	$(BIN)/python tools/dataclass_code.py
 	MLCC_ENGINE_PATH= $(BIN)/mlcc dashboard -o mlcc_constructs/data/grafana-dashboard.json
 	$(BIN)/python -c 'from benchmarks.cold_start import PLAN_OUT, cold_start_plans; cold_start_plans(PLAN_OUT)'
 	$(BIN)/pytest -n auto --snapshot-update $(SNAPSHOT_TESTS)
