@@ -97,3 +97,20 @@ def test_the_commands_classes_take_them_and_behave_alike(precompiled: bool) -> N
         "NotGenerated(size=3)",
         "FrozenInstanceError cannot assign to field 'message'",
     ]
+
+
+def test_it_is_used_only_with_a_current_bytecode_cache(tmp_path: Path) -> None:
+    import os
+    import py_compile
+
+    from mlcc_constructs.cli._precompiled import bytecode_current
+
+    source = tmp_path / "module.py"
+    source.write_text("X = 1\n")
+    assert not bytecode_current(str(source))  # never compiled
+    py_compile.compile(str(source))
+    assert bytecode_current(str(source))
+    os.utime(source, (1, 1))  # the source changed since
+    assert not bytecode_current(str(source))
+    py_compile.compile(str(source), invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
+    assert bytecode_current(str(source))  # the interpreter checks a hash-based one itself

@@ -12,14 +12,21 @@ the class module's globals; only their code's file name and line numbers are the
 module's instead of ``<string>``.
 
 Only the ``mlcc`` command installs it (:mod:`mlcc_constructs.cli`), never an import of the
-library by an app.
+library by an app; and only where the module's bytecode is cached or may be (compiling its
+source each time would cost three times what it saves: ``PYTHONDONTWRITEBYTECODE`` with no
+current ``.pyc``).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
+import sys
 import types
+from importlib.util import MAGIC_NUMBER, cache_from_source
 from typing import Any
+
+_SOURCE = os.path.join(os.path.dirname(__file__), "_dataclass_code.py")
 
 _FACTORY = "__create_fn__"
 """The name ``dataclasses._create_fn`` (Python 3.11, 3.12) gives the function its text
@@ -30,6 +37,8 @@ def install() -> None:
     """Let ``dataclasses`` use the precompiled methods for the rest of the process."""
     if getattr(dataclasses, "exec", None) is not None:
         return  # installed already (or someone else's: leave it)
+    if sys.dont_write_bytecode and not bytecode_current(_SOURCE):
+        return
     from mlcc_constructs.cli._dataclass_code import CODE, TEXTS
 
     by_text = dict(zip(TEXTS, CODE, strict=True))
@@ -45,3 +54,20 @@ def install() -> None:
 
     # dataclasses calls the builtin `exec` by its global name: a module attribute shadows it
     dataclasses.exec = precompiled_exec  # type: ignore[attr-defined]
+
+
+def bytecode_current(source: str) -> bool:
+    """Whether the interpreter holds a current ``.pyc`` of ``source`` (the checks its import
+    makes of a timestamp-based one; a hash-based one it checks itself)."""
+    try:
+        with open(cache_from_source(source), "rb") as cached:
+            header = cached.read(16)
+        stat = os.stat(source)
+    except (OSError, NotImplementedError):
+        return False
+    if len(header) < 16 or header[:4] != MAGIC_NUMBER:
+        return False
+    if int.from_bytes(header[4:8], "little") & 1:  # hash-based
+        return True
+    mtime, size = (int.from_bytes(header[i : i + 4], "little") for i in (8, 12))
+    return mtime == int(stat.st_mtime) & 0xFFFFFFFF and size == stat.st_size & 0xFFFFFFFF
