@@ -334,11 +334,11 @@ def test_suite(runs: int) -> dict[str, Any]:
 
 
 def table(results: dict[str, Any]) -> str:
-    rows = [("benchmark", "measurement", "median", "min", "max", "peak MiB")]
+    rows = [("benchmark", "measurement", "median", "min", "max", "cpu median", "peak MiB")]
     verdicts: dict[int, str] = {}  # row index -> the verdict line printed after it
     for section, result in results["benchmarks"].items():
         for name, figure in result["figures"].items():
-            peak = figure.get("peak_mib_median")
+            peak, cpu = figure.get("peak_mib_median"), figure.get("cpu_median")
             rows.append(
                 (
                     section,
@@ -346,6 +346,7 @@ def table(results: dict[str, Any]) -> str:
                     f"{figure['median']:.3f} {figure['unit']}",
                     f"{figure['min']:.3f}",
                     f"{figure['max']:.3f}",
+                    "" if cpu is None else f"{cpu:.3f} s",
                     "" if peak is None else f"{peak:.0f}",
                 )
             )
