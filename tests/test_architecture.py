@@ -396,7 +396,7 @@ def test_no_module_over_500_lines() -> None:
         for path in PACKAGE.rglob("*.py")
         if str(path.relative_to(PACKAGE)) not in GENERATED_MODULES
     }
-    assert GENERATED_MODULES <= {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")}
+    assert {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")} >= GENERATED_MODULES
     assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
