@@ -33,7 +33,7 @@ export CDK_DISABLE_CLI_TELEMETRY := true
 # compiling (about 5 s of each warm `make test`).
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: bootstrap stream-bootstrap scan-bootstrap test-debs synth deploy test lint docs bench regen clean node-env
+.PHONY: bootstrap stream-bootstrap scan-bootstrap test-debs bench-debs synth deploy test lint docs bench regen clean node-env
 
 bootstrap: $(VENV)/.installed node_modules/.installed
 
@@ -65,11 +65,14 @@ $(SCAN_VENV)/.installed: requirements-scan.lock
 # missing (CI: a fresh Debian machine, as root); where apt cannot install them, make says so and
 # the tests that need them fail or skip, naming the package.
 TEST_DEBS := prometheus:promtool chromium:chromium
-test-debs:
-	@missing=""; for pair in $(TEST_DEBS); do command -v "$${pair##*:}" >/dev/null || missing="$$missing $${pair%%:*}"; done; \
+# make bench counts the CLI's instructions with valgrind's callgrind (a count the machine's load
+# does not move); without it the CPU ratios are reported alone.
+BENCH_DEBS := valgrind:valgrind
+test-debs bench-debs:
+	@missing=""; for pair in $(if $(filter bench-debs,$@),$(BENCH_DEBS),$(TEST_DEBS)); do command -v "$${pair##*:}" >/dev/null || missing="$$missing $${pair%%:*}"; done; \
 	if [ -n "$$missing" ]; then \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing >/dev/null; } \
-	  || echo "mlcc: note: could not install$$missing from apt; the tests that run them skip" >&2; \
+	  || echo "mlcc: note: could not install$$missing from apt; what runs them skips" >&2; \
 	fi
 
 node_modules/.installed: package.json package-lock.json
@@ -111,13 +114,15 @@ docs: bootstrap
 	$(BIN)/mkdocs build --strict --clean
 
 # QUICK=1: the short run (benchmarks/run.py --quick), a few minutes.
-bench: bootstrap
+bench: bootstrap bench-debs
 	$(BIN)/python benchmarks/run.py $(if $(QUICK),--quick)
 
 # Every file generated from this repository, rewritten in one command (.gitattributes marks
 # the generated files). The tool of each:
 #   mlcc_constructs/data/deployment-spec.schema.json and spec-flags.json
 #                                                tools/spec_schema.py (from the spec dataclasses)
+#   mlcc_constructs/cli/_dataclass_code.py       tools/dataclass_code.py (the mlcc command's
+#                                                dataclass methods, precompiled)
 #   mlcc_constructs/data/grafana-dashboard.json  mlcc dashboard (the built-in engines only)
 #   benchmarks/cold_start.json                   mlcc plan of examples/reference.yaml
 #                                                (benchmarks/cold_start.py)
@@ -126,12 +131,14 @@ bench: bootstrap
 # Not rewritten here, though generated: the stack histories (snapshots/<stack>/): each step is
 # a reviewed declaration, written with tools/stack_step.py after reading its diff, never
 # regenerated; the recorded engine facts (mlcc_constructs/data/engine_parsers/,
-# tests/engine_parsers/): read from an engine release's wheel (tools/engine_parser_facts.py);
+# tests/engine_parsers/) and loaders' keys (mlcc_constructs/data/loader_config/): read from an
+# engine release's wheel (tools/engine_parser_facts.py, tools/loader_config_facts.py);
 # benchmarks/results.json: make bench, a measurement of the machine it runs on.
 SNAPSHOT_TESTS = $(foreach s,$(notdir $(wildcard snapshots/test_*)),$(wildcard tests/*/$(s).py tests/*/*/$(s).py))
 
 regen: bootstrap
 	$(BIN)/python tools/spec_schema.py
+	$(BIN)/python tools/dataclass_code.py
 	MLCC_ENGINE_PATH= $(BIN)/mlcc dashboard -o mlcc_constructs/data/grafana-dashboard.json
 	$(BIN)/python -c 'from benchmarks.cold_start import PLAN_OUT, cold_start_plans; cold_start_plans(PLAN_OUT)'
 	$(BIN)/pytest -n auto --snapshot-update $(SNAPSHOT_TESTS)

@@ -69,7 +69,8 @@ def fleet(count: int | None, out: str, selection: str = "", changed: str = "") -
 
 def peer_objects(count: int, path: str) -> None:
     """The plain-CDK peer's input for ``count`` generated deployments: each serving stack's
-    name and objects, as the app renders them (written once, before timing)."""
+    name, objects, pods' role and readiness wait, as the app prepares them (written once,
+    before timing)."""
     import aws_cdk as cdk
 
     import app as cdk_app
@@ -83,10 +84,65 @@ def peer_objects(count: int, path: str) -> None:
     write_objects(
         Path(path),
         [
-            (environment.stack_name(unit.suffix), [e.object for e in d.prepared.objects])
+            {
+                "stack": environment.stack_name(unit.suffix),
+                "objects": [e.object for e in d.prepared.objects],
+                "pod_role": _pod_role(d.prepared),
+                "readiness": _readiness(d.prepared),
+            }
             for unit, d in zip(plan.units, app_deployments(scratch), strict=True)
         ],
     )
+
+
+def _pod_role(prepared: Any) -> dict[str, Any] | None:
+    """What the peer's hand-written pod role needs: the ServiceAccount and the model's prefix."""
+    from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
+
+    uses = pod_role_uses(prepared)
+    if not uses:
+        return None
+    if prepared.secrets.synced or not pods_call_aws(prepared):
+        raise SystemExit("bench: the peer covers a streamed model's role only, not secrets")
+    source = prepared.resolution.source
+    namespace, account = prepared.spec.namespace, prepared.names.base
+    return {
+        "namespace": namespace,
+        "service_account": account,
+        "description": f"mlcc: the pods of {namespace}/{account} " + " and ".join(uses),
+        "bucket": source.bucket,
+        "prefix": source.prefix,
+    }
+
+
+def _readiness(prepared: Any) -> dict[str, Any] | None:
+    """What the peer's readiness wait needs: the waiter's access objects and its properties."""
+    from mlcc_constructs.core.serving.readiness import readiness_target
+
+    target = readiness_target(prepared)
+    address = target.address
+    return {
+        "access": [entry.object for entry in target.access],
+        "service_timeout_s": target.timing.service_timeout_s,
+        "properties": {
+            "Kind": target.kind,
+            "Namespace": target.namespace,
+            "Name": target.name,
+            "Path": target.path,
+            "DeadlineSeconds": str(target.timing.deadline_s),
+            "ReadyTimeoutSeconds": str(target.timeout_s),
+            "Digest": target.digest,
+            **(
+                {
+                    "AddressKind": address.kind,
+                    "AddressName": address.name,
+                    "AddressPath": address.path,
+                }
+                if address is not None
+                else {}
+            ),
+        },
+    }
 
 
 def peer(path: str, out: str) -> None:

@@ -28,7 +28,7 @@ from benchmarks._measure import (
 )
 
 RSS_LIMIT_MIB = 2048
-MARGINAL_LIMIT = 1.2
+MARGINAL_LIMIT = 1.5  # issue 39, against the peer doing the same work
 LOOP_LIMIT = 2.0
 CHANGED = "bench-0"
 """The deployment the reviewer's loop changes (its ``env``), and selects."""
@@ -60,7 +60,7 @@ def _marginals(figures: Mapping[str, Figure], label: str, sizes: Sequence[int]) 
 def fleet_synth(runs: int, sizes: Sequence[int]) -> dict[str, Any]:
     """The app with N generated deployments (every stack, the gates, dist/) against the
     plain-CDK peer applying the same objects, one stack each; the objects proven equal first."""
-    from benchmarks.plain_cdk_peer import check_same_objects
+    from benchmarks.plain_cdk_peer import check_same_work
 
     work = Path(tempfile.mkdtemp(prefix="mlcc-fleet-"))
     commands: dict[str, Sequence[str]] = {}
@@ -71,13 +71,13 @@ def fleet_synth(runs: int, sizes: Sequence[int]) -> dict[str, Any]:
         commands[f"plain CDK peer, {size}"] = [
             PYTHON, WORKERS, "peer", str(objects), str(work / "peer"),
         ]  # fmt: skip
-    # prove the objects equal (the smallest and the largest size) before timing anything
-    extras: list[str] = []
+    # prove the work equal (the smallest and the largest size) before timing anything
+    work_per_deployment: dict[str, int] = {}
     for size in (min(sizes), max(sizes)):
         run_process(commands[f"the app, {size}"])
         run_process(commands[f"plain CDK peer, {size}"])
         stacks = [_stack(index) for index in range(size)]
-        extras = check_same_objects(work / "app" / "cdk.out", work / "peer", stacks)
+        work_per_deployment = check_same_work(work / "app" / "cdk.out", work / "peer", stacks)
     load = load_average()
     figures = measure_processes(commands, runs)
     load_after = load_average()
@@ -93,7 +93,7 @@ def fleet_synth(runs: int, sizes: Sequence[int]) -> dict[str, Any]:
         "marginal_ratio_cpu": round(ratio_cpu, 2),
         "marginal_ratio_wall": round(ratio_wall, 2),
         f"peak_mib_at_{max(sizes)}": round(peak, 1),
-        "objects_only_the_app_applies": extras,
+        "resources_per_deployment_both": work_per_deployment,
         "load_average": load,
         "load_average_after": load_after,
         "target": f"marginal CPU per deployment <= {MARGINAL_LIMIT}x the peer's; peak RSS at "

@@ -5,11 +5,17 @@ One Stack per deployment, each importing the cluster (``eks.Cluster.from_cluster
 with its kubectl provider from ``eks.KubectlProvider.from_kubectl_provider_attributes``, the
 aws-cdk-lib 2.275.0 API) and applying the deployment's objects one ``KubernetesManifest`` each,
 in apply order (each depends on the one before it, as ``kubectl apply -f`` would apply them),
-``prune`` off and ``overwrite`` on, as the app's ``KubernetesObjects`` does. No render, no
-gates, no readiness waiter, no pod role: the objects come pre-rendered from a JSON file (what
-the app's deployments render, written before timing), so the peer pays only for CDK applying
-them. :func:`manifests_of` reads the objects back from a cdk.out folder, so the benchmark
-proves both apps apply the same objects before it times anything.
+``prune`` off and ``overwrite`` on, as the app's ``KubernetesObjects`` does.
+
+It does the same AWS work per deployment as the app's serving stack, written by hand: the
+pods' IAM role (trusting ``pods.eks.amazonaws.com`` for the deployment's ServiceAccount, with
+read access to the model's S3 prefix) and its ``AWS::EKS::PodIdentityAssociation``, applied
+before the objects; and one readiness wait after them (a custom resource of the cluster's
+waiter, with the ``Role`` and ``RoleBinding`` that let the waiter read the workload). No
+render, no gates: the objects and the facts come pre-rendered from a JSON file (what the app's
+deployments render, written before timing), so the peer pays only for CDK building them.
+:func:`manifests_of` reads the objects back from a cdk.out folder, so the benchmark proves
+both apps apply the same objects before it times anything.
 """
 
 from __future__ import annotations
@@ -24,15 +30,18 @@ REGION = "us-east-1"
 CLUSTER_NAME = "mlcc-dev"
 KUBECTL_SERVICE_TOKEN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:mlcc-dev-kubectl-provider"
 KUBECTL_ROLE_ARN = f"arn:aws:iam::{ACCOUNT}:role/mlcc-dev-kubectl"
+READINESS_SERVICE_TOKEN = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:mlcc-dev-readiness"
+CLUSTER_ENDPOINT = "https://0123456789ABCDEF.gr7.us-east-1.eks.amazonaws.com"
+CLUSTER_CA = "LS0tLS1CRUdJTi1DRVJUSUZJQ0FURS0tLS0t"
 
 
-def write_objects(
-    path: Path, deployments: Sequence[tuple[str, Sequence[Mapping[str, Any]]]]
-) -> None:
-    """The peer's input: ``(stack name, objects in apply order)`` per deployment, as JSON."""
-    path.write_text(
-        json.dumps([{"stack": stack, "objects": list(objects)} for stack, objects in deployments])
-    )
+def write_objects(path: Path, deployments: Sequence[Mapping[str, Any]]) -> None:
+    """The peer's input, one entry per deployment: ``stack`` (its name), ``objects`` (in apply
+    order), ``pod_role`` (``namespace``, ``service_account``, ``description``, the model's
+    ``bucket`` and ``prefix``; ``None``: the pods act as no role) and ``readiness`` (``access``:
+    the waiter's ``Role`` and ``RoleBinding``; ``service_timeout_s``; ``properties``: the wait's;
+    ``None``: no wait), as JSON."""
+    path.write_text(json.dumps(list(deployments)))
 
 
 def synth_peer(objects_file: Path, outdir: Path) -> None:
@@ -54,16 +63,108 @@ def synth_peer(objects_file: Path, outdir: Path) -> None:
         cluster = eks.Cluster.from_cluster_attributes(
             stack, "Cluster", cluster_name=CLUSTER_NAME, kubectl_provider=provider
         )
-        previous: eks.KubernetesManifest | None = None
+        association = _pod_identity(stack, deployment["pod_role"])
+        manifests: list[eks.KubernetesManifest] = []
         for index, obj in enumerate(deployment["objects"]):
             manifest = eks.KubernetesManifest(
-                stack, f"Object{index}", cluster=cluster, manifest=[obj], prune=False,
+                stack,
+                f"Object{index}",
+                cluster=cluster,
+                manifest=[obj],
+                prune=False,
                 overwrite=True,
-            )  # fmt: skip
-            if previous is not None:
-                manifest.node.add_dependency(previous)
-            previous = manifest
+            )
+            if manifests:
+                manifest.node.add_dependency(manifests[-1])
+            if association is not None:  # the first pods already get the role
+                manifest.node.add_dependency(association)
+            manifests.append(manifest)
+        if deployment["readiness"] is not None:
+            _readiness_wait(stack, cluster, deployment["readiness"], manifests)
     app.synth()
+
+
+def _pod_identity(stack: Any, role: Mapping[str, Any] | None) -> Any:
+    """The pods' role, read access to the model's prefix, and its Pod Identity association."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks, aws_iam as iam
+
+    if role is None:
+        return None
+    trust = iam.ServicePrincipal("pods.eks.amazonaws.com").with_conditions(
+        {
+            "StringEquals": {
+                "aws:RequestTag/eks-cluster-name": CLUSTER_NAME,
+                "aws:RequestTag/kubernetes-namespace": role["namespace"],
+                "aws:RequestTag/kubernetes-service-account": role["service_account"],
+            }
+        }
+    )
+    pod_role = iam.Role(
+        stack,
+        "PodRole",
+        assumed_by=iam.SessionTagsPrincipal(trust),
+        description=role["description"],
+    )
+    bucket = f"arn:{cdk.Aws.PARTITION}:s3:::{role['bucket']}"
+    pod_role.add_to_policy(
+        iam.PolicyStatement(
+            sid="ReadModelObjects",
+            actions=["s3:GetObject"],
+            resources=[f"{bucket}/{role['prefix']}*"],
+        )
+    )
+    pod_role.add_to_policy(
+        iam.PolicyStatement(
+            sid="ListModelPrefix",
+            actions=["s3:ListBucket"],
+            resources=[bucket],
+            conditions={"StringLike": {"s3:prefix": [f"{role['prefix']}*"]}},
+        )
+    )
+    return eks.CfnPodIdentityAssociation(
+        stack,
+        "PodIdentity",
+        cluster_name=CLUSTER_NAME,
+        namespace=role["namespace"],
+        service_account=role["service_account"],
+        role_arn=pod_role.role_arn,
+    )
+
+
+def _readiness_wait(
+    stack: Any, cluster: Any, readiness: Mapping[str, Any], objects: Sequence[Any]
+) -> None:
+    """The waiter's access (``Role``, ``RoleBinding``) and one wait, after every object."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_eks_v2 as eks
+
+    access = []
+    for index, obj in enumerate(readiness["access"]):
+        manifest = eks.KubernetesManifest(
+            stack,
+            f"Access{index}",
+            cluster=cluster,
+            manifest=[obj],
+            prune=False,
+            overwrite=True,
+        )
+        manifest.node.add_dependency(*objects, *access)
+        access.append(manifest)
+    wait = cdk.CustomResource(
+        stack,
+        "Wait",
+        service_token=READINESS_SERVICE_TOKEN,
+        resource_type="Custom::MlccWorkloadReadiness",
+        service_timeout=cdk.Duration.seconds(readiness["service_timeout_s"]),
+        properties={
+            "ClusterName": CLUSTER_NAME,
+            "Endpoint": CLUSTER_ENDPOINT,
+            "CertificateAuthority": CLUSTER_CA,
+            **readiness["properties"],
+        },
+    )
+    wait.node.add_dependency(*objects, *access)
 
 
 def manifests_of(template_path: Path) -> list[Any]:
@@ -111,17 +212,31 @@ def _object_key(resource: Mapping[str, Any]) -> tuple[str, str, str]:
     return (obj.get("kind", ""), metadata.get("namespace", ""), metadata.get("name", ""))
 
 
-def check_same_objects(ours: Path, peer: Path, stacks: Sequence[str]) -> list[str]:
+def resource_types(template_path: Path) -> dict[str, int]:
+    """How many resources of each CloudFormation type a template holds."""
+    counts: dict[str, int] = {}
+    for resource in json.loads(template_path.read_text()).get("Resources", {}).values():
+        counts[resource["Type"]] = counts.get(resource["Type"], 0) + 1
+    return dict(sorted(counts.items()))
+
+
+def check_same_work(ours: Path, peer: Path, stacks: Sequence[str]) -> dict[str, int]:
     """Refuse to time anything unless each of ``stacks`` applies, in both cdk.out folders
-    (``ours``: the app's, ``peer``: :func:`synth_peer`'s), the deployment's objects, equal and
-    in the same order. Returns the objects only the app applies (``kind name`` of the first
-    stack's: its readiness waiter's RBAC), which the peer has no counterpart for."""
-    extras: list[str] = []
+    (``ours``: the app's, ``peer``: :func:`synth_peer`'s), the same objects in the same order
+    and holds as many resources of each type (the pod role and its policy, the Pod Identity
+    association, the readiness wait and its ``Role`` and ``RoleBinding``). Returns the
+    resource types of the first stack: the work per deployment both do."""
+    work: dict[str, int] = {}
     for stack in stacks:
         mine = manifests_of(ours / f"{stack}.template.json")
         theirs = manifests_of(peer / f"{stack}.template.json")
-        if not theirs or [m for m in mine if m in theirs] != theirs:
+        if not theirs or mine != theirs:
             raise SystemExit(f"bench: {stack}: the peer applies other objects than the app")
-        if not extras:
-            extras = [f"{o['kind']} {o['metadata']['name']}" for (o,) in mine if [o] not in theirs]
-    return extras
+        types = resource_types(ours / f"{stack}.template.json")
+        if types != resource_types(peer / f"{stack}.template.json"):
+            raise SystemExit(
+                f"bench: {stack}: the peer makes other resources than the app: {types} against "
+                f"{resource_types(peer / f'{stack}.template.json')}"
+            )
+        work = work or types
+    return work

@@ -267,7 +267,14 @@ class ReadinessProvider(Construct):
         found = given or stack.node.try_find_child(PROVIDER_ID)
         if found is None:
             return ReadinessProvider(stack, PROVIDER_ID, cluster=cluster, subnets=subnets)
-        assert isinstance(found, ReadinessProvider)
+        if not isinstance(found, ReadinessProvider):  # a check, not an assert: kept under -O
+            raise fail(
+                f"the stack's {PROVIDER_ID!r} construct is not a readiness waiter",
+                where=scope.node.path,
+                value=found.node.path,
+                fix=f"give the stack's other construct another id than {PROVIDER_ID!r}, or pass "
+                "the cluster's waiter (ServingCluster.readiness)",
+            )
         if found.cluster is not cluster:
             raise fail(
                 "a readiness waiter serves one cluster, and this ServedModel is on another",

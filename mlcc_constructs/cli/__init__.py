@@ -12,9 +12,13 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from mlcc_constructs.cli._exit import STDOUT, stdout_error_text
-from mlcc_constructs.cli._parser import MlccParser, UsageError, failure_document
-from mlcc_constructs.core.support.errors import MlccError
+from mlcc_constructs.cli import _precompiled
+
+_precompiled.install()  # first: the classes of the modules below take their methods from it
+
+from mlcc_constructs.cli._exit import STDOUT, stdout_error_text  # noqa: E402
+from mlcc_constructs.cli._parser import MlccParser, UsageError, failure_document  # noqa: E402
+from mlcc_constructs.core.support.errors import MlccError  # noqa: E402
 
 # Order is the order of `mlcc --help`.
 COMMAND_MODULES: tuple[str, ...] = (

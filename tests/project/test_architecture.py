@@ -385,11 +385,18 @@ def test_the_circle_check_sees_a_circle() -> None:
     )
 
 
+GENERATED_MODULES = frozenset({"cli/_dataclass_code.py"})
+"""Modules a tool writes (tools/dataclass_code.py: dataclasses' own method texts, one job):
+data in Python form, not code to split; tests/cli/test_cli_precompiled.py keeps it current."""
+
+
 def test_no_module_over_500_lines() -> None:
     sizes = {
         str(path.relative_to(PACKAGE)): len(path.read_text(encoding="utf-8").splitlines())
         for path in PACKAGE.rglob("*.py")
+        if str(path.relative_to(PACKAGE)) not in GENERATED_MODULES
     }
+    assert {str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py")} >= GENERATED_MODULES
     assert {name: n for name, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 

@@ -49,6 +49,10 @@ def test_the_generated_files_are_marked() -> None:
         *generated,
         "mlcc_constructs/data/grafana-dashboard.json",
         "benchmarks/cold_start.json",
+        "mlcc_constructs/data/deployment-spec.schema.json",
+        "mlcc_constructs/data/spec-flags.json",
+        "mlcc_constructs/cli/_dataclass_code.py",
+        *_git("ls-files", "mlcc_constructs/data/loader_config").split(),
     ]
     assert len(generated) > 100
     assert {path for path, value in _marked(files).items() if value != "true"} == set()

@@ -358,3 +358,25 @@ def test_a_team_tls_bucket_names_the_iec_certificate_output() -> None:
     with pytest.raises(MlccError) as caught:
         RenderContext(tls_bucket="Not_A_Bucket")
     assert [p.pointer for p in caught.value.problems] == ["/tls_bucket"]
+
+
+@pytest.mark.parametrize("twice", [False, True], ids=["not a Kind", "a kind twice"])
+def test_a_kind_module_that_registers_no_kind_or_a_kind_twice_is_refused(
+    monkeypatch: pytest.MonkeyPatch, twice: bool
+) -> None:
+    import importlib
+    from types import SimpleNamespace
+
+    from mlcc_constructs.core.serving.kinds import registry
+
+    real = importlib.import_module
+    deployment = real("mlcc_constructs.core.serving.kinds.deployment").KIND
+
+    def import_module(name: str) -> object:
+        if name.endswith(".service"):  # a kind module that is not what the registry reads
+            return SimpleNamespace(KIND=deployment if twice else "Service")
+        return real(name)
+
+    monkeypatch.setattr(registry.importlib, "import_module", import_module)
+    with pytest.raises(TypeError, match=r"^service: KIND is not a Kind, or registers a kind"):
+        registry._registered.__wrapped__()

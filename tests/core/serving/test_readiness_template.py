@@ -344,6 +344,22 @@ def test_a_second_cluster_in_one_stack_is_refused() -> None:
     assert "one cluster" in problem.message
 
 
+def test_another_construct_with_the_waiters_id_is_refused_naming_the_fix() -> None:
+    from constructs import Construct
+
+    stack = _team_stack()
+    Construct(stack, "MlccReadiness")  # the team's own, at the id the stack's waiter takes
+    with pytest.raises(MlccError) as caught:
+        _served(stack, "Chat", _cluster(stack), "chat")
+    (problem,) = caught.value.problems
+    assert problem.message == "the stack's 'MlccReadiness' construct is not a readiness waiter"
+    assert (problem.where, problem.value) == ("Team/Chat/Readiness", "Team/MlccReadiness")
+    assert problem.fix == (
+        "give the stack's other construct another id than 'MlccReadiness', or pass the "
+        "cluster's waiter (ServingCluster.readiness)"
+    )
+
+
 def test_the_lambda_asset_is_the_same_wherever_it_is_staged(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -114,7 +114,8 @@ def _registered() -> Mapping[str, Kind]:
         if module.name.startswith("_") or module.name == "registry":
             continue
         kind = importlib.import_module(f"{package.__name__}.{module.name}").KIND
-        assert isinstance(kind, Kind) and kind.kind not in found, module.name
+        if not isinstance(kind, Kind) or kind.kind in found:  # kept under python -O
+            raise TypeError(f"{module.name}: KIND is not a Kind, or registers a kind twice")
         found[kind.kind] = kind
     return dict(sorted(found.items()))
 
