@@ -5,8 +5,10 @@ against it (issue 25).
 release's server parser (spelling, aliases, argparse action and off forms, nargs, type,
 choices) and the env variables it reads, read from the release's PyPI wheel by
 ``tools/engine_parser_facts.py`` (each file's ``read_from``). A Tier-2 key is checked against
-the release the deployment names (``engine_version``), else the pinned one; a release with no
-recorded facts is not checked, and the caller warns.
+the release the image runs (``engine.version``, which follows the image's tag:
+:mod:`~mlcc_constructs.core.engines.image_version`). An engine that has recorded facts is
+refused a release without them (the error lists the recorded ones); for an engine with none
+(TensorRT-LLM, LMI, llama.cpp, plugins) the flags are not checked here, and the caller warns.
 
 Where the release's own config classes define them, a flag also records the numeric
 ``bounds`` of the field it is built from and the ``json`` shape its value must have (issue 39;
