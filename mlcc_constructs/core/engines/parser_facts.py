@@ -291,6 +291,10 @@ class FlagCheck:
         """A flag that takes values: a list where it takes several, each of its type and
         choices. ``values`` are a JSON array's elements (``None``: one value, as written)."""
         if values is not None and not fact.takes_list:
+            if fact.json is not None:  # a JSON value: say which kind the flag takes
+                shaped = self._shaped(fact.json, strict=fact.type == "json")
+                if shaped is not None:
+                    return shaped
             return self._problem(
                 f"{self.flag} of {self.facts.label} takes one value, not a list",
                 fix="give one value",

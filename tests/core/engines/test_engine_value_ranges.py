@@ -121,6 +121,11 @@ REFUSED += [
      f"allowed: {COMPILATION_KEYS} (vllm/config/compilation.py CompilationConfig); fix: did "
      "you mean cudagraph_mode / cudagraph_mm_encoder / cudagraph_num_of_warmups? (unknown: "
      "cudagraph_mod))"),
+    # A JSON array for a flag that takes one JSON object: the kind it takes, not "one value".
+    ("vllm", "VLLM_COMPILATION_CONFIG", "[1, 2]",
+     "/engine/env/VLLM_COMPILATION_CONFIG: VLLM_COMPILATION_CONFIG → --compilation-config of "
+     "vllm 0.31.0 takes a JSON object, not a JSON array (got '[1, 2]'; allowed: a JSON object "
+     "(vllm/config/compilation.py CompilationConfig); fix: write the value as a JSON object)"),
 ]  # fmt: skip
 
 
