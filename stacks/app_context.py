@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import aws_cdk as cdk
 
+from mlcc_constructs.aws.stack_environment import stack_env
 from mlcc_constructs.core.platform.app_settings import AppEnvironment, read_environment
 
-
-def stack_env(environment: AppEnvironment) -> cdk.Environment:
-    """The explicit stack environment: no context lookup needs AWS credentials."""
-    return cdk.Environment(account=environment.account, region=environment.region)
+__all__ = ["AppEnvironment", "environment_from_context", "stack_env"]
 
 
 def environment_from_context(app: cdk.App) -> AppEnvironment:
