@@ -106,9 +106,9 @@ def pre_commands(stage: FleetStage, models: Mapping[str, ModelPin], *, assembly:
         commands.append(
             "python3 -c "
             + shlex.quote(
-                "import json,sys; r=json.load(open(sys.argv[1]))['record']; "
-                "sys.exit(0 if r['content_hash']==sys.argv[2] else "
-                "'content hash '+r['content_hash']+' is not the pinned '+sys.argv[2])"
+                'import json,sys; r=json.load(open(sys.argv[1]))["record"]; '
+                'sys.exit(0 if r["content_hash"]==sys.argv[2] else '
+                '"content hash "+r["content_hash"]+" is not the pinned "+sys.argv[2])'
             )
             + f" {report} {pin.content_hash}"
         )
