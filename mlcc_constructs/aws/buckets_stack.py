@@ -17,6 +17,8 @@ class BucketsStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name("buckets"),
+            # The app's stack name in a fleet stage too (a stage would prefix it).
+            stack_name=environment.stack_name("buckets"),
             env=stack_env(environment),
             description="mlcc buckets (names from stacks/buckets.json)",
         )

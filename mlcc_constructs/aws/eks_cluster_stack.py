@@ -62,6 +62,8 @@ class EksClusterStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name("eks-cluster"),
+            # The app's stack name in a fleet stage too (a stage would prefix it).
+            stack_name=environment.stack_name("eks-cluster"),
             env=stack_env(environment),
             description=f"mlcc EKS cluster mlcc-{environment.profile}-eks",
         )

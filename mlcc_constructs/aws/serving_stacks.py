@@ -34,6 +34,8 @@ class ServingNamespacesStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name(SERVING),
+            # The app's stack name in a fleet stage too (a stage would prefix it).
+            stack_name=environment.stack_name(SERVING),
             env=stack_env(environment),
             description="mlcc serving: the namespaces of the app's deployments",
         )
@@ -69,6 +71,8 @@ class DeploymentServingStack(cdk.Stack):
         super().__init__(
             scope,
             environment.stack_name(unit.suffix),
+            # The app's stack name in a fleet stage too (a stage would prefix it).
+            stack_name=environment.stack_name(unit.suffix),
             env=stack_env(environment),
             # Only what identifies the deployment: its place in cdk.json may change.
             description=f"mlcc serving: the objects of deployment {unit.suffix}",
