@@ -31,9 +31,12 @@ from mlcc_constructs.core.platform.app_settings import (
     read_environment,
     read_gpu_pool,
 )
+from mlcc_constructs.core.platform.bill import PriceReport
 from mlcc_constructs.core.platform.fleet import WHERE, FleetStage, stage_pointer
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
+from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
+from mlcc_constructs.core.serving.deployment_bill import app_bill
 from mlcc_constructs.core.serving.plan import plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment, gpu_demand
 from mlcc_constructs.core.support.errors import Problem, raise_if_any
@@ -63,7 +66,8 @@ class StageEndpoint:
 
 class ServingStage(cdk.Stage):
     """One fleet environment (module doc): ``buckets``, ``cluster``, ``namespaces`` and one
-    serving stack per deployment (``serving``), built exactly as the app builds them."""
+    serving stack per deployment (``serving``), built exactly as the app builds them;
+    ``bill``: what the stage runs per hour, from the pinned prices."""
 
     def __init__(self, scope: Construct, *, props: ServingStageProps) -> None:
         stage = props.stage
@@ -93,12 +97,21 @@ class ServingStage(cdk.Stage):
             [(d.where, d.prepared) for d in deployments],
             where=f"{WHERE}:{stage_pointer(stage)}",
         )
+        egress = read_egress(get, self.environment)
         buckets, cluster = add_cluster_stacks(
             self,
             environment=self.environment,
             deployments=deployments,
             gpu_pool=read_gpu_pool(get, gpu_demand(deployments)),
-            egress=read_egress(get, self.environment),
+            egress=egress,
+        )
+        # What the stage runs per hour, priced as the app prices itself (app.py's bill).
+        self.bill: PriceReport = app_bill(
+            [d.prepared for d in deployments],
+            nat_gateways=egress.nat_gateways,
+            region=self.environment.region,
+            vpc_interface_endpoints=len(INTERFACE_ENDPOINTS)
+            * len(self.environment.availability_zones),
         )
         late.set(cluster.serving_cluster.prometheus_query_url)
         namespaces, serving = add_serving_stacks(
