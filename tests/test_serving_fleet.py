@@ -386,3 +386,38 @@ def test_the_synth_steps_diff_guard_fails_on_an_undeclared_diff(
 
 def _stage_actions_named(fleet: Any, stage: str) -> list[dict[str, Any]]:
     return _stage_actions(fleet, stage)
+
+
+def test_the_pre_steps_preflight_checks_the_stages_account_and_staged_model(
+    fleet: Any,
+    moto_s3: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The prod-euw1 pre step's ``mlcc preflight`` (its command and its stage context, as the
+    CodeBuild project holds them) against moto: it checks the stage's account and region, and
+    the pinned weights in the stage's own bucket, not staged yet."""
+    import urllib.request
+
+    from mlcc_constructs.cli import main
+
+    urllib.request.urlopen(urllib.request.Request(f"{moto_s3}/moto-api/reset", method="POST"))
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    pre = {a["Name"]: a for a in _stage_actions(fleet, "prod")}["prod-euw1.prod-euw1-Preflight"]
+    project = _project(fleet, pre)
+    (variable,) = project["Properties"]["Environment"]["EnvironmentVariables"]
+    (tmp_path / "mlcc-stage.cdk.json").write_text(variable["Value"])
+    assembly = f"assembly-{PIPELINE_STACK}-Fleet-prod-euw1"
+    shutil.copytree(Path(fleet[1].directory) / assembly, tmp_path / assembly)
+    command = shlex.split(_buildspec(project)["phases"]["build"]["commands"][-1])
+    monkeypatch.chdir(tmp_path)
+    assert main([*command[1:], "--endpoint-url", moto_s3, "--format", "json"]) == 1
+    report = json.loads(capsys.readouterr().out)
+    found = {f["subject"]: f for f in report["findings"]}
+    staged = f"s3://mlcc-models-prod-{PROD_ACCOUNT}-eu-west-1/models/mlcc-chat/qwen3-8b-sft/"
+    assert (found[staged]["status"], found[staged]["check"]) == ("blocker", "model")
+    bootstrap = f"/cdk-bootstrap/hnb659fds/version in aws://{PROD_ACCOUNT}/eu-west-1"
+    assert found[bootstrap]["status"] == "blocker"
