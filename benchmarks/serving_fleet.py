@@ -131,6 +131,8 @@ def serving_fleet_stages(runs: int, sizes: Sequence[int] = (1, 30)) -> dict[str,
         "per_stage_s": round(per_stage_s, 3),
         "per_stage_mib": round(per_stage_mib, 1),
         f"{small}_stage_fleet_s": round(one.median, 3),
+        f"s_per_stage_at_{large}": round(many.median / large, 3),
+        f"mib_per_stage_at_{large}": round(many_mib / large, 1),
         "per_stage_vs_one_stage_fleet": round(per_stage_s / one.median, 3),
         "load_average": load,
         "target": f"each stage beyond the first costs no more than a whole {small}-stage fleet "

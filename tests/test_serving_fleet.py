@@ -421,3 +421,28 @@ def test_the_pre_steps_preflight_checks_the_stages_account_and_staged_model(
     assert (found[staged]["status"], found[staged]["check"]) == ("blocker", "model")
     bootstrap = f"/cdk-bootstrap/hnb659fds/version in aws://{PROD_ACCOUNT}/eu-west-1"
     assert found[bootstrap]["status"] == "blocker"
+
+
+def test_the_pipeline_stack_needs_an_explicit_environment() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import pipelines
+
+    from mlcc_constructs.aws.serving_fleet import ServingFleet, ServingFleetProps
+
+    stack = cdk.Stack(cdk.App(), "NoEnv")
+    with pytest.raises(MlccError) as raised:
+        ServingFleet(
+            stack,
+            "Fleet",
+            props=ServingFleetProps(
+                source=pipelines.CodePipelineSource.git_hub("acme/serving", "main"),
+                stages=stages(),
+                waves=("test", "prod"),
+                deployments=(),
+                models={},
+            ),
+        )
+    assert [str(p) for p in raised.value.problems] == [
+        "NoEnv: the pipeline's stack needs an explicit account and region (fix: pass "
+        "env=cdk.Environment(account=..., region=...) to its stack)"
+    ]

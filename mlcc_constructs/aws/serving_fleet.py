@@ -57,7 +57,7 @@ from mlcc_constructs.core.platform.fleet_steps import (
     synth_commands,
 )
 from mlcc_constructs.core.rollout.fleet_model import fleet_problems, stage_context
-from mlcc_constructs.core.support.errors import Problem, raise_if_any
+from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 
 def _default_install() -> tuple[str, ...]:
@@ -119,7 +119,7 @@ class ServingFleet(Construct):
         super().__init__(scope, construct_id)
         stack = cdk.Stack.of(self)
         if cdk.Token.is_unresolved(stack.account) or cdk.Token.is_unresolved(stack.region):
-            raise_if_any(
+            raise MlccError(
                 Problem(
                     message="the pipeline's stack needs an explicit account and region",
                     where=stack.node.path,
