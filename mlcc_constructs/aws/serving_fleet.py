@@ -1,9 +1,16 @@
 """``ServingFleet``: one model served in several accounts and regions, delivered by a CDK
 Pipelines ``CodePipeline`` in waves.
 
-The pipeline (``aws_cdk.pipelines``; facts from the CDK API reference, aws-cdk-lib 2.275:
-``CodePipeline``, ``ShellStep``/``CodeBuildStep``, ``Wave``/``add_stage`` with ``pre`` and
-``post`` steps, ``ManualApprovalStep``, ``env_from_cfn_outputs``, ``cross_account_keys``):
+The pipeline (``aws_cdk.pipelines``, aws-cdk-lib 2.275). Facts from the CDK API reference:
+``Wave`` ``pre``/``post`` steps run before/after the wave's stages (WaveOptions), a stage's
+``pre``/``post`` steps and ``ManualApprovalStep`` (ShellStepProps' example), a step's
+``env_from_cfn_outputs`` sets environment variables from a stage's stack outputs
+(ShellStepProps), ``CodeBuildStep``'s ``vpc``/``subnet_selection`` run the build in a VPC
+(default: its private subnets) (CodeBuildStepProps), ``cross_account_keys`` puts KMS keys on
+the artifact buckets, needed for cross-account actions, USD 1 a month each (aws-codepipeline
+README). https://docs.aws.amazon.com/cdk/api/v2/docs/aws-cdk-lib.pipelines.WaveOptions.html,
+.../aws-cdk-lib.pipelines.ShellStepProps.html, .../aws-cdk-lib.pipelines.CodeBuildStepProps.html,
+https://pypi.org/project/aws-cdk.aws-codepipeline/.
 
 * source -> synth: the team's synth commands, then the diff guard over every stage's stack
   templates against the stage's committed history (``mlcc diff-guard --chain``): an
@@ -18,10 +25,11 @@ The pipeline (``aws_cdk.pipelines``; facts from the CDK API reference, aws-cdk-l
 
 Cross account: every stage account is bootstrapped with ``cdk bootstrap --trust <pipeline
 account> --cloudformation-execution-policies <policy ARN> aws://<account>/<region>`` (CDK
-guide, "Bootstrap your environment"); the pipeline encrypts its artifacts with KMS keys
-(``cross_account_keys=True``, rotation on) so the stage accounts' deploy roles can read them,
-and CodePipeline makes a support stack with a replication bucket per other region. The pre
-and post steps may assume only the stages' check roles (``sts:AssumeRole`` on those ARNs).
+guide, https://docs.aws.amazon.com/cdk/v2/guide/bootstrapping-env.html); the pipeline
+encrypts its artifacts with KMS keys (``cross_account_keys=True``, rotation on) so the stage
+accounts' deploy roles can read them, and CodePipeline makes a support stack with a
+replication bucket per other region. The pre and post steps may assume only the stages'
+check roles (``sts:AssumeRole`` on those ARNs).
 """
 
 from __future__ import annotations
