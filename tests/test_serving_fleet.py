@@ -446,3 +446,32 @@ def test_the_pipeline_stack_needs_an_explicit_environment() -> None:
         "NoEnv: the pipeline's stack needs an explicit account and region (fix: pass "
         "env=cdk.Environment(account=..., region=...) to its stack)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        (
+            {"target": "hyperpod-eks"},
+            "fleet:/stages/dev/deployments/qwen3-8b/target: stage 'dev': deployment 'qwen3-8b' "
+            "runs on SageMaker HyperPod, and a fleet stage has no HyperPod cluster (got "
+            "'hyperpod-eks'; fix: serve it on eks in a fleet, or deploy it with the "
+            "single-environment app)",
+        ),
+        (
+            {"compute": {"instance_type": "ml.nope"}},
+            "fleet:/stages/dev/context/reference_deployments/0:/compute/instance_type: unknown "
+            "instance type (got 'ml.nope'; allowed: the types in "
+            "mlcc_constructs/data/instance_catalog.json; fix: add it to the catalog)",
+        ),
+    ],
+)
+def test_a_deployment_a_stage_cannot_serve_is_refused_in_the_stage(
+    change: dict[str, Any], expected: str
+) -> None:
+    import aws_cdk as cdk
+    from _fleet import DEPLOYMENT
+
+    with pytest.raises(MlccError) as raised:
+        build_fleet(cdk.App(context=CONTEXT), deployments=({**DEPLOYMENT, **change},))
+    assert [str(p) for p in raised.value.problems] == [expected]

@@ -10,6 +10,7 @@ node, so everything under it reads the stage's values as the app's stacks read t
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -33,13 +34,12 @@ from mlcc_constructs.core.platform.app_settings import (
 )
 from mlcc_constructs.core.platform.bill import PriceReport
 from mlcc_constructs.core.platform.fleet import WHERE, FleetStage, stage_pointer
-from mlcc_constructs.core.platform.hyperpod import coverage_problems
 from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
 from mlcc_constructs.core.serving.deployment_bill import app_bill
 from mlcc_constructs.core.serving.plan import plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment, gpu_demand
-from mlcc_constructs.core.support.errors import Problem, raise_if_any
+from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,21 +77,25 @@ class ServingStage(cdk.Stage):
         for key, value in sorted(props.context.items()):
             self.node.set_context(key, value)
         get = self.node.try_get_context
-        self.environment: AppEnvironment = read_environment(get)
-        raise_if_any(_environment_problems(stage, self.environment))
-        deployments, late = prepare_deployments(get, environment=self.environment)
+        try:
+            self.environment: AppEnvironment = read_environment(get)
+            raise_if_any(_environment_problems(stage, self.environment))
+            deployments, late = prepare_deployments(get, environment=self.environment)
+        except MlccError as error:
+            raise _in_stage(error, stage) from None
         self.deployments: tuple[AppDeployment, ...] = deployments
-        # A fleet stage has no HyperPod cluster: a deployment that needs one is refused as the
-        # app refuses it without one.
+        # A fleet stage has no HyperPod cluster (the app's HyperPod stacks are not composed).
         raise_if_any(
-            coverage_problems(
-                None,
-                [
-                    (d.where, d.prepared.resolution.instance.name)
-                    for d in deployments
-                    if hyperpod_demand(d.prepared, where=d.where) is not None
-                ],
+            Problem(
+                message=f"stage {stage.name!r}: deployment {d.prepared.spec.name!r} runs on "
+                "SageMaker HyperPod, and a fleet stage has no HyperPod cluster",
+                where=WHERE,
+                pointer=stage_pointer(stage, f"/deployments/{d.prepared.spec.name}/target"),
+                value=d.prepared.spec.target,
+                fix="serve it on eks in a fleet, or deploy it with the single-environment app",
             )
+            for d in deployments
+            if hyperpod_demand(d.prepared, where=d.where) is not None
         )
         plan = plan_serving(
             [(d.where, d.prepared) for d in deployments],
@@ -145,6 +149,16 @@ class ServingStage(cdk.Stage):
                 )
             )
         return tuple(found)
+
+
+def _in_stage(error: MlccError, stage: FleetStage) -> MlccError:
+    """``error`` with its places in the app's context (``cdk.json:/context/...``) named as the
+    stage's context (``fleet:/stages/<name>/context/...``)."""
+    place = f"{WHERE}:{stage_pointer(stage)}/context"
+    return MlccError(
+        dataclasses.replace(p, where=p.where.replace("cdk.json:/context", place))
+        for p in error.problems
+    )
 
 
 def _environment_problems(stage: FleetStage, environment: AppEnvironment) -> list[Problem]:
