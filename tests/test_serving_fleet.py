@@ -475,3 +475,23 @@ def test_a_deployment_a_stage_cannot_serve_is_refused_in_the_stage(
     with pytest.raises(MlccError) as raised:
         build_fleet(cdk.App(context=CONTEXT), deployments=({**DEPLOYMENT, **change},))
     assert [str(p) for p in raised.value.problems] == [expected]
+
+
+def test_the_pipeline_acknowledgements_leave_a_wildcard_of_another_service_a_finding() -> None:
+    import aws_cdk as cdk
+    from aws_cdk import aws_iam as iam
+    from cdk_nag import AwsSolutionsChecks
+
+    from mlcc_constructs.aws._pipeline_findings import acknowledge_pipeline_findings
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "S")
+    role = iam.Role(stack, "R", assumed_by=iam.ServicePrincipal("codebuild.amazonaws.com"))
+    role.add_to_policy(
+        iam.PolicyStatement(actions=["logs:CreateLogStream"], resources=["arn:aws:logs:*"])
+    )
+    table = "arn:aws:dynamodb:us-east-1:111111111111:table/*"
+    role.add_to_policy(iam.PolicyStatement(actions=["dynamodb:GetItem"], resources=[table]))
+    acknowledge_pipeline_findings(stack)
+    report = AwsSolutionsChecks(app).validate_scope(app)
+    assert [v.rule_name for v in report.violations] == [f"AwsSolutions-IAM5[Resource::{table}]"]

@@ -4,8 +4,10 @@
 projects' logs and report groups, the self-mutation's bootstrap roles, a VPC step's network
 interfaces) and its artifact buckets. Each wildcard of those policies is acknowledged with the
 reason of its service (:data:`_REASONS`); a wildcard of a service not listed stays a finding,
-so a grant the fleet adds by mistake still fails cdk-nag. The fleet's own statements (the
-steps' ``sts:AssumeRole``) name exact role ARNs.
+so a grant the fleet adds by mistake still fails cdk-nag (unless it names the very wildcard
+of an acknowledged statement of the same policy: cdk-nag acknowledges by finding id). The
+fleet's own statements (the steps' ``sts:AssumeRole``) name exact role ARNs. Only the
+pipeline's constructs are walked: the stages' stacks acknowledge their own findings.
 """
 
 from __future__ import annotations

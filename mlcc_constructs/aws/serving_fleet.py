@@ -186,7 +186,7 @@ class ServingFleet(Construct):
                         post=[self._post_step(stage, built, props)],
                     )
         self.pipeline.build_pipeline()
-        acknowledge_pipeline_findings(self)
+        acknowledge_pipeline_findings(self.pipeline)  # not the stages: theirs are their own
         for support in self.pipeline.pipeline.cross_region_support.values():
             acknowledge_bucket(support.replication_bucket)
 
@@ -201,20 +201,13 @@ class ServingFleet(Construct):
         models: Mapping[str, ModelPin],
         props: ServingFleetProps,
     ) -> pipelines.CodeBuildStep:
-        context = {k: built.node.try_get_context(k) for k in _context_keys(props, built)}
         return pipelines.CodeBuildStep(
             f"{stage.name}-Preflight",
+            # The synth step's output (cdk.out): preflight reads the stage's cloud assembly.
             input=self.synth_step,
             install_commands=list(props.install),
-            commands=pre_commands(
-                stage,
-                {
-                    d.prepared.spec.name or "": models[d.prepared.spec.name or ""]
-                    for d in built.deployments
-                },
-                assembly=os.path.basename(built.outdir),
-            ),
-            env={STAGE_CONTEXT_ENV: stage_cdk_json(context)},
+            commands=pre_commands(stage, models, assembly=os.path.basename(built.outdir)),
+            env={STAGE_CONTEXT_ENV: stage_cdk_json(built.context)},
             role_policy_statements=self._role_statements(stage),
         )
 
@@ -255,12 +248,6 @@ class ServingFleet(Construct):
             role_policy_statements=self._role_statements(stage),
             vpc=vpc,
         )
-
-
-def _context_keys(props: ServingFleetProps, built: ServingStage) -> list[str]:
-    keys = {*props.context, "profile", "account", "region", "availability_zones"}
-    keys |= {"reference_deployments", *built.stage.context}
-    return sorted(keys)
 
 
 def _history_name(built: ServingStage, stack: cdk.Stack) -> str:

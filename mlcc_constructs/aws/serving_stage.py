@@ -74,6 +74,7 @@ class ServingStage(cdk.Stage):
         super().__init__(
             scope, stage.name, env=cdk.Environment(account=stage.account, region=stage.region)
         )
+        self.context: Mapping[str, Any] = props.context
         for key, value in sorted(props.context.items()):
             self.node.set_context(key, value)
         get = self.node.try_get_context
