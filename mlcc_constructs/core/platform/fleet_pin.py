@@ -29,8 +29,8 @@ class ModelPin:
     project: str
     """The project the model was promoted under (``mlcc model promote --project``)."""
     name: str
-    """Its name (``mlcc model promote NAME``): served from
-    ``s3://<stage's models bucket>/models/mlcc-<project>/<name>/`` in every stage."""
+    """Its name (``mlcc model promote NAME``): every stage serves it from its layout home in the
+    stage's own models bucket (``s3_layout.full_finetune``)."""
     home: str
     """Where the pipeline promotes it from into each stage's bucket: ``s3://bucket/prefix/``
     (its promoted home, e.g. the first stage's bucket)."""
