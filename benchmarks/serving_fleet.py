@@ -95,8 +95,8 @@ def build(app: Any, stages: int) -> Any:
                     home=f"s3://mlcc-models-s0-{ACCOUNTS[0]}-us-east-1/models/mlcc-chat/"
                     "qwen3-8b-sft/",
                     content_hash="a" * 64,
-                    engine_image="public.ecr.aws/example/vllm:v0.11.0@sha256:" + "b" * 64,
-                    engine_version="0.11.0",
+                    engine_image="public.ecr.aws/example/vllm:v0.33.0@sha256:" + "b" * 64,
+                    engine_version="0.33.0",
                 )
             },
         ),

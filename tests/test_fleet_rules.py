@@ -143,7 +143,7 @@ def test_each_stage_serves_the_pinned_weights_from_its_own_bucket() -> None:
         assert entry["engine"] == {
             "name": "vllm",
             "image": pin().engine_image,
-            "version": "0.11.0",
+            "version": "0.33.0",
         }
         assert (context["account"], context["region"], context["gpu_limit"]) == (
             stage.account,

@@ -263,7 +263,7 @@ def test_no_cdk_nag_finding_is_left_unacknowledged(fleet: Any) -> None:
 def test_a_stage_pinned_to_another_model_version_is_refused_naming_the_stage_and_field() -> None:
     import aws_cdk as cdk
 
-    other = "public.ecr.aws/example/vllm:v0.12.0@sha256:" + "c" * 64
+    other = "public.ecr.aws/example/vllm:v0.31.0@sha256:" + "c" * 64
     with pytest.raises(MlccError) as raised:
         build_fleet(
             cdk.App(context=CONTEXT),
@@ -272,11 +272,11 @@ def test_a_stage_pinned_to_another_model_version_is_refused_naming_the_stage_and
     assert [str(p) for p in raised.value.problems] == [
         "fleet:/stages/prod-euw1/models/qwen3-8b/engine_image: stage 'prod-euw1' would serve "
         "deployment 'qwen3-8b' with another engine_image than the fleet pins "
-        "('public.ecr.aws/example/vllm:v0.11.0@sha256:"
+        "('public.ecr.aws/example/vllm:v0.33.0@sha256:"
         + "b" * 64
         + "') (got '"
         + other
-        + "'; allowed: 'public.ecr.aws/example/vllm:v0.11.0@sha256:"
+        + "'; allowed: 'public.ecr.aws/example/vllm:v0.33.0@sha256:"
         + "b" * 64
         + "'; fix: serve the fleet's pinned version, or declare this stage the fleet's "
         "rollout stage (rollout_stage='prod-euw1'))"
