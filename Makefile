@@ -60,8 +60,8 @@ $(SCAN_VENV)/.installed: requirements-scan.lock
 	touch $@
 
 # Debian packages whose real programs the tests run, as package:command pairs: promtool (from
-# prometheus) parses and evaluates every rendered PromQL query (tests/test_promql.py); chromium
-# opens the built docs site headless (tests/test_docs_site.py). Installed where the command is
+# prometheus) parses and evaluates every rendered PromQL query (tests/core/serving/test_promql.py); chromium
+# opens the built docs site headless (tests/project/test_docs_site.py). Installed where the command is
 # missing (CI: a fresh Debian machine, as root); where apt cannot install them, make says so and
 # the tests that need them fail or skip, naming the package.
 TEST_DEBS := prometheus:promtool chromium:chromium
@@ -128,7 +128,7 @@ bench: bootstrap
 # regenerated; the recorded engine facts (mlcc_constructs/data/engine_parsers/,
 # tests/engine_parsers/): read from an engine release's wheel (tools/engine_parser_facts.py);
 # benchmarks/results.json: make bench, a measurement of the machine it runs on.
-SNAPSHOT_TESTS = $(patsubst snapshots/%,tests/%.py,$(wildcard snapshots/test_*))
+SNAPSHOT_TESTS = $(foreach s,$(notdir $(wildcard snapshots/test_*)),$(wildcard tests/*/$(s).py tests/*/*/$(s).py))
 
 regen: bootstrap
 	$(BIN)/python tools/spec_schema.py
@@ -139,6 +139,6 @@ regen: bootstrap
 clean:
 	rm -rf cdk.out dist site .pytest_cache .mypy_cache .ruff_cache
 
-# What make exports for jsii on this Node release (tests/test_first_use.py).
+# What make exports for jsii on this Node release (tests/project/test_first_use.py).
 node-env:
 	@echo "JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION=$${JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION-}"

@@ -85,6 +85,9 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.core.engines.manifests import (
         EngineRegistry as EngineRegistry,
     )
+    from mlcc_constructs.core.platform.catalog import (
+        InstanceType as InstanceType,
+    )
     from mlcc_constructs.core.platform.fleet import (
         CheckNetwork as CheckNetwork,
         FleetStage as FleetStage,
@@ -170,7 +173,7 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
 # public name -> module that defines it (the public API; loaded on first use)
 _LAZY: dict[str, str] = {
     # -- spec types: DeploymentSpec and every type its fields take (a user builds these). The
-    # sections of DeploymentSpec go here too, one line each (tests/test_public_api.py checks
+    # sections of DeploymentSpec go here too, one line each (tests/project/test_public_api.py checks
     # that every mlcc_constructs class a public dataclass's field takes is listed).
     "DeploymentSpec": "mlcc_constructs.core.serving.spec.deployment",
     "CacheSpec": "mlcc_constructs.core.serving.spec.deployment",
@@ -219,6 +222,7 @@ _LAZY: dict[str, str] = {
     "MlccChecks": "mlcc_constructs.aws.nag",
     "ReadinessProvider": "mlcc_constructs.aws.readiness",
     "InstanceGroup": "mlcc_constructs.core.platform.hyperpod",
+    "InstanceType": "mlcc_constructs.core.platform.catalog",
     "Taint": "mlcc_constructs.core.platform.hyperpod_taints",
     "HyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
     "HyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",

@@ -26,7 +26,7 @@ from mlcc_constructs.aws.inference_operator import (
 )
 from mlcc_constructs.core.platform.app_settings import AppEnvironment
 from mlcc_constructs.core.platform.hyperpod import HyperPodSettings, operator_role_name
-from stacks.app_context import stack_env
+from stacks.app_context import app_bucket, stack_env
 from stacks.eks_cluster_stack import EksClusterStack
 
 HYPERPOD_CLUSTER = "hyperpod-cluster"
@@ -74,7 +74,7 @@ class HyperPodClusterStack(cdk.Stack):
                 # The cluster security group EKS creates: its members (the control plane's
                 # network interfaces and the Auto Mode nodes) reach each other.
                 security_group_ids=[cluster.cluster_security_group_id],
-                profile=environment.profile,
+                artifacts_bucket=app_bucket(self, environment, "artifacts"),
                 eks_cluster_name=serving.cluster_name,
                 # Problems of a group name the context value it came from.
                 groups_where=settings.where,
@@ -111,7 +111,7 @@ class InferenceOperatorStack(cdk.Stack):
                 oidc_provider=serving.oidc_provider,
                 hyperpod_cluster=hyperpod_stack.hyperpod,
                 role_name=operator_role_name(environment.profile, environment.region),
-                profile=environment.profile,
+                tls_bucket=app_bucket(self, environment, "tls"),
                 eks_cluster_name=serving.cluster_name,
                 inference_gateway=inference_gateway,
                 # The eks-cluster stack installs KEDA: one KEDA per cluster.

@@ -77,7 +77,7 @@ def synthesised() -> tuple[Any, dict[str, str]]:
 def reference_deployments() -> tuple[Any, ...]:
     """The reference set's prepared deployments, exactly as the app applies them
     (``examples/reference.yaml``, prepared by the synthesised reference app once): the one place
-    the flow checks (tests/test_flows.py) get the reference set from."""
+    the flow checks (tests/core/serving/test_flows.py) get the reference set from."""
     from stacks.deployments import app_deployments
 
     return tuple(d.prepared for d in app_deployments(synthesised()[0]))
@@ -139,11 +139,15 @@ def team() -> tuple[Any, dict[str, Any]]:
     from aws_cdk import aws_eks_v2 as eks
 
     from mlcc_constructs import ModelBuckets, ModelBucketsProps, S3CsiDriver, S3CsiDriverProps
+    from mlcc_constructs.core.platform.buckets import bucket_names
 
     app = cdk.App()
     stack = cdk.Stack(app, "Team", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    names = bucket_names(account="123456789012", region="us-east-1", profile="dev")
     buckets = ModelBuckets(
-        stack, "Buckets", props=ModelBucketsProps(profile="dev", keys=["core", "tls"])
+        stack,
+        "Buckets",
+        props=ModelBucketsProps(names={key: names[key] for key in ("core", "tls")}),
     )
     S3CsiDriver(
         stack,

@@ -7,7 +7,7 @@ A block may be preceded (blank lines allowed) by comments that say how the tests
 - ``<!-- continues: NAME -->`` runs it after the named block of the same page, in one program;
 - ``<!-- not-run: REASON -->`` keeps a shell block from running (it needs AWS, a cluster...);
   its ``mlcc`` commands are still parsed by the real parser;
-- ``<!-- from-zero:MARKER -->`` is the quick start's path, read by tests/test_first_deploy.py.
+- ``<!-- from-zero:MARKER -->`` is the quick start's path, read by tests/aws/test_first_deploy.py.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@ flags by the same rule as the llama.cpp deep learning container's entrypoint
 sets (:data:`FLAG_FIELDS`, llama.cpp common/arg.cpp); a flag it does not know stops it, so a
 setting is never dropped silently.
 
-Used by ``tests/test_real_llama_cpp.py`` (and any test that wants the real server: request the
-``llama_server`` fixture after ``from tests._llama_server import llama_server``).
+Used by ``tests/core/engines/test_real_llama_cpp.py`` (and any test that wants the real server:
+request the ``llama_server`` fixture after ``from tests._llama_server import llama_server``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 it imports), its admin roles, a ServingCluster on them and a ServedModel on that cluster.
 
 This file is what a team writes: it imports only ``aws_cdk`` and the package root. The tests
-synthesise it (tests/test_team_app.py) and type-check it with ``mypy --strict`` against the
+synthesise it (tests/aws/test_team_app.py) and type-check it with ``mypy --strict`` against the
 built wheel."""
 
 from __future__ import annotations

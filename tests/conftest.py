@@ -24,8 +24,8 @@ from tests._adapter_env import FakePod
 
 os.environ.setdefault("JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION", "20")
 # CDK's built-in CloudFormation validation costs each process that runs it about 7.5 s CPU once
-# (a jsii plugin start-up). It runs once, in tests/test_cdk_validation.py, over the app `cdk
-# synth` builds; cfn-lint checks every template in tests/test_cfn_lint.py. Every other synth in
+# (a jsii plugin start-up). It runs once, in tests/aws/test_cdk_validation.py, over the app `cdk
+# synth` builds; cfn-lint checks every template in tests/aws/test_cfn_lint.py. Every other synth in
 # the suite (in-process and the subprocesses that inherit this env) skips it.
 os.environ.setdefault("CDK_VALIDATION", "false")
 

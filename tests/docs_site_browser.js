@@ -1,4 +1,4 @@
-// The docs site in a real browser (tests/test_docs_site.py runs this): Debian's headless Chromium
+// The docs site in a real browser (tests/project/test_docs_site.py runs this): Debian's headless Chromium
 // driven by playwright-core (package.json). Visits every page reachable from the index by its
 // links, records console errors, uncaught page errors and failed requests, searches the site,
 // and saves screenshots. Prints one JSON report on stdout; the Python test asserts on it.

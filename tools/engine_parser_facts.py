@@ -15,8 +15,13 @@ It builds the engine's own parser by running the engine's own code (``vllm serve
 installed (torch, transformers, ...) replaced by inert stand-ins, then writes every argparse
 action: spelling, aliases, action, nargs, type, choices. The types and choices mlcc checks
 (int, float, fixed choice lists) never come from a stand-in: a choice list computed from
-one is marked ``choices_unrecorded`` and goes unchecked. Not part of the package: the library
-only reads its output.
+one is marked ``choices_unrecorded`` and goes unchecked. A stand-in in an annotation's union
+(``torch.dtype | Literal["auto", "float16"]``) stays a union, so the Literal's choices are
+kept as the real engine keeps them; a choice set is written sorted (byte-stable).
+
+A flag's ``bounds`` (numeric constraints) and ``json`` (the JSON shape of its value) come
+from the engine's own config classes (``engine_config_facts.py`` beside this script). Not part
+of the package: the library only reads its output.
 """
 
 from __future__ import annotations
@@ -32,13 +37,20 @@ import os
 import sys
 import types
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, Union, get_origin
+
+from engine_config_facts import bounds, json_shape, watch  # beside this script
 
 INSTALLED = {
     "annotated_types", "cloudpickle", "msgspec", "numpy", "packaging", "pydantic",
     "pydantic_core", "regex", "typing_extensions", "typing_inspection", "yaml",
 }  # fmt: skip
 COMMANDS = {"vllm": "vllm serve", "sglang": "python3 -m sglang.launch_server"}
+
+
+def _is_type(value: Any) -> bool:
+    """Whether ``value`` can be a member of a ``Union`` (a class, ``None``, a typing form)."""
+    return value is None or isinstance(value, type) or get_origin(value) is not None
 
 
 class _Inert(abc.ABCMeta):
@@ -59,9 +71,18 @@ class _Inert(abc.ABCMeta):
         pass
 
     def __or__(cls, other: Any) -> Any:
+        # In an annotation (``torch.dtype | Literal["auto", "float16"]``) a stand-in is a type
+        # like the real one: the union keeps the other member, whose Literal choices the engine
+        # turns into argparse choices (vLLM's LoRAConfig.lora_dtype). Elsewhere it absorbs.
+        return Union[cls, other] if _is_type(other) else cls  # noqa: UP007 (| recurses)
+
+    def __ror__(cls, other: Any) -> Any:
+        return Union[other, cls] if _is_type(other) else cls  # noqa: UP007 (| recurses)
+
+    def _absorb(cls, other: Any) -> Any:
         return cls
 
-    __ror__ = __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __truediv__ = __or__
+    __add__ = __radd__ = __sub__ = __mul__ = __rmul__ = __truediv__ = _absorb
 
     def __iter__(cls) -> Iterator[Any]:
         return iter(())
@@ -222,9 +243,19 @@ def facts(parser: argparse.ArgumentParser) -> tuple[dict[str, Any], dict[str, An
             if action.nargs is not None:
                 record["nargs"] = action.nargs
             if action.choices is not None and _plain(action.choices):
-                record["choices"] = list(action.choices)
+                # a set's order is the hash seed's: sorted, so a re-record is byte-stable
+                unordered = isinstance(action.choices, set | frozenset)
+                record["choices"] = (
+                    sorted(action.choices, key=str) if unordered else list(action.choices)
+                )
             elif action.choices is not None:  # e.g. from torch: the choices go unchecked
                 record["choices_unrecorded"] = "computed from a module this script stubs"
+            limits = bounds(action.dest)
+            if limits is not None:
+                record["bounds"] = limits
+            shape = json_shape(action)
+            if shape is not None:
+                record["json"] = shape
         if action.required:
             record["required"] = True
         flags[spellings[0]] = record
@@ -241,6 +272,7 @@ def _vllm() -> tuple[argparse.ArgumentParser, list[str]]:
             yield
 
     arg_utils.suppress_logging = defaults_for_help_only  # type: ignore[attr-defined]
+    watch(arg_utils, "get_kwargs")  # the config class behind each flag, for its bounds
     import importlib
 
     from vllm import envs
@@ -292,7 +324,9 @@ def main() -> None:
             "wheel": f"PyPI {engine}=={version} ({wheel})",
             "files": read,
             "method": "the engine's own parser built by running its code with uninstalled "
-            "third-party modules stubbed (tools/engine_parser_facts.py); every argparse action",
+            "third-party modules stubbed (tools/engine_parser_facts.py); every argparse action; "
+            "bounds: the gt/ge/lt/le constraints of the config class field a flag is built "
+            "from (its source), each one refused past its edge by that class's own validator",
         },
         "flags": dict(sorted(flags.items())),
         "env": env,

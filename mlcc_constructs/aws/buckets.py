@@ -1,4 +1,10 @@
-"""``ModelBuckets``: the project's S3 buckets, named only by ``stacks/buckets.json``.
+"""``ModelBuckets``: the project's S3 buckets, one per key of ``stacks/buckets.json``, each
+named as the props say (the app fills the descriptor's name patterns with its profile,
+account and region: :func:`mlcc_constructs.core.platform.buckets.bucket_names`).
+
+The other constructs take buckets as objects (``s3.IBucket``): a bucket of ``ModelBuckets``
+(:meth:`ModelBuckets.bucket`), or one imported by name (``s3.Bucket.from_bucket_name``);
+text where a bucket belongs is refused (:func:`bucket_problem`).
 
 Every bucket is versioned, encrypted, blocks all public access, refuses plain HTTP, is
 retained when the stack goes away, and writes server access logs to one log bucket. Each has one
@@ -15,9 +21,8 @@ access logs can only be delivered to an SSE-S3 bucket anyway.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import cast
 
 import aws_cdk as cdk
 from aws_cdk import aws_s3 as s3
@@ -27,19 +32,10 @@ from mlcc_constructs.core.platform.buckets import (
     Lifecycle,
     access_log_lifecycle,
     bucket_lifecycles,
-    bucket_name,
-    bucket_names,
     bucket_patterns,
 )
-from mlcc_constructs.core.support.errors import MlccError, Problem, fail
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail, json_pointer, raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
-
-BucketRef = s3.IBucket | str
-"""A bucket a construct reads or writes: the team's own ``s3.IBucket`` (created in the app,
-or imported with ``s3.Bucket.from_bucket_name``), a descriptor key of ``stacks/buckets.json``
-(``"core"``, ``"tls"``, ...: the app's buckets, named with the props' ``profile``), or any
-other valid S3 bucket name, taken literally (``"acme-tls-certs"``). Descriptor keys win: a
-bucket whose name is one of them is passed as an object. Never an ARN."""
 
 # S3 general purpose bucket names (https://docs.aws.amazon.com/AmazonS3/latest/userguide/
 # bucketnamingrules.html): 3-63 lower-case letters, digits, '.' and '-', starting and ending
@@ -51,14 +47,47 @@ _BUCKET_NAME = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 class ModelBucketsProps:
     """Props of :class:`ModelBuckets`."""
 
-    profile: str
-    """Fills ``${profile}`` in the descriptor's name patterns; ``${account}`` and ``${region}``
-    come from the stack, which must have an explicit environment. Required."""
-    keys: Sequence[str] | None = None
-    """The descriptor buckets to create (default: every bucket in the descriptor)."""
+    names: Mapping[str, str]
+    """Descriptor key of ``stacks/buckets.json`` -> the bucket's name, for each bucket to create
+    (each key gets the descriptor's lifecycle and the construct id of :class:`ModelBuckets`).
+    Required. The app fills the descriptor's name patterns for its environment:
+    ``bucket_names(account=..., region=..., profile=...)``
+    (:func:`mlcc_constructs.core.platform.buckets.bucket_names`)."""
 
     def __post_init__(self) -> None:
         check_fields(self)
+        keys = bucket_patterns()
+        unknown = [key for key in self.names if key not in keys]
+        bad = {
+            key: name for key, name in self.names.items() if key in keys and not _valid_name(name)
+        }
+        problems = (
+            [
+                Problem(
+                    message=f"unknown bucket key(s) {', '.join(unknown)}",
+                    where="ModelBucketsProps",
+                    pointer="/names",
+                    value=unknown,
+                    allowed=", ".join(sorted(keys)),
+                    fix="name only buckets of stacks/buckets.json",
+                )
+            ]
+            if unknown
+            else []
+        )
+        problems += [
+            Problem(
+                message="not an S3 bucket name",
+                where="ModelBucketsProps",
+                pointer=json_pointer("names", key),
+                value=name,
+                allowed=_NAME_RULE,
+                fix="pass bucket_names(account=..., region=..., profile=...)[key] (from "
+                "mlcc_constructs.core.platform.buckets import bucket_names)",
+            )
+            for key, name in bad.items()
+        ]
+        raise_if_any(problems)
 
 
 def concrete_environment(scope: Construct) -> tuple[str, str]:
@@ -87,19 +116,8 @@ class ModelBuckets(Construct):
         # Log delivery through a bucket policy (no ACLs, so BUCKET_OWNER_ENFORCED works),
         # whatever feature flags the enclosing app sets.
         self.node.set_context("@aws-cdk/aws-s3:serverAccessLogsUseBucketPolicy", True)
-        account, region = concrete_environment(self)
-        names = bucket_names(account=account, region=region, profile=props.profile)
-        keys = tuple(props.keys) if props.keys is not None else tuple(bucket_patterns())
-        unknown = [key for key in keys if key not in names]
-        if unknown:
-            raise fail(
-                f"unknown bucket key(s) {', '.join(unknown)}",
-                where="ModelBucketsProps.keys",
-                value=unknown,
-                allowed=", ".join(sorted(names)),
-            )
-        # No explicit name: bucket names are written only in stacks/buckets.json, and
-        # the log bucket is not one the rest of the project addresses.
+        names = dict(props.names)
+        # No explicit name: the log bucket is not one the rest of the project addresses.
         self.log_bucket: s3.IBucket = s3.Bucket(
             self,
             "AccessLogs",
@@ -120,7 +138,7 @@ class ModelBuckets(Construct):
         )
         self._buckets: dict[str, s3.IBucket] = {}
         lifecycles = bucket_lifecycles()
-        for key in keys:
+        for key in names:
             self._buckets[key] = s3.Bucket(
                 self,
                 _construct_id(key),
@@ -172,60 +190,52 @@ def _construct_id(key: str) -> str:
     return "".join(part.capitalize() for part in key.split("_"))
 
 
-def resolve_bucket(
-    scope: Construct, ref: BucketRef, *, profile: str | None, props: str, field: str
-) -> s3.IBucket:
-    """The bucket ``ref`` names (see :data:`BucketRef`) as an ``s3.IBucket``: an object as
-    given; a descriptor key or a literal name imported into ``scope`` by name, once per name
-    (child ``<Name>Bucket``, e.g. ``CoreBucket``: an import creates no resource). ``props`` and
-    ``field`` name the prop in errors (``S3CsiDriverProps``, ``tls_bucket``); ``profile`` fills
-    ``${profile}`` of a descriptor key."""
-    if not isinstance(ref, str):
-        return ref
-    problem = bucket_ref_problem(ref, where=props, pointer=f"/{field}")
-    if problem is not None:
-        raise MlccError(problem)
-    name = ref
-    if ref in bucket_patterns():
-        if profile is None:
-            raise fail(
-                f"bucket {ref!r} is given by descriptor key but no profile is set",
-                where=f"{props}.profile",
-                fix="pass profile=... (fills ${profile} in stacks/buckets.json) or pass "
-                "the bucket object",
-            )
-        account, region = concrete_environment(scope)
-        name = bucket_name(ref, account=account, region=region, profile=profile)
-    construct_id = "".join(part.capitalize() for part in re.split(r"[^a-z0-9]+", ref)) + "Bucket"
-    existing = scope.node.try_find_child(construct_id)
-    if existing is not None:
-        return cast(s3.IBucket, existing)
-    return s3.Bucket.from_bucket_name(scope, construct_id, name)
+def _valid_name(name: str) -> bool:
+    return bool(_BUCKET_NAME.match(name)) and ".." not in name
 
 
-def bucket_ref_problem(ref: object, *, where: str, pointer: str) -> Problem | None:
-    """The problem of a bucket given as text (``None``: an object, a descriptor key or a valid
-    bucket name): an ARN, a deploy-time token, or no bucket name at all."""
-    if not isinstance(ref, str):
+_NAME_RULE = (
+    "3-63 lower-case letters, digits, '.' and '-', starting and ending with a letter or digit"
+)
+
+
+def bucket_problem(value: object, *, where: str, pointer: str) -> Problem | None:
+    """The problem of text where a bucket object belongs (``None`` for anything else: jsii
+    interfaces pass the type check, so a bucket's name, ARN or descriptor key is caught here)."""
+    if not isinstance(value, str):
         return None
-    keys = bucket_patterns()
-    if ref in keys or (
-        _BUCKET_NAME.match(ref) and ".." not in ref and not cdk.Token.is_unresolved(ref)
-    ):
-        return None
-    if cdk.Token.is_unresolved(ref):
-        message = "a bucket name known only at deploy time is not a bucket"
-    elif ref.startswith("arn:"):
-        message = "an ARN is not a bucket"
+    if value in bucket_patterns():
+        message = "a key of stacks/buckets.json is not a bucket (its name needs the app's profile)"
+        fix = (
+            "pass the bucket object: ModelBuckets.bucket(key) of the buckets the app creates, "
+            "or s3.Bucket.from_bucket_name(scope, id, bucket_names(account=..., region=..., "
+            "profile=...)[key]) (from mlcc_constructs.core.platform.buckets import bucket_names)"
+        )
     else:
-        message = "not a bucket"
+        if cdk.Token.is_unresolved(value):
+            message = "a bucket name known only at deploy time is not a bucket"
+        elif value.startswith("arn:"):
+            message = "an ARN is not a bucket"
+        else:
+            message = "a bucket name is not a bucket"
+        fix = (
+            "pass the bucket object (s3.Bucket.from_bucket_name(scope, id, name) for a bucket "
+            "the app does not create)"
+        )
     return Problem(
         message=message,
         where=where,
         pointer=pointer,
-        value=ref,
-        allowed=f"an s3.IBucket, a key of stacks/buckets.json ({', '.join(sorted(keys))}) or "
-        "an S3 bucket name (3-63 lower-case letters, digits, '.', '-')",
-        fix="pass the bucket object (s3.Bucket.from_bucket_name(scope, id, name) for a bucket "
-        "the app does not create)",
+        value=value,
+        allowed="s3.IBucket (from aws_cdk import aws_s3 as s3)",
+        fix=fix,
     )
+
+
+def require_bucket(value: s3.IBucket, *, where: str, pointer: str = "/bucket") -> s3.IBucket:
+    """``value``, refused (:func:`bucket_problem`) when it is text: what a method taking a bucket
+    checks (props check theirs when built)."""
+    problem = bucket_problem(value, where=where, pointer=pointer)
+    if problem is not None:
+        raise MlccError(problem)
+    return value

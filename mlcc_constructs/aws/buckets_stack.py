@@ -6,7 +6,7 @@ import aws_cdk as cdk
 from constructs import Construct
 
 from mlcc_constructs.aws.buckets import ModelBuckets, ModelBucketsProps
-from mlcc_constructs.aws.stack_environment import stack_env
+from mlcc_constructs.aws.stack_environment import app_bucket_names, stack_env
 from mlcc_constructs.core.platform.app_settings import AppEnvironment
 
 
@@ -23,5 +23,5 @@ class BucketsStack(cdk.Stack):
             description="mlcc buckets (names from stacks/buckets.json)",
         )
         self.model_buckets = ModelBuckets(
-            self, "ModelBuckets", props=ModelBucketsProps(profile=environment.profile)
+            self, "ModelBuckets", props=ModelBucketsProps(names=app_bucket_names(environment))
         )

@@ -12,9 +12,8 @@ import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 from constructs import Construct
 
-from mlcc_constructs.aws.s3_csi import DEFAULT_READ_BUCKETS
 from mlcc_constructs.aws.serving_cluster import ServingCluster, ServingClusterProps
-from mlcc_constructs.aws.stack_environment import stack_env
+from mlcc_constructs.aws.stack_environment import app_bucket, stack_env
 from mlcc_constructs.core.platform.app_settings import (
     AppEnvironment,
     EgressSettings,
@@ -26,6 +25,10 @@ from mlcc_constructs.core.platform.cluster_access import (
     no_admin_warning,
 )
 from mlcc_constructs.core.platform.image_cache import NO_CACHE_NOTE
+from mlcc_constructs.core.platform.vpc_network import default_nat_gateways
+
+READ_BUCKETS = ("core", "training", "adapters")
+"""The buckets of ``stacks/buckets.json`` the S3 CSI driver mounts read-only (and ``tls``)."""
 
 
 class StackChildrenServingCluster(ServingCluster):
@@ -93,13 +96,16 @@ class EksClusterStack(cdk.Stack):
                 gpu_instance_families=gpu_families,
                 gpu_limit=gpu_pool.gpu_limit if gpu_pool and gpu_pool.gpu_limit else None,
                 gpu_maintenance_window=gpu_pool.maintenance_window if gpu_pool else None,
-                read_buckets=DEFAULT_READ_BUCKETS,
-                tls_bucket="tls",
-                profile=environment.profile,
+                read_buckets=[app_bucket(self, environment, key) for key in READ_BUCKETS],
+                tls_bucket=app_bucket(self, environment, "tls"),
                 load_balancer_groups=(
                     {"internal": ()} if load_balancer_groups is None else load_balancer_groups
                 ),
-                nat_gateways=egress.nat_gateways if egress else None,
+                nat_gateways=egress.nat_gateways
+                if egress
+                else default_nat_gateways(
+                    environment.profile, len(environment.availability_zones) or None
+                ),
                 pull_through_secrets=egress.pull_through_secrets if egress else None,
                 leader_worker_set=leader_worker_set,
             ),

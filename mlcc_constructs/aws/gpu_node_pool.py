@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam
@@ -34,8 +35,7 @@ from mlcc_constructs.core.platform.gpu_capacity import (
     NODE_POOL_NAME,
     gpu_node_class,
     gpu_node_pool,
-    instance_families,
-    pool_capacity_problems,
+    pool_families,
 )
 from mlcc_constructs.core.platform.gpu_disruption import (
     EXPIRE_AFTER,
@@ -143,9 +143,7 @@ class GpuNodePoolProps:
 
     def __post_init__(self) -> None:
         check_fields(self)
-        problems = pool_capacity_problems(
-            self.instance_families, self.instance_types, where="GpuNodePoolProps"
-        )
+        problems = list(self._pool[1])
         problems.extend(
             lifetime_problems(
                 expire_after=self.expire_after,
@@ -172,6 +170,16 @@ class GpuNodePoolProps:
             )
         raise_if_any(problems)
 
+    @property
+    def families(self) -> tuple[str, ...]:
+        """The families the pool offers: ``instance_families`` and those of ``instance_types``
+        (read once, when the props are built), sorted, each once."""
+        return self._pool[0]
+
+    @cached_property
+    def _pool(self) -> tuple[tuple[str, ...], list[Problem]]:
+        return pool_families(self.instance_families, self.instance_types, where="GpuNodePoolProps")
+
 
 class GpuNodePool(Construct):
     """A GPU ``NodePool`` on an Auto Mode cluster; ``families`` are the families it offers,
@@ -180,9 +188,7 @@ class GpuNodePool(Construct):
 
     def __init__(self, scope: Construct, id: str, *, props: GpuNodePoolProps) -> None:
         super().__init__(scope, id)
-        self.families: tuple[str, ...] = tuple(
-            sorted({*props.instance_families, *instance_families(props.instance_types)})
-        )
+        self.families: tuple[str, ...] = props.families
         own = props.node_class
         self.node_class: Mapping[str, Any] | None = (
             gpu_node_class(

@@ -8,8 +8,8 @@
   (:func:`mlcc_constructs.core.platform.hyperpod_iam.hyperpod_instance_statements`): no wildcard
   action.
 * ``LifecycleScripts``: the lifecycle scripts (``mlcc_constructs/data/hyperpod-lifecycle``),
-  a CDK asset copied into the artifacts bucket (the app's ``artifacts`` bucket of
-  ``stacks/buckets.json``, or the team's own) under a content-addressed prefix
+  a CDK asset copied into ``artifacts_bucket`` (the app's: its ``artifacts`` bucket of
+  ``stacks/buckets.json``) under a content-addressed prefix
   (:func:`mlcc_constructs.core.adapters.s3_layout.hyperpod_lifecycle_prefix`).
 * ``VpcCniAddon``, ``KubeProxyAddon``, ``CoreDnsAddon``: the networking add-ons HyperPod nodes
   need on an EKS Auto Mode cluster
@@ -49,12 +49,7 @@ from aws_cdk import (
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, nag_text
-from mlcc_constructs.aws.buckets import (
-    BucketRef,
-    bucket_ref_problem,
-    concrete_environment,
-    resolve_bucket,
-)
+from mlcc_constructs.aws.buckets import bucket_problem, concrete_environment
 from mlcc_constructs.aws.hyperpod_dependencies import (
     HyperPodDependencies,
     HyperPodDependenciesProps,
@@ -112,13 +107,9 @@ class HyperPodClusterProps:
     security_group_ids: Sequence[str]
     """The nodes' security groups (the EKS cluster security group lets them reach the control plane
     and the cluster's other nodes)."""
-    profile: str | None = None
-    """Fills ``${profile}`` of the artifacts bucket's name when it is a descriptor key of
-    ``stacks/buckets.json``; default ``None`` (required then)."""
-    artifacts_bucket: BucketRef = "artifacts"
-    """The bucket the lifecycle scripts are copied into: the team's ``s3.IBucket``, a descriptor key
-    or a literal name (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"artifacts"`` (the
-    descriptor's)."""
+    artifacts_bucket: s3.IBucket
+    """The bucket the lifecycle scripts are copied into (``s3.IBucket``: ``ModelBuckets.bucket(
+    "artifacts")``, or ``s3.Bucket.from_bucket_name(scope, id, name)``). Required."""
     eks_cluster_name: str | None = None
     """The EKS cluster's name as text, for the IAM ARNs; default: the cluster's name attribute."""
     install_dependencies: bool = True
@@ -138,7 +129,7 @@ class HyperPodClusterProps:
     def __post_init__(self) -> None:
         check_fields(self)
         problems = [
-            bucket_ref_problem(
+            bucket_problem(
                 self.artifacts_bucket, where="HyperPodClusterProps", pointer="/artifacts_bucket"
             ),
         ]
@@ -171,13 +162,7 @@ class HyperPodCluster(Construct):
             ),
         )
         account, region = concrete_environment(self)
-        self.artifacts_bucket = resolve_bucket(
-            self,
-            props.artifacts_bucket,
-            profile=props.profile,
-            props="HyperPodClusterProps",
-            field="artifacts_bucket",
-        )
+        self.artifacts_bucket: s3.IBucket = props.artifacts_bucket
         artifacts = self.artifacts_bucket.bucket_name
         scripts = _lifecycle_prefix(artifacts)
         self.role = iam.Role(
@@ -237,7 +222,9 @@ class HyperPodCluster(Construct):
                 self,
                 "Dependencies",
                 props=HyperPodDependenciesProps(
-                    cluster=props.cluster, instance_types=[g.instance_type for g in props.groups]
+                    cluster=props.cluster,
+                    # The groups' catalog entries, looked up once when each group was built.
+                    instance_types=[g.instance for g in props.groups],
                 ),
             )
             if props.install_dependencies

@@ -31,6 +31,7 @@ from mlcc_constructs.aws.kubernetes_objects import (
     KubernetesObjectsProps,
     require_kubectl_provider,
 )
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.hyperpod_dependencies import (
     charts,
     dependency_objects,
@@ -47,8 +48,9 @@ class HyperPodDependenciesProps:
     cluster: eks.ICluster | eks.Cluster
     """The EKS cluster that orchestrates the HyperPod cluster (its kubectl provider installs the
     charts and applies the objects)."""
-    instance_types: Sequence[str]
-    """The HyperPod instance groups' types (``ml.`` names of the instance catalog); the device
+    instance_types: Sequence[InstanceType]
+    """The HyperPod instance groups' types, as catalog entries (``InstanceGroup.instance``, or
+    ``lookup("ml.g5.12xlarge")`` of :mod:`mlcc_constructs.core.platform.catalog`); the device
     plugins and the agent run on exactly these."""
 
     def __post_init__(self) -> None:

@@ -14,7 +14,7 @@ from aws_cdk import aws_ec2 as ec2, aws_eks_v2 as eks, aws_iam as iam, aws_s3 as
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text
-from mlcc_constructs.aws.buckets import BucketRef, resolve_bucket
+from mlcc_constructs.aws.buckets import require_bucket
 from mlcc_constructs.aws.s3_csi import READ_BUCKET_ACTIONS, READ_OBJECT_ACTIONS
 from mlcc_constructs.core.platform.load_balancing import cidr_problems
 from mlcc_constructs.core.support.errors import fail, raise_if_any
@@ -56,7 +56,7 @@ class IServingCluster(Protocol):
     @property
     def prometheus_query_url(self) -> str | None: ...
 
-    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
+    def grant_model_read(self, bucket: s3.IBucket) -> s3.IBucket:
         """Let the cluster's S3 CSI driver mount ``bucket`` read-only; returns the bucket."""
         ...
 
@@ -150,9 +150,10 @@ class ImportedServingCluster(Construct):
     def prometheus_query_url(self) -> str | None:
         return self._props.prometheus_query_url
 
-    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
-        """Grant the S3 CSI role (``s3_csi_role``) read access to ``bucket`` (an object or a
-        literal name); returns the bucket."""
+    def grant_model_read(self, bucket: s3.IBucket) -> s3.IBucket:
+        """Grant the S3 CSI role (``s3_csi_role``) read access to ``bucket`` (an ``s3.IBucket``);
+        returns the bucket."""
+        resolved = require_bucket(bucket, where="ImportedServingCluster.grant_model_read")
         role = self._props.s3_csi_role
         if role is None:
             raise fail(
@@ -160,9 +161,6 @@ class ImportedServingCluster(Construct):
                 where=self.node.path,
                 fix="pass s3_csi_role= to ServingCluster.from_cluster_attributes",
             )
-        resolved = resolve_bucket(
-            self, bucket, profile=None, props="ImportedServingCluster", field="bucket"
-        )
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=list(READ_BUCKET_ACTIONS), resources=[resolved.bucket_arn])
         )

@@ -7,7 +7,8 @@ Children:
   service account ``hyperpod-inference-system:hyperpod-inference-controller-manager`` (IRSA,
   ``sub`` and ``aud`` pinned) and by ``sagemaker.amazonaws.com``, as the setup page documents;
   permissions of :func:`mlcc_constructs.core.platform.hyperpod_iam.inference_operator_statements`
-  (on the real TLS bucket: the app's ``tls`` bucket of ``stacks/buckets.json``, or the team's).
+  (on the real TLS bucket, ``tls_bucket``: the app's is its ``tls`` bucket of
+  ``stacks/buckets.json``).
 * ``AlbControllerRole`` and ``KedaRole``: the add-on's AWS Load Balancer Controller and KEDA,
   each trusted by exactly its service account. ``KedaRole`` only with ``install_keda``: on a
   cluster that has KEDA already (a ``ServingCluster`` installs it) the add-on's KEDA is off and
@@ -41,12 +42,7 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import grant, irsa_principal
-from mlcc_constructs.aws.buckets import (
-    BucketRef,
-    bucket_ref_problem,
-    concrete_environment,
-    resolve_bucket,
-)
+from mlcc_constructs.aws.buckets import bucket_problem, concrete_environment
 from mlcc_constructs.aws.hyperpod_cluster import HyperPodCluster, ImportedHyperPodCluster
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
 from mlcc_constructs.core.platform.alb_controller_iam import alb_controller_statements
@@ -93,13 +89,9 @@ class HyperPodInferenceOperatorProps:
     role_name: str
     """The execution role's name (it must start with ``SageMakerHyperPodInference-`` for AWS's
     managed policy to pass it; this construct grants passing exactly this role)."""
-    profile: str | None = None
-    """Fills ``${profile}`` of the TLS bucket's name when it is a descriptor key of
-    ``stacks/buckets.json``; default ``None`` (required then)."""
-    tls_bucket: BucketRef = "tls"
-    """The bucket the operator writes TLS certificates to: the team's ``s3.IBucket``, a descriptor
-    key or a literal name (:data:`mlcc_constructs.aws.buckets.BucketRef`); default ``"tls"`` (the
-    descriptor's)."""
+    tls_bucket: s3.IBucket
+    """The bucket the operator writes TLS certificates to (``s3.IBucket``: ``ModelBuckets.bucket(
+    "tls")``, or ``s3.Bucket.from_bucket_name(scope, id, name)``). Required."""
     addon_version: str | None = None
     """Default: the version pinned in ``versions.json``."""
     eks_cluster_name: str | None = None
@@ -130,7 +122,7 @@ class HyperPodInferenceOperatorProps:
                 "ServedModels serve are then checked against its instance groups",
             )
         problems = [
-            bucket_ref_problem(
+            bucket_problem(
                 self.tls_bucket, where="HyperPodInferenceOperatorProps", pointer="/tls_bucket"
             ),
         ]
@@ -153,13 +145,7 @@ class HyperPodInferenceOperator(Construct):
         account, region = concrete_environment(self)
         arns = Arns(partition=cdk.Aws.PARTITION, region=region, account=account)
         provider = props.oidc_provider
-        self.tls_bucket: s3.IBucket = resolve_bucket(
-            self,
-            props.tls_bucket,
-            profile=props.profile,
-            props="HyperPodInferenceOperatorProps",
-            field="tls_bucket",
-        )
+        self.tls_bucket: s3.IBucket = props.tls_bucket
         self.tls_bucket_name: str = self.tls_bucket.bucket_name
         self.execution_role = iam.Role(
             self,

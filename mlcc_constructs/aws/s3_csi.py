@@ -4,10 +4,9 @@ The driver mounts S3 prefixes into pods (the model volume, and LoRA adapters und
 its role only reads: ``s3:ListBucket`` and ``s3:GetBucketLocation`` on the buckets,
 ``s3:GetObject`` on their objects. The TLS bucket gets the same read access and nothing
 more: the HyperPod inference operator writes the certificates with its own role; the CSI
-driver only mounts them for the pods that read them. Buckets are objects (``IBucket``),
-descriptor keys of ``stacks/buckets.json`` or literal bucket names
-(:data:`mlcc_constructs.aws.buckets.BucketRef`), never ARN strings, so a grant cannot name a
-wildcard bucket. :meth:`S3CsiDriver.grant_read` adds a bucket after construction.
+driver only mounts them for the pods that read them. Buckets are objects (``s3.IBucket``),
+never names or ARN strings, so a grant cannot name a wildcard bucket.
+:meth:`S3CsiDriver.grant_read` adds a bucket after construction.
 
 Logical ids: the role and the add-on are this construct's children ``Role`` and ``Addon``.
 ``ServingCluster``'s driver puts them beside itself instead, as ``S3CsiRole`` and
@@ -27,7 +26,7 @@ from aws_cdk import aws_eks_v2 as eks, aws_iam as iam, aws_s3 as s3
 from constructs import Construct
 
 from mlcc_constructs.aws._iam import nag_text
-from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem, resolve_bucket
+from mlcc_constructs.aws.buckets import bucket_problem, require_bucket
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import raise_if_any
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -37,7 +36,6 @@ SERVICE_ACCOUNT = "system:serviceaccount:kube-system:s3-csi-driver-sa"
 AUDIENCE = "sts.amazonaws.com"
 READ_BUCKET_ACTIONS = ("s3:GetBucketLocation", "s3:ListBucket")
 READ_OBJECT_ACTIONS = ("s3:GetObject",)
-DEFAULT_READ_BUCKETS = ("core", "training", "adapters")
 
 
 def pinned_addon_version(addon: str = ADDON_NAME) -> str:
@@ -53,17 +51,14 @@ class S3CsiDriverProps:
     """The EKS cluster the add-on is installed on."""
     oidc_provider: iam.IOpenIdConnectProvider
     """The cluster's IAM OIDC provider (IRSA trust)."""
-    read_buckets: Sequence[BucketRef] = DEFAULT_READ_BUCKETS
-    """Buckets the driver mounts read-only (objects, descriptor keys or literal names:
-    :data:`mlcc_constructs.aws.buckets.BucketRef`); default: the descriptor's ``core``, ``training``
-    and ``adapters`` buckets."""
-    tls_bucket: BucketRef | None = "tls"
+    read_buckets: Sequence[s3.IBucket] = ()
+    """Buckets the driver mounts read-only (``s3.IBucket``: ``ModelBuckets.bucket(key)``, or
+    ``s3.Bucket.from_bucket_name(scope, id, name)``); default ``()`` (add some with
+    :meth:`S3CsiDriver.grant_read`)."""
+    tls_bucket: s3.IBucket | None = None
     """The bucket the HyperPod operator writes TLS certificates to (read access for the pods that
-    mount them); default: the descriptor's ``tls`` bucket; ``None``: no TLS statement (a cluster
-    without the HyperPod inference operator)."""
-    profile: str | None = None
-    """Fills ``${profile}`` when a bucket is given by descriptor key; required then (account and
-    region come from the stack); default ``None``."""
+    mount them); default ``None``: no TLS statement (a cluster without the HyperPod inference
+    operator)."""
     addon_version: str | None = None
     """Default: the version pinned in ``versions.json``."""
     resolve_conflicts: str = "OVERWRITE"
@@ -77,10 +72,10 @@ class S3CsiDriverProps:
         check_fields(self)
         problems = [
             *(
-                bucket_ref_problem(ref, where="S3CsiDriverProps", pointer=f"/read_buckets/{index}")
+                bucket_problem(ref, where="S3CsiDriverProps", pointer=f"/read_buckets/{index}")
                 for index, ref in enumerate(self.read_buckets)
             ),
-            bucket_ref_problem(self.tls_bucket, where="S3CsiDriverProps", pointer="/tls_bucket"),
+            bucket_problem(self.tls_bucket, where="S3CsiDriverProps", pointer="/tls_bucket"),
         ]
         raise_if_any(problem for problem in problems if problem is not None)
 
@@ -112,14 +107,11 @@ class S3CsiDriver(Construct):
                 props.oidc_provider, conditions={"StringEquals": condition}
             ),
         )
-        self._profile = props.profile
         self._read_statements: tuple[iam.PolicyStatement, iam.PolicyStatement] | None = None
         self._read_buckets: list[s3.IBucket] = []
         for ref in props.read_buckets:
             self.grant_read(ref)
-        self.tls_bucket: s3.IBucket | None = (
-            self._bucket(props.tls_bucket, "tls_bucket") if props.tls_bucket is not None else None
-        )
+        self.tls_bucket: s3.IBucket | None = props.tls_bucket
         if self.tls_bucket is not None:
             self.role.add_to_policy(
                 iam.PolicyStatement(
@@ -149,11 +141,11 @@ class S3CsiDriver(Construct):
         """The buckets the driver mounts read-only (the props', then :meth:`grant_read`'s)."""
         return tuple(self._read_buckets)
 
-    def grant_read(self, bucket: BucketRef) -> s3.IBucket:
+    def grant_read(self, bucket: s3.IBucket) -> s3.IBucket:
         """Let the driver mount ``bucket`` read-only: ``s3:ListBucket`` and
         ``s3:GetBucketLocation`` on it, ``s3:GetObject`` on its objects (the statements
         ``ReadModelBuckets`` and ``ReadModelObjects``). Returns the bucket object."""
-        resolved = self._bucket(bucket, "read_buckets")
+        resolved = require_bucket(bucket, where="S3CsiDriver.grant_read")
         if self._read_statements is None:
             self._read_statements = (
                 iam.PolicyStatement(sid="ReadModelBuckets", actions=list(READ_BUCKET_ACTIONS)),
@@ -177,9 +169,4 @@ class S3CsiDriver(Construct):
                 reason="s3:GetObject on the objects of one named bucket the CSI driver "
                 "mounts read-only; no wildcard bucket and no wildcard action",
             )
-        )
-
-    def _bucket(self, ref: BucketRef, field: str) -> s3.IBucket:
-        return resolve_bucket(
-            self, ref, profile=self._profile, props="S3CsiDriverProps", field=field
         )

@@ -18,7 +18,10 @@ Children:
 NetworkPolicy admits the cluster's real load balancer subnets, which an ``IServingCluster`` says
 and a bare ``eks.ICluster`` cannot (refused for a deployment with a load balancer); a
 ``ServingCluster``'s GPU node pool offers its instance families; a HyperPod deployment fits the
-instance groups of its operator's ``hyperpod_cluster`` (``HyperPodCluster.host``).
+instance groups of its operator's ``hyperpod_cluster`` (``HyperPodCluster.host``); and the rules
+that span deployments hold among the ``ServedModel``s of one cluster, in whichever stacks they
+sit (:func:`~mlcc_constructs.core.serving.spanning.spanning_problems`: no deployment or object
+twice, no host and path claimed twice on a shared load balancer).
 * ``Objects``: the deployment's objects. An object of a kind whose CRD the SageMaker HyperPod
   inference operator add-on installs (``InferenceEndpointConfig``) depends on the operator, so
   the CRD exists before it is applied (and the object is deleted before the add-on); such an
@@ -72,7 +75,6 @@ Auto Mode clusters" (EKS User Guide ``automode/automode.adoc``, awsdocs/amazon-e
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeGuard, cast
@@ -89,6 +91,7 @@ from constructs import Construct, IDependable
 
 from mlcc_constructs.aws._iam import grant
 from mlcc_constructs.aws._outputs import add_stack_outputs
+from mlcc_constructs.aws._shared_on_cluster import join_cluster, stack_namespace
 from mlcc_constructs.aws.imported_cluster import IServingCluster
 from mlcc_constructs.aws.inference_operator import HyperPodInferenceOperator
 from mlcc_constructs.aws.kubernetes_objects import KubernetesObjects, KubernetesObjectsProps
@@ -105,7 +108,6 @@ from mlcc_constructs.core.serving.endpoint.outputs import (
     endpoint_url,
     serving_outputs,
 )
-from mlcc_constructs.core.serving.kinds.namespace import namespace_object
 from mlcc_constructs.core.serving.kinds.registry import requirement
 from mlcc_constructs.core.serving.prepare.aws_calls import pod_role_uses, pods_call_aws
 from mlcc_constructs.core.serving.prepared import PreparedDeployment
@@ -240,6 +242,8 @@ class ServedModel(Construct):
                 ),
             ]
         )
+        # The deployments already on this cluster: checked before this one joins them.
+        join_cluster(given, where, prepared)
         objects: Sequence[Mapping[str, Any]] = [entry.object for entry in prepared.objects]
         # The kinds registry says which objects need an add-on's CRD (an IEC: the operator's).
         required = [requirement(obj) for obj in objects]
@@ -284,7 +288,7 @@ class ServedModel(Construct):
         namespace = prepared.spec.namespace
         self.namespace: KubernetesObjects | None = None
         if props.create_namespace and namespace not in BUILT_IN_NAMESPACES:
-            self.namespace = _stack_namespace(self, cluster, namespace)
+            self.namespace = stack_namespace(self, cluster, namespace)
         self.pod_role: iam.Role | None = None
         self.pod_identity: eks.CfnPodIdentityAssociation | None = None
         if pod_role_uses(prepared):  # the core's rule: a streamed model, synced secrets
@@ -467,28 +471,3 @@ def _is_serving_cluster(cluster: object) -> TypeGuard[IServingCluster]:
     """An :class:`IServingCluster` (it says where its load balancers live), not a bare
     ``eks.ICluster``."""
     return hasattr(cluster, "load_balancer_cidrs") and hasattr(cluster, "cluster")
-
-
-_NAMESPACES: weakref.WeakKeyDictionary[cdk.Stack, dict[tuple[str, str], KubernetesObjects]] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-def _stack_namespace(
-    model: Construct, cluster: eks.ICluster | eks.Cluster, namespace: str
-) -> KubernetesObjects:
-    """The ``Namespace`` of the stack's ``ServedModel``s on ``cluster``: one per stack and
-    namespace (retained), made by the first (its child ``Namespace``) and shared by the others,
-    so several deployments of one namespace need no flag and no ordering (its logical id is the
-    object's, wherever it sits: two would collide)."""
-    made = _NAMESPACES.setdefault(cdk.Stack.of(model), {})
-    key = (cluster.node.addr, namespace)
-    if key not in made:
-        made[key] = KubernetesObjects(
-            model,
-            "Namespace",
-            props=KubernetesObjectsProps(
-                cluster=cluster, objects=[namespace_object(namespace)], ordered=False, retain=True
-            ),
-        )
-    return made[key]

@@ -5,7 +5,7 @@
 ``ServingCluster`` creates (children; their ids are a contract, see *Logical ids*):
 
 * ``Vpc`` (only without ``vpc``): one public and one private subnet (with egress) per zone,
-  ``nat_gateways`` NAT gateways (default: 1 with a dev profile, else one per zone), an S3
+  ``nat_gateways`` NAT gateways (default: one per zone), an S3
   gateway endpoint (model weights and image layers come from S3 through it, not the NAT
   gateway), interface endpoints for ECR (api, dkr), STS and CloudWatch Logs with their
   security group (:mod:`mlcc_constructs.aws.cluster_network`) and a flow log.
@@ -94,7 +94,7 @@ from constructs import Construct
 
 from mlcc_constructs.aws._eks_findings import acknowledge_cluster_findings
 from mlcc_constructs.aws._outputs import add_stack_outputs
-from mlcc_constructs.aws.buckets import BucketRef
+from mlcc_constructs.aws.buckets import require_bucket
 from mlcc_constructs.aws.cluster_dashboard import add_serving_dashboard
 from mlcc_constructs.aws.cluster_endpoint import (
     EndpointComponents,
@@ -119,12 +119,11 @@ from mlcc_constructs.aws.s3_csi import S3CsiDriver, S3CsiDriverProps
 from mlcc_constructs.aws.serving_cluster_props import ServingClusterProps as ServingClusterProps
 from mlcc_constructs.core.platform.cluster_access import ADMIN_POLICY, admin_access_id
 from mlcc_constructs.core.platform.gpu_capacity import (
-    instance_families,
     s3_csi_addon_configuration,
 )
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, LoadBalancerScheme
 from mlcc_constructs.core.platform.versions import pinned
-from mlcc_constructs.core.platform.vpc_network import VPC_CIDR, default_nat_gateways
+from mlcc_constructs.core.platform.vpc_network import VPC_CIDR
 from mlcc_constructs.core.serving.endpoint.outputs import cluster_outputs
 from mlcc_constructs.core.support.errors import fail
 
@@ -177,9 +176,10 @@ class ServingCluster(Construct):
         self.vpc: ec2.IVpc = props.vpc or _new_vpc(
             owner,
             props.availability_zones,
+            # Default: one per zone (None: the stack's zones, one each, as CDK's default).
             props.nat_gateways
             if props.nat_gateways is not None
-            else default_nat_gateways(props.profile, len(props.availability_zones) or None),
+            else len(props.availability_zones) or None,
         )
         subnets = props.vpc_subnets or ec2.SubnetSelection(
             subnet_type=ec2.SubnetType.PRIVATE_WITH_EGRESS
@@ -228,10 +228,7 @@ class ServingCluster(Construct):
         )
         for role in props.admin_roles:
             self.cluster.grant_access(_access_id(role), role.role_arn, [admin])
-        families, types = props.gpu_instance_families, props.gpu_instance_types
-        self.gpu_instance_families: tuple[str, ...] = tuple(
-            sorted({*families, *instance_families(types)})
-        )
+        self.gpu_instance_families: tuple[str, ...] = props.gpu_pool_families
         """The instance families the GPU NodePool offers (none without a pool): what a
         ``ServedModel``'s instance types must be of."""
         self.gpu_node_pool: GpuNodePool | None = (
@@ -240,8 +237,9 @@ class ServingCluster(Construct):
                 "GpuCapacity",
                 props=GpuNodePoolProps(
                     cluster=self.cluster,
-                    instance_families=families,
-                    instance_types=types,
+                    # The families read once from the cluster's props: the pool offers exactly
+                    # these (no type is looked up again).
+                    instance_families=self.gpu_instance_families,
                     gpu_limit=props.gpu_limit,
                     maintenance_window=props.gpu_maintenance_window,
                     node_class=GpuNodeClass(
@@ -251,7 +249,7 @@ class ServingCluster(Construct):
                     ),
                 ),
             )
-            if families or types
+            if self.gpu_instance_families
             else None
         )
         # The native AWS::IAM::OIDCProvider: no custom-resource Lambda.
@@ -266,7 +264,6 @@ class ServingCluster(Construct):
                 oidc_provider=self.oidc_provider,
                 read_buckets=props.read_buckets,
                 tls_bucket=props.tls_bucket,
-                profile=props.profile,
                 configuration_values=s3_csi_addon_configuration(),
             ),
         )
@@ -373,10 +370,12 @@ class ServingCluster(Construct):
             ),
         )
 
-    def grant_model_read(self, bucket: BucketRef) -> s3.IBucket:
+    def grant_model_read(self, bucket: s3.IBucket) -> s3.IBucket:
         """Let the S3 CSI driver mount ``bucket`` read-only (see
         :meth:`~mlcc_constructs.aws.s3_csi.S3CsiDriver.grant_read`); returns the bucket."""
-        return self.s3_csi.grant_read(bucket)
+        return self.s3_csi.grant_read(
+            require_bucket(bucket, where="ServingCluster.grant_model_read")
+        )
 
 
 def _new_vpc(scope: Construct, zones: Sequence[str], nat_gateways: int | None) -> ec2.Vpc:

@@ -8,14 +8,15 @@ import dataclasses
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
-from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_lambda as lambda_
+from aws_cdk import aws_ec2 as ec2, aws_iam as iam, aws_lambda as lambda_, aws_s3 as s3
 
-from mlcc_constructs.aws.buckets import BucketRef, bucket_ref_problem
+from mlcc_constructs.aws.buckets import bucket_problem
 from mlcc_constructs.aws.cluster_endpoint import subnet_problems
 from mlcc_constructs.core.platform.cluster_access import endpoint_cidrs
-from mlcc_constructs.core.platform.gpu_capacity import pool_capacity_problems
+from mlcc_constructs.core.platform.gpu_capacity import pool_families
 from mlcc_constructs.core.platform.gpu_disruption import (
     gpu_limit_problems,
     parse_maintenance_window,
@@ -89,15 +90,13 @@ class ServingClusterProps:
     of the cluster's annotated pods, and KEDA (pinned Helm chart, IRSA role reading that workspace
     and CloudWatch metric data, ``ClusterTriggerAuthentication`` ``mlcc-aws``); ``False``: none (the
     deployments then cannot autoscale)."""
-    read_buckets: Sequence[BucketRef] = ()
-    """Buckets the S3 CSI driver mounts read-only (:data:`~mlcc_constructs.aws.buckets.BucketRef`:
-    the team's ``s3.IBucket``, a descriptor key or a literal name); default ``()`` (add some with
+    read_buckets: Sequence[s3.IBucket] = ()
+    """Buckets the S3 CSI driver mounts read-only (``s3.IBucket``: ``ModelBuckets.bucket(key)``, or
+    ``s3.Bucket.from_bucket_name(scope, id, name)``); default ``()`` (add some with
     :meth:`ServingCluster.grant_model_read`)."""
-    tls_bucket: BucketRef | None = None
-    """The bucket the HyperPod inference operator writes TLS certificates to (the driver gets read
-    access); default ``None``: none."""
-    profile: str | None = None
-    """Fills ``${profile}`` of descriptor keys; default ``None`` (required then)."""
+    tls_bucket: s3.IBucket | None = None
+    """The bucket the HyperPod inference operator writes TLS certificates to (``s3.IBucket``; the
+    driver gets read access); default ``None``: none."""
     kubernetes_version: str | None = None
     """The cluster's Kubernetes version (``1.35``); default ``None``: the version pinned in
     ``versions.json``."""
@@ -120,9 +119,10 @@ class ServingClusterProps:
     as Auto Mode requires (tagged here when the app creates them). Default ``None``: the VPC
     ServingCluster creates has its own (see the cluster_endpoint module)."""
     nat_gateways: int | None = None
-    """The NAT gateways of the VPC ServingCluster creates, at most one per zone; default ``None``: 1
-    with a dev ``profile``, else one per zone (:mod:`mlcc_constructs.core.platform.vpc_network`).
-    Only without ``vpc``."""
+    """The NAT gateways of the VPC ServingCluster creates, 1 to one per zone; default ``None``: one
+    per zone (a zone's nodes keep their egress when another zone fails). A development cluster may
+    pass 1 (one NAT gateway's hourly charge; a zone outage then cuts every zone's egress;
+    :mod:`mlcc_constructs.core.platform.vpc_network`). Only without ``vpc``."""
     pull_through_secrets: Mapping[str, str] | None = None
     """The ECR pull through cache (children ``PullThroughCache*`` and ``ImageCachePullPolicy``,
     :mod:`mlcc_constructs.aws.image_cache`): upstream registry -> the existing Secrets Manager
@@ -150,15 +150,25 @@ class ServingClusterProps:
                 *_network_problems(self),
                 *_version_problems(self),
                 *_endpoint_problems(self),
-                *pool_capacity_problems(
-                    self.gpu_instance_families,
-                    self.gpu_instance_types,
-                    where=_PROPS,
-                    fields=("gpu_instance_families", "gpu_instance_types"),
-                ),
+                *self._gpu_pool[1],
                 *_gpu_pool_problems(self),
                 *_egress_problems(self),
             ]
+        )
+
+    @property
+    def gpu_pool_families(self) -> tuple[str, ...]:
+        """The families the GPU NodePool offers: ``gpu_instance_families`` and those of
+        ``gpu_instance_types`` (read once, when the props are built), sorted, each once."""
+        return self._gpu_pool[0]
+
+    @cached_property
+    def _gpu_pool(self) -> tuple[tuple[str, ...], list[Problem]]:
+        return pool_families(
+            self.gpu_instance_families,
+            self.gpu_instance_types,
+            where=_PROPS,
+            fields=("gpu_instance_families", "gpu_instance_types"),
         )
 
 
@@ -240,8 +250,8 @@ def _resource_problems(props: ServingClusterProps) -> list[Problem]:
                 )
             )
     for index, bucket in enumerate(props.read_buckets):
-        problems.append(bucket_ref_problem(bucket, where=_PROPS, pointer=f"/read_buckets/{index}"))
-    problems.append(bucket_ref_problem(props.tls_bucket, where=_PROPS, pointer="/tls_bucket"))
+        problems.append(bucket_problem(bucket, where=_PROPS, pointer=f"/read_buckets/{index}"))
+    problems.append(bucket_problem(props.tls_bucket, where=_PROPS, pointer="/tls_bucket"))
     if isinstance(props.kubectl_layer, str):
         problems.append(
             _problem(

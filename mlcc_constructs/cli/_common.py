@@ -118,6 +118,7 @@ def add_deployment_options(parser: argparse.ArgumentParser, *, required: bool = 
         metavar="KEY=VALUE",
         help=spec_flag_table()["engine.env"]["help"] + "; repeatable",
     )
+    add_spec_option(parser, "engine.image")  # the engine version follows it
     add_spec_option(parser, "engine.version")
     add_spec_option(parser, "model.load")
     add_registry_options(parser)

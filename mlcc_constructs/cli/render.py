@@ -67,7 +67,6 @@ def add_spec_options(parser: argparse.ArgumentParser) -> None:
     add_spec_option(parser, "target", choices=kubernetes_target_names())
     add_spec_option(parser, "name")
     add_spec_option(parser, "namespace")
-    add_spec_option(parser, "engine.image")
     add_spec_option(parser, "scaling.replicas")
     add_spec_option(parser, "compute.instance_types", nargs="+", metavar="TYPE")
     add_spec_option(parser, "endpoint.max_request_seconds")

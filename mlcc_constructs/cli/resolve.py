@@ -90,7 +90,7 @@ def _require_flags(args: argparse.Namespace) -> None:
 
 
 def _resolve(args: argparse.Namespace) -> tuple[Any, list[str]]:
-    """The resolution ``mlcc render`` would compute (pinned engine version, LoRA rank fit,
+    """The resolution ``mlcc render`` would compute (the image's engine version, LoRA rank fit,
     target), and the rank-fit warnings (no ``-f``)."""
     from mlcc_constructs.core.serving.resolve.engine_config import (
         resolve_deployment_for_its_target,

@@ -316,8 +316,9 @@ def builtin_manifest_files() -> list[Path]:
 @cache
 def _builtin() -> tuple[EngineManifest, ...]:
     # The shipped manifests are checked against the schema and the semantic rules by the test
-    # suite (tests/test_manifests.py), so loading them skips jsonschema: importing it costs more
-    # than the whole start-up of the pure `mlcc` commands. Plugins always get the full check.
+    # suite (tests/core/engines/test_manifests.py), so loading them skips jsonschema: importing
+    # it costs more than the whole start-up of the pure `mlcc` commands. Plugins always get the
+    # full check.
     return tuple(_build(_read_document(p), str(p)) for p in builtin_manifest_files())
 
 

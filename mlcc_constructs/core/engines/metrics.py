@@ -37,6 +37,37 @@ ROLES = (
 """The metric roles a manifest may name, in the dashboard's order."""
 HISTOGRAMS = frozenset({"time_to_first_token", "inter_token_latency"})
 """Roles whose metric is a histogram (queried as ``<name>_bucket``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoleRange:
+    """What a role's metric measures and the values it takes: an autoscaling target outside
+    them is never reached (a share's target of 50 never scales out)."""
+
+    unit: str
+    """What one unit of the metric is (``requests``, ``share of the KV cache``)."""
+    maximum: float | None = None
+    """The largest value the metric takes, or ``None`` (unbounded). A target must stay below
+    it: at the maximum the metric can only equal the target, never pass it."""
+    example: str = ""
+    """A target in the unit, for a fix (``0.8 for 80 %``)."""
+
+
+ROLE_RANGES: Mapping[str, RoleRange] = MappingProxyType(
+    {
+        "queue_depth": RoleRange(unit="waiting requests per replica", example="5"),
+        "running_requests": RoleRange(unit="running requests per replica", example="16"),
+        # a share: vllm 0.31.0 vllm/v1/metrics/loggers.py documents vllm:kv_cache_usage_perc
+        # as "KV-cache usage. 1 means 100 percent usage."; sglang 0.5.21
+        # srt/observability/metrics_collector.py token_usage is the KV pool's used share
+        "kv_cache_usage": RoleRange(
+            unit="used share of the KV cache, 0..1", maximum=1.0, example="0.8 for 80 %"
+        ),
+        "time_to_first_token": RoleRange(unit="seconds"),
+        "inter_token_latency": RoleRange(unit="seconds"),
+    }
+)
+"""Each role's unit and range (every engine's metric of a role is in the role's unit)."""
 ENABLE_CAPABILITY = "metrics_enable"
 """The capability (boolean) that turns the engine's ``/metrics`` on where it is off by default
 (SGLang ``--enable-metrics``): emitted whenever the target scrapes metrics."""

@@ -7,6 +7,12 @@ choices) and the env variables it reads, read from the release's PyPI wheel by
 ``tools/engine_parser_facts.py`` (each file's ``read_from``). A Tier-2 key is checked against
 the release the deployment names (``engine_version``), else the pinned one; a release with no
 recorded facts is not checked, and the caller warns.
+
+Where the release's own config classes define them, a flag also records the numeric
+``bounds`` of the field it is built from and the ``json`` shape its value must have (issue 39;
+``tools/engine_config_facts.py``), each with its ``source``: a value past the bounds, JSON of the
+other kind or with a key the config class does not take is refused, as is one
+whitespace-joined value for a flag that takes several.
 """
 
 from __future__ import annotations
@@ -31,6 +37,49 @@ NUMBER_TYPES: Mapping[str, type] = MappingProxyType({"int": int, "float": float}
 """The argparse types mlcc checks a value against (every other type is the engine's to parse)."""
 
 
+BOUND_TEXT: Mapping[str, str] = MappingProxyType({"gt": ">", "ge": ">=", "lt": "<", "le": "<="})
+"""The recorded bounds (a flag's ``bounds``), as a reader says them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Bounds:
+    """The numeric bounds the engine declares on the config class field a flag is built from
+    (vLLM's ``CacheConfig.gpu_memory_utilization: Field(gt=0, le=1)``), as recorded."""
+
+    limits: tuple[tuple[str, float], ...]
+    """``(("gt", 0), ("le", 1))``: each of ``gt``, ``ge``, ``lt``, ``le`` the field has."""
+    source: str
+    """The engine file, class and field they were read from."""
+
+    def holds(self, number: float) -> bool:
+        """Whether ``number`` is within every bound."""
+        tests = {
+            "gt": number.__gt__,
+            "ge": number.__ge__,
+            "lt": number.__lt__,
+            "le": number.__le__,
+        }
+        return all(tests[name](edge) for name, edge in self.limits)
+
+    @property
+    def text(self) -> str:
+        """``> 0 and <= 1``."""
+        return " and ".join(f"{BOUND_TEXT[name]} {edge:g}" for name, edge in self.limits)
+
+
+@dataclass(frozen=True, kw_only=True)
+class JsonShape:
+    """The JSON a flag's value must be, where the engine's own code says so (recorded)."""
+
+    kind: str
+    """``object`` or ``array``."""
+    keys: frozenset[str] | None
+    """The only keys an object may have (the config class the engine's parser validates the
+    value against forbids others); ``None``: any key."""
+    source: str
+    """The engine file and class (and field) the shape was read from."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class FlagFact:
     """One flag of a recorded parser."""
@@ -45,6 +94,10 @@ class FlagFact:
     type: str | None = None
     """``int``, ``float``, ``str``, ``json`` or the engine's own parser function's name."""
     choices: tuple[object, ...] | None = None
+    bounds: Bounds | None = None
+    """The numeric bounds of the engine's config class field behind the flag, if it has any."""
+    json: JsonShape | None = None
+    """The JSON shape of the flag's value, where the engine defines one."""
 
     @property
     def takes_value(self) -> bool:
@@ -87,6 +140,24 @@ class ParserFacts:
         return out
 
 
+def _bounds(record: Mapping[str, Any] | None) -> Bounds | None:
+    if record is None:
+        return None
+    limits = tuple((name, float(record[name])) for name in BOUND_TEXT if name in record)
+    return Bounds(limits=limits, source=str(record["source"]))
+
+
+def _json(record: Mapping[str, Any] | None) -> JsonShape | None:
+    if record is None:
+        return None
+    keys = record.get("keys")
+    return JsonShape(
+        kind=str(record["kind"]),
+        keys=None if keys is None else frozenset(keys),
+        source=str(record["source"]),
+    )
+
+
 def _flag(name: str, record: Mapping[str, Any]) -> FlagFact:
     choices = record.get("choices")
     return FlagFact(
@@ -96,6 +167,8 @@ def _flag(name: str, record: Mapping[str, Any]) -> FlagFact:
         nargs=record.get("nargs"),
         type=record.get("type"),
         choices=None if choices is None else tuple(choices),
+        bounds=_bounds(record.get("bounds")),
+        json=_json(record.get("json")),
     )
 
 
@@ -228,6 +301,16 @@ class FlagCheck:
                 "separate them (the engine would get one value)",
                 fix="write them as a JSON array, e.g. " + json.dumps(parts),
             )
+        if values is None and fact.takes_list and _spaced(self.value):
+            return self._problem(
+                f"{self.flag} of {self.facts.label} takes several values, and whitespace in "
+                "one value does not separate them (the engine would get one value holding a "
+                "space)",
+                allowed="a JSON array of values",
+                fix="write them as a JSON array, e.g. "
+                + json.dumps(self.value.split())
+                + " (one value that holds a space: a one-element array)",
+            )
         kind = NUMBER_TYPES.get(fact.type or "")
         if kind is not None:
             bad = [v for v in items if not _number(v, kind)]
@@ -238,6 +321,14 @@ class FlagCheck:
                     allowed=fact.type or "",
                     fix=f"give {what}, not {bad[0]!r}",
                 )
+        if fact.json is not None and values is None:
+            problem = self._shaped(fact.json, strict=fact.type == "json")
+            if problem is not None:
+                return problem
+        if fact.bounds is not None:
+            problem = self._bounded(fact.bounds, items, integer=fact.type == "int")
+            if problem is not None:
+                return problem
         if fact.choices is not None:
             allowed = {str(c) for c in fact.choices}
             bad = [v for v in items if v not in allowed]
@@ -248,3 +339,70 @@ class FlagCheck:
                     fix="use one of the allowed values",
                 )
         return None
+
+    def _bounded(self, bounds: Bounds, items: list[str], *, integer: bool) -> Problem | None:
+        """A number past the engine's own bounds; a value that is not a number (``1K``,
+        ``auto`` for vLLM's human-readable ints) is the engine's to parse."""
+        for item in items:
+            try:
+                number = float(item)
+            except ValueError:
+                continue
+            if not bounds.holds(number):
+                return self._problem(
+                    f"{item} is out of the range of {self.flag} in {self.facts.label}",
+                    allowed=f"{'an integer' if integer else 'a number'} {bounds.text} "
+                    f"({bounds.source})",
+                    fix=f"give a value {bounds.text}",
+                )
+        return None
+
+    def _shaped(self, shape: JsonShape, *, strict: bool) -> Problem | None:
+        """A JSON value of the other kind, or an object with a key the engine's config class
+        does not take. Text that is not JSON is refused only where the engine reads it with
+        ``json.loads`` (``strict``; its ``None`` aside): vLLM's config-class flags take
+        human-readable numbers (``1K``) in their JSON."""
+        try:
+            document = json.loads(self.value)
+        except ValueError:
+            if not strict or self.value == "None":
+                return None
+            return self._problem(
+                f"{self.flag} of {self.facts.label} takes a JSON {shape.kind}, and this is not "
+                "JSON",
+                allowed=f"a JSON {shape.kind} ({shape.source})",
+                fix="write the value as JSON, e.g. "
+                + ('{"key": "value"}' if shape.kind == "object" else json.dumps([self.value])),
+            )
+        kind = (
+            "object"
+            if isinstance(document, dict)
+            else "array"
+            if isinstance(document, list)
+            else "scalar"
+        )
+        if kind != shape.kind:
+            return self._problem(
+                f"{self.flag} of {self.facts.label} takes a JSON {shape.kind}, not a JSON {kind}",
+                allowed=f"a JSON {shape.kind} ({shape.source})",
+                fix="write the value as a JSON " + shape.kind,
+            )
+        if shape.keys is None or not isinstance(document, dict):
+            return None
+        unknown = sorted(k for k in document if k not in shape.keys)
+        if not unknown:
+            return None
+        import difflib  # only on an error: pure commands do not import it
+
+        close = difflib.get_close_matches(unknown[0], sorted(shape.keys), n=3, cutoff=0.6)
+        return self._problem(
+            f"{unknown[0]!r} is not a key of {self.flag} in {self.facts.label}",
+            allowed=", ".join(sorted(shape.keys)) + f" ({shape.source})",
+            fix=(f"did you mean {' / '.join(close)}?" if close else "remove the key")
+            + f" (unknown: {', '.join(unknown)})",
+        )
+
+
+def _spaced(value: str) -> bool:
+    """Whether one value holds whitespace between words (a list flag would get it whole)."""
+    return len(value.split()) > 1

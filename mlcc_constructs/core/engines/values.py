@@ -9,8 +9,9 @@ deployment names (``engine_version``, else the pinned one; ``parser_facts``): a 
 release does not have is refused with a did-you-mean, a flag that takes no value takes only
 ``true``/``false`` (``1``, ``yes``, ``on`` are refused, not normalised: the manifest rule is
 one spelling, and a refusal shows the user the rule where a silent rewrite would not), a flag
-that takes several values takes a JSON array (a comma-separated value is refused: the engine
-would get one token), and an int/float/choices flag a value of its type. A release without
+that takes several values takes a JSON array (a comma- or space-separated value is refused:
+the engine would get one token), an int/float/choices flag a value of its type, and a flag whose
+recorded facts carry the engine's bounds or JSON shape a value within them. A release without
 recorded facts is warned about, flag by flag."""
 
 from __future__ import annotations

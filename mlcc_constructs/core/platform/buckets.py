@@ -78,8 +78,9 @@ def bucket_patterns() -> dict[str, str]:
     """Bucket key → name pattern with ``${account}``, ``${region}``, ``${profile}``."""
     path = shipped_path("stacks/buckets.json")
     document = _descriptor()
-    # The shipped descriptor's schema is checked by the test suite (tests/test_buckets.py), as
-    # the shipped engine manifests are: jsonschema costs more to import than a whole render.
+    # The shipped descriptor's schema is checked by the test suite
+    # (tests/core/platform/test_buckets.py), as the shipped engine manifests are: jsonschema
+    # costs more to import than a whole render.
     problems = pattern_problems(document["buckets"], where=str(path))
     if problems:
         raise MlccError(problems)

@@ -24,11 +24,17 @@ class InstanceType:
     """One accelerated instance type. ``name`` is the SageMaker name (``ml.`` prefix)."""
 
     name: str
+    """The SageMaker name (``ml.g5.12xlarge``)."""
     gpus: int
+    """The GPUs of one instance (0: no GPU)."""
     gpu_type: str
+    """The GPU model (``NVIDIA A10G``)."""
     gpu_memory_gib: int
+    """The memory of one GPU, GiB (host memory is :attr:`memory_gib`)."""
     vcpus: int
+    """The instance's vCPUs."""
     memory_gib: int
+    """The instance's memory, GiB."""
     network_gbps: float
     """Baseline network bandwidth (Gbps): what the instance sustains. Cold-start formulas use
     this one (:attr:`network_bytes_per_second`)."""
@@ -67,6 +73,11 @@ def _catalog() -> dict[str, InstanceType]:
     return {name: InstanceType(name=name, **facts) for name, facts in document["instances"].items()}
 
 
+def catalog_entries() -> tuple[InstanceType, ...]:
+    """Every entry of the catalog, in the data file's order."""
+    return tuple(_catalog().values())
+
+
 def instance_names() -> tuple[str, ...]:
     """Every known type, SageMaker names then EKS node names."""
     names = tuple(_catalog())
@@ -74,7 +85,10 @@ def instance_names() -> tuple[str, ...]:
 
 
 def lookup(name: str, *, pointer: str = "/compute/instance_type") -> InstanceType:
-    """The catalog entry for ``name`` (with or without ``ml.``); unknown → closest names."""
+    """The catalog entry for ``name`` (with or without ``ml.``); unknown → closest names.
+
+    Called where a name is read (a spec, props, the app's context), once: what is read further
+    carries the entry (an :class:`InstanceType`), never the name to look up again."""
     entry = _catalog().get(name if name.startswith(_ML) else _ML + name)
     if entry is None:
         near = closest(name, instance_names())

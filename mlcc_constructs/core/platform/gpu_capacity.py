@@ -34,7 +34,12 @@ from collections.abc import Iterable, Sequence
 from functools import cache
 from typing import Any
 
-from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, instance_names, lookup
+from mlcc_constructs.core.platform.catalog import (
+    GPU_RESOURCE,
+    InstanceType,
+    catalog_entries,
+    lookup,
+)
 from mlcc_constructs.core.platform.gpu_disruption import (
     CONSOLIDATION_POLICY,
     EXPIRE_AFTER,
@@ -86,10 +91,9 @@ def gpu_taint() -> dict[str, str]:
     return {"key": GPU_TAINT_KEY, "effect": "NoSchedule"}
 
 
-def instance_families(instance_types: Iterable[str]) -> tuple[str, ...]:
-    """The sorted, distinct instance families of ``instance_types`` (catalog names, with or
-    without ``ml.``); an unknown type raises the catalog's error."""
-    return tuple(sorted({lookup(name).family for name in instance_types}))
+def instance_families(instances: Iterable[InstanceType]) -> tuple[str, ...]:
+    """The sorted, distinct instance families of ``instances`` (catalog entries)."""
+    return tuple(sorted({instance.family for instance in instances}))
 
 
 def gpu_node_class(
@@ -181,20 +185,22 @@ def s3_csi_addon_configuration() -> dict[str, Any]:
 @cache
 def catalog_families() -> tuple[str, ...]:
     """The instance families of the instance catalog (``g5``, ``p5``, ...), sorted."""
-    return instance_families(instance_names())
+    return instance_families(catalog_entries())
 
 
-def pool_capacity_problems(
+def pool_families(
     families: Sequence[str],
     types: Sequence[str],
     *,
     where: str,
     fields: tuple[str, str] = ("instance_families", "instance_types"),
-) -> list[Problem]:
-    """Every family that is not one of the catalog's and every type the catalog does not know
-    (``where``: the props, e.g. ``GpuNodePoolProps``; ``fields``: the names of the two
-    fields there)."""
+) -> tuple[tuple[str, ...], list[Problem]]:
+    """The families a GPU pool offers (``families`` and those of ``types``, sorted, each once),
+    read once where the props are, with every family that is not one of the catalog's and every
+    type the catalog does not know (``where``: the props, e.g. ``GpuNodePoolProps``; ``fields``:
+    the names of the two fields there)."""
     problems: list[Problem] = []
+    instances: list[InstanceType] = []
     for index, family in enumerate(families):
         if family not in catalog_families():
             problems.append(
@@ -209,10 +215,10 @@ def pool_capacity_problems(
             )
     for index, name in enumerate(types):
         try:
-            lookup(name)
+            instances.append(lookup(name))
         except MlccError as error:
             problems.extend(
                 dataclasses.replace(problem, where=where, pointer=json_pointer(fields[1], index))
                 for problem in error.problems
             )
-    return problems
+    return tuple(sorted({*families, *instance_families(instances)})), problems

@@ -31,15 +31,17 @@ names ``^[a-zA-Z0-9](-*[a-zA-Z0-9])*$``, at most 63 characters; ``InstanceCount`
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.platform.catalog import InstanceType, lookup
 from mlcc_constructs.core.platform.hyperpod_taints import (
     Taint,
     default_taints,
@@ -78,7 +80,8 @@ class InstanceGroup:
     name: str
     """The instance group name."""
     instance_type: str
-    """The SageMaker instance type (``ml.g5.12xlarge``), from the catalog."""
+    """The SageMaker instance type (``ml.g5.12xlarge``), from the catalog (its entry:
+    :attr:`instance`)."""
     count: int
     """The number of instances (at least 1)."""
     ebs_volume_gib: int = DEFAULT_EBS_VOLUME_GIB
@@ -93,11 +96,23 @@ class InstanceGroup:
 
     def __post_init__(self) -> None:
         check_fields(self)
+        _ = self.instance  # an unknown type is refused when the group is built
+
+    @cached_property
+    def instance(self) -> InstanceType:
+        """The catalog entry of ``instance_type``, looked up once, when the group is built: what
+        the taints, the capacity check and HyperPod's required components read."""
+        try:
+            return lookup(self.instance_type, pointer="/instance_type")
+        except MlccError as error:
+            raise MlccError(
+                dataclasses.replace(problem, where="InstanceGroup") for problem in error.problems
+            ) from None
 
     @property
     def node_taints(self) -> tuple[Taint, ...]:
         """The taints the nodes carry: ``taints``, else the instance type's default."""
-        return default_taints(self.instance_type) if self.taints is None else self.taints
+        return default_taints(self.instance) if self.taints is None else self.taints
 
 
 @dataclass(frozen=True, kw_only=True)

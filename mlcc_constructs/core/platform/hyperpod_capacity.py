@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, lookup
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
 from mlcc_constructs.core.platform.hyperpod import HyperPodSettings, InstanceGroup
 from mlcc_constructs.core.support.errors import Problem
 
@@ -59,7 +59,9 @@ class _TypeCapacity:
 
     @property
     def per_node(self) -> int:
-        return lookup(self.instance_type).gpus
+        """The GPUs of one node: the catalog entry the groups carry (one type, at least one
+        group)."""
+        return self.groups[0][1].instance.gpus
 
     @property
     def nodes(self) -> int:

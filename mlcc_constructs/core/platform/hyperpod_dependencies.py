@@ -34,7 +34,7 @@ from functools import cache
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.gpu_capacity import gpu_toleration
 from mlcc_constructs.core.platform.labels import MANAGED_BY
 from mlcc_constructs.core.platform.versions import pinned
@@ -95,10 +95,10 @@ def installed(kind: str) -> tuple[str, ...]:
     return tuple(c.name for c in components() if c.install == kind)
 
 
-def gpu_instance_types(instance_types: Sequence[str]) -> tuple[str, ...]:
-    """The GPU types among ``instance_types`` (catalog names, ``ml.`` prefix), sorted, each
-    once."""
-    return tuple(sorted({lookup(t).name for t in instance_types if lookup(t).gpus > 0}))
+def gpu_instance_types(instances: Sequence[InstanceType]) -> tuple[str, ...]:
+    """The names of the GPU types among ``instances`` (catalog entries; ``ml.`` names), sorted,
+    each once."""
+    return tuple(sorted({instance.name for instance in instances if instance.gpus > 0}))
 
 
 def hma_image(region: str, *, where: str) -> str:
@@ -138,10 +138,10 @@ def _instance_type_affinity(instance_types: Sequence[str]) -> dict[str, Any]:
     return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
 
 
-def _nvidia_values(instance_types: Sequence[str]) -> dict[str, Any] | None:
+def _nvidia_values(instances: Sequence[InstanceType]) -> dict[str, Any] | None:
     """The NVIDIA device plugin on the groups' GPU types (the chart's ``affinity`` replaces its
     NFD-label default; ``tolerations`` replaces its list)."""
-    gpus = gpu_instance_types(instance_types)
+    gpus = gpu_instance_types(instances)
     if not gpus:
         return None
     return {
@@ -150,11 +150,11 @@ def _nvidia_values(instance_types: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
-def _efa_values(instance_types: Sequence[str]) -> dict[str, Any] | None:
+def _efa_values(instances: Sequence[InstanceType]) -> dict[str, Any] | None:
     """The EFA device plugin on the groups' EFA-capable types (``supportedInstanceLabels.
     values``; the chart keeps its key and adds its own ``CriticalAddonsOnly`` toleration)."""
     efa = set(_document()["efa_instance_types"])
-    types = sorted({lookup(t).name for t in instance_types} & efa)
+    types = sorted({instance.name for instance in instances} & efa)
     if not types:
         return None
     taint = _document()["efa_taint"]
@@ -168,18 +168,18 @@ def _efa_values(instance_types: Sequence[str]) -> dict[str, Any] | None:
     }
 
 
-_CHART_VALUES: Mapping[str, Callable[[Sequence[str]], dict[str, Any] | None]] = {
+_CHART_VALUES: Mapping[str, Callable[[Sequence[InstanceType]], dict[str, Any] | None]] = {
     "nvidia-device-plugin": _nvidia_values,
     "aws-efa-k8s-device-plugin": _efa_values,
 }
 
 
-def charts(instance_types: Sequence[str]) -> tuple[ChartInstall, ...]:
-    """The published charts the instance groups of ``instance_types`` need (a chart whose
+def charts(instances: Sequence[InstanceType]) -> tuple[ChartInstall, ...]:
+    """The published charts the instance groups of ``instances`` need (a chart whose
     nodes none of the groups are, such as EFA on types without EFA, is left out)."""
     found = []
     for name in installed("chart"):
-        values = _CHART_VALUES[name](instance_types)
+        values = _CHART_VALUES[name](instances)
         if values is None:
             continue
         chart = _document()["charts"][name]
@@ -235,7 +235,7 @@ def _service_account_subject(name: str) -> dict[str, str]:
     return {"kind": "ServiceAccount", "name": name, "namespace": namespace()}
 
 
-def _health_monitoring_agent(instance_types: Sequence[str], image: str) -> list[Manifest]:
+def _health_monitoring_agent(instances: Sequence[InstanceType], image: str) -> list[Manifest]:
     """The agent's RBAC and its DaemonSet on the groups' GPU types. Host mounts, user and group
     are the agent's own (it reads the kernel log and writes under ``/var/log``); the container
     also drops every capability and may not escalate (a non-root process holds none)."""
@@ -246,7 +246,7 @@ def _health_monitoring_agent(instance_types: Sequence[str], image: str) -> list[
         _service_account(name),
         _binding(name, name, _service_account_subject(name)),
     ]
-    gpus = gpu_instance_types(instance_types)
+    gpus = gpu_instance_types(instances)
     if not gpus:
         return objects
     resources = {"cpu": agent["cpu"], "memory": agent["memory"]}
@@ -295,7 +295,7 @@ def _health_monitoring_agent(instance_types: Sequence[str], image: str) -> list[
     return [*objects, daemon_set]
 
 
-def _deep_health_check(instance_types: Sequence[str], image: str) -> list[Manifest]:
+def _deep_health_check(instances: Sequence[InstanceType], image: str) -> list[Manifest]:
     """The service account HyperPod's deep health checks run as, and its permissions."""
     check = _document()["deep_health_check"]
     account = str(check["service_account"])
@@ -308,7 +308,7 @@ def _deep_health_check(instance_types: Sequence[str], image: str) -> list[Manife
     ]
 
 
-def _hyperpod_patching(instance_types: Sequence[str], image: str) -> list[Manifest]:
+def _hyperpod_patching(instances: Sequence[InstanceType], image: str) -> list[Manifest]:
     """What HyperPod's service-linked role (the Kubernetes user HyperPod maps it to) needs to
     drain nodes it patches: list pods, create evictions."""
     patching = _document()["hyperpod_patching"]
@@ -317,7 +317,7 @@ def _hyperpod_patching(instance_types: Sequence[str], image: str) -> list[Manife
     return [_cluster_role(name, patching["rules"]), _binding(name, name, user)]
 
 
-_OBJECTS: Mapping[str, Callable[[Sequence[str], str], list[Manifest]]] = {
+_OBJECTS: Mapping[str, Callable[[Sequence[InstanceType], str], list[Manifest]]] = {
     HMA: _health_monitoring_agent,
     "deep-health-check": _deep_health_check,
     "hyperpod-patching": _hyperpod_patching,
@@ -331,13 +331,13 @@ def namespace_object() -> Manifest:
 
 
 def dependency_objects(
-    instance_types: Sequence[str], *, region: str, where: str
+    instances: Sequence[InstanceType], *, region: str, where: str
 ) -> tuple[Manifest, ...]:
-    """The objects of the ``objects`` components for the groups of ``instance_types`` in
+    """The objects of the ``objects`` components for the groups of ``instances`` in
     ``region`` (the Namespace is :func:`namespace_object`); ``where`` names the caller in an
     error (a region without the agent's image)."""
     image = hma_image(region, where=where)
     found: list[Manifest] = []
     for name in installed("objects"):
-        found += _OBJECTS[name](instance_types, image)
+        found += _OBJECTS[name](instances, image)
     return tuple(found)

@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from mlcc_constructs.core.platform.catalog import lookup
+from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.platform.gpu_capacity import gpu_taint
 from mlcc_constructs.core.support.errors import Problem, json_pointer
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -151,10 +151,10 @@ def blocking_taints(taints: Iterable[Taint], tolerations: Iterable[Toleration]) 
     ]
 
 
-def default_taints(instance_type: str) -> tuple[Taint, ...]:
-    """The taints of a group of ``instance_type`` that sets none: :data:`GPU_TAINT` on a GPU
-    type of the catalog, none on another."""
-    return (GPU_TAINT,) if lookup(instance_type).gpus > 0 else ()
+def default_taints(instance: InstanceType) -> tuple[Taint, ...]:
+    """The taints of a group of ``instance`` (its catalog entry) that sets none:
+    :data:`GPU_TAINT` on a GPU type, none on another."""
+    return (GPU_TAINT,) if instance.gpus > 0 else ()
 
 
 Report = Callable[[str, str, object, str], Problem]

@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mlcc_constructs.core.engines.manifests import EngineRegistry
-from mlcc_constructs.core.serving.identity import declared, duplicate_problems
+from mlcc_constructs.core.serving.identity import declared
 from mlcc_constructs.core.serving.render import Rendered, render
-from mlcc_constructs.core.serving.shared_hosts import shared_host_problems
+from mlcc_constructs.core.serving.spanning import spanning_problems
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError, Problem
@@ -122,10 +122,9 @@ class Renderer:
 
     def render_each(self, entries: Iterable[RenderEntry | MlccError]) -> RenderOutcome:
         """Every entry rendered, and every problem in list order: an entry's own (located by
-        its ``locate``), then those of entries that repeat a deployment, file, stack or object
-        (:func:`~mlcc_constructs.core.serving.identity.duplicate_problems`) or share a load
-        balancer's host and paths
-        (:func:`~mlcc_constructs.core.serving.shared_hosts.shared_host_problems`). An item that
+        its ``locate``), then those of the rules that span deployments (a repeated deployment,
+        file or object; a load balancer's host and paths claimed twice:
+        :func:`~mlcc_constructs.core.serving.spanning.spanning_problems`). An item that
         is an :class:`MlccError` stands for an entry that did not load: its problems are
         reported in its place."""
         rendered: list[RenderedEntry] = []
@@ -144,8 +143,7 @@ class Renderer:
             )
         # The rules that span deployments, one for stdout, --out, dist/ and the stacks: a list
         # never repeats a deployment, and a shared load balancer tells its deployments apart.
-        problems += duplicate_problems([declared(r.where, r.rendered.prepared) for r in rendered])
-        problems += shared_host_problems([(r.where, r.rendered.prepared) for r in rendered])
+        problems += spanning_problems([(r.where, r.rendered.prepared) for r in rendered])
         return RenderOutcome(rendered=tuple(rendered), problems=tuple(problems))
 
     def render_list(self, entries: Iterable[RenderEntry | MlccError]) -> tuple[RenderedEntry, ...]:

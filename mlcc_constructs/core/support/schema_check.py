@@ -5,9 +5,9 @@ jsonschema's messages.
 ``mlcc`` commands, and every command validates a deployment spec. The library's own schemas
 (``data/deployment-spec.schema.json``) use a small subset of draft 2020-12; this module
 implements exactly that subset and refuses a schema that uses anything else, so it can never
-silently skip a rule. ``tests/test_schema_check.py`` proves it reports what jsonschema reports,
-message for message, on generated documents. Plugin manifests and arbitrary schemas still go
-through jsonschema itself.
+silently skip a rule. ``tests/core/support/test_schema_check.py`` proves it reports what
+jsonschema reports, message for message, on generated documents. Plugin manifests and
+arbitrary schemas still go through jsonschema itself.
 """
 
 from __future__ import annotations

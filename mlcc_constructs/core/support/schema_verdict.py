@@ -4,7 +4,7 @@ Rendered objects are almost always valid, so the question every render asks is o
 :func:`verdict` answers it with jsonschema-rs; a caller asks jsonschema for the messages only
 when the answer is no, so every problem is still worded by jsonschema. The answer is jsonschema's
 (draft 2020-12, no format checker: ``format`` is an annotation), which
-``tests/test_schema_verdict.py`` checks on generated objects.
+``tests/core/support/test_schema_verdict.py`` checks on generated objects.
 
 jsonschema-rs reads Python data as JSON, where jsonschema sees Python types: it calls a tuple an
 array (jsonschema: not an array) and ``inf``/``nan`` ``null`` (jsonschema: numbers), and raises

@@ -138,7 +138,7 @@ def _our_classes(hint: Any) -> list[type]:
 
 def _where_from(hint: Any) -> str:
     """Where the package's classes in ``hint`` are imported from: the package root when it
-    exports them (every type a public spec or props field takes: tests/test_public_api.py),
+    exports them (every type a public spec or props field takes: tests/project/test_public_api.py),
     else their module. The root is read from ``sys.modules``, not imported: it is this
     package's parent, always loaded before this module."""
     root = sys.modules.get("mlcc_constructs")

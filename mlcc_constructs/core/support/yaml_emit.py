@@ -7,8 +7,8 @@ structure itself (mappings, indentless sequences under a key, ``- key: value`` i
 ``|`` block is PyYAML's decision, remembered in a :class:`Scalars`. Anything outside that shape
 (a float, a non-string key, a long single-line string PyYAML might fold, a sequence directly in a
 sequence) raises :class:`Unsupported`, and the caller uses PyYAML for that whole document.
-``tests/test_yaml_emit.py`` checks the bytes against PyYAML on every rendered object and on
-generated trees.
+``tests/core/support/test_yaml_emit.py`` checks the bytes against PyYAML on every rendered object
+and on generated trees.
 """
 
 # Kept over PyYAML alone with libyaml's emitter (`yaml.CSafeDumper`, what yaml_output falls back

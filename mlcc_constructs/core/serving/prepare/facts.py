@@ -29,7 +29,8 @@ class DeploymentFacts:
     """Every fact a deployment's objects are rendered from."""
 
     spec: DeploymentSpec
-    """The spec, with ``engine_version`` filled in from the pinned image when it was unset."""
+    """The spec, with ``engine_version`` filled in from its image (the tag, else the pinned
+    image's) when it was unset."""
     target: TargetDescriptor
     """The target's descriptor."""
     resolution: Resolution

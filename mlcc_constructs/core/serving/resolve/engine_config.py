@@ -5,34 +5,43 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mlcc_constructs.core.engines.manifests import EngineRegistry
+from mlcc_constructs.core.engines.manifests import EngineRegistry, parse_version
 from mlcc_constructs.core.platform.targets import TargetDescriptor, load_target
-from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.lora_fit import lora_fit, lora_memory_cap
 from mlcc_constructs.core.serving.resolve.resolution import Resolution
-from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings
+from mlcc_constructs.core.serving.resolve.settings import EngineSettings, read_settings, release
 from mlcc_constructs.core.serving.resolve.tiers import resolve_for_target
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
 from mlcc_constructs.core.support.errors import MlccError
 
 
-def with_pinned_engine_version(spec: DeploymentSpec) -> DeploymentSpec:
-    """``spec`` with ``engine_version`` set to the version of the engine's pinned default
-    image when neither a version nor an image is given, so version gates are checked."""
-    if spec.engine.version is not None or spec.engine.image is not None:
+def with_engine_version(spec: DeploymentSpec, registry: EngineRegistry) -> DeploymentSpec:
+    """``spec`` with ``engine_version`` set, when it is not, to the version its image runs:
+    the one the image's tag names, else the pinned default image's, so the version gates and
+    the recorded facts of that release apply. Unchanged when the release cannot be told or is
+    refused (:func:`~.settings.release`, or below the engine's ``min_version``: the resolver
+    reports why, at the field the user set)."""
+    if spec.engine.version is not None:
         return spec
-    version = pinned().engine_versions.get(spec.engine.name)
-    return replace(spec, engine=replace(spec.engine, version=version)) if version else spec
+    try:
+        manifest = registry.get(spec.engine.name, pointer="/engine/name")
+    except MlccError:
+        return spec  # an unknown engine: the resolver reports it
+    found = release(spec, manifest)
+    version, minimum = parse_version(found.version or ""), parse_version(manifest.min_version)
+    if version is None or found.problems or (minimum is not None and version < minimum):
+        return spec  # refused: the resolver names the field the user set (the image)
+    return replace(spec, engine=replace(spec.engine, version=found.version))
 
 
 def resolve_deployment(
     spec: DeploymentSpec, *, target: TargetDescriptor | None, registry: EngineRegistry
 ) -> tuple[DeploymentSpec, Resolution, list[str]]:
     """The engine config of ``spec`` exactly as ``prepare`` computes it (``mlcc env`` and
-    ``mlcc argv`` call this too): the pinned engine version, the LoRA rank fit, resolution
+    ``mlcc argv`` call this too): the engine version the image runs, the LoRA rank fit, resolution
     against ``target`` and the LoRA memory cap. Returns the spec with its engine version, the
     resolution and the rank-fit warnings; raises :class:`MlccError` with every problem."""
-    spec = with_pinned_engine_version(spec)
+    spec = with_engine_version(spec, registry)
     settings = read_settings(spec, registry)  # the user's env, parsed once for every reader
     fit = lora_fit(spec, settings)
     computed, notes = dict(fit.computed), list(fit.warnings)

@@ -34,7 +34,7 @@ from mlcc_constructs.core.platform.catalog import InstanceType
 from mlcc_constructs.core.serving.resolve.model_size import model_size
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings
 from mlcc_constructs.core.serving.spec.deployment import DeploymentSpec
-from mlcc_constructs.core.support.errors import MlccError, fail
+from mlcc_constructs.core.support.errors import MlccError, Problem, fail
 
 GIB = 1024**3
 DEFAULT_MAX_NODES = 8
@@ -140,15 +140,12 @@ def nodes_for_model(
             value=kv_headroom_fraction,
             allowed="0 <= value < 1",
         )
-    budget = int(instance.gpu_memory_gib * GIB * gpu_memory_utilization)
-
-    def needed(nodes: int) -> float:
-        sequence = kv.bytes_per_gpu(tp=instance.gpus, pp=nodes) if kv is not None else 0
-        return max(budget * kv_headroom_fraction, sequence)
-
+    budget = gpu_budget(instance, gpu_memory_utilization)
     for nodes in range(1, max_nodes + 1):
-        share = ceil(model_bytes / (nodes * instance.gpus))
-        if budget - share >= needed(nodes):
+        share, need = _share_and_need(
+            model_bytes, budget, kv_headroom_fraction, kv, tp=instance.gpus, pp=nodes
+        )
+        if budget - share >= need:
             return NodeSizing(
                 nodes=nodes,
                 gpus_per_node=instance.gpus,
@@ -176,6 +173,19 @@ def nodes_for_model(
         fix="pick an instance with more GPU memory, a quantized (e.g. FP8) checkpoint, or "
         "set nodes explicitly",
     )
+
+
+def gpu_budget(instance: InstanceType, gpu_memory_utilization: float) -> int:
+    """Per-GPU bytes the engine may use: the GPU's memory x ``gpu_memory_utilization``."""
+    return int(instance.gpu_memory_gib * GIB * gpu_memory_utilization)
+
+
+def _share_and_need(
+    model_bytes: int, budget: int, fraction: float, kv: KvNeed | None, *, tp: int, pp: int
+) -> tuple[int, float]:
+    """The weights one GPU of a TP x PP group holds, and the headroom it must keep (module doc)."""
+    sequence = kv.bytes_per_gpu(tp=tp, pp=pp) if kv is not None else 0
+    return ceil(model_bytes / (tp * pp)), max(budget * fraction, sequence)
 
 
 KV_HEADROOM_FRACTION = 0.1
@@ -247,4 +257,61 @@ def auto_sizing(
         gpu_memory_utilization=spec.engine.gpu_memory_utilization,
         kv_headroom_fraction=KV_HEADROOM_FRACTION,
         kv=kv_need(spec.model.config, context_length=context_length),
+    )
+
+
+def explicit_nodes_problem(
+    spec: DeploymentSpec,
+    instance: InstanceType,
+    *,
+    tp: int,
+    pp: int,
+    context_length: tuple[int, str] | None = None,
+) -> Problem | None:
+    """Why a ``nodes`` given as a number cannot hold the model (the rule of ``nodes: auto``:
+    the weights over the group's TP x PP GPUs leave :data:`KV_HEADROOM_FRACTION` of the budget
+    and one sequence's KV cache on every GPU), naming the count that would; ``None`` when it
+    fits or the model's size is unknown."""
+    nodes = spec.compute.nodes
+    size = model_size(model_bytes=spec.model.bytes, model_config=spec.model.config)
+    utilization = spec.engine.gpu_memory_utilization
+    if size.bytes is None or not isinstance(nodes, int) or not 0 < utilization <= 1:
+        return None
+    budget = gpu_budget(instance, utilization)
+    kv = kv_need(spec.model.config, context_length=context_length)
+    share, need = _share_and_need(size.bytes, budget, KV_HEADROOM_FRACTION, kv, tp=tp, pp=pp)
+    if budget - share >= need:
+        return None
+    sequence = (
+        f" or one {kv.context_length:,}-token sequence's KV cache "
+        f"({kv.bytes_per_gpu(tp=tp, pp=pp) / GIB:.2f} GiB per GPU, {kv.source})"
+        if kv is not None
+        else ""
+    )
+    try:
+        fits: NodeSizing | None = auto_sizing(spec, instance, context_length=context_length)
+    except MlccError:
+        fits = None
+    if fits is not None and fits.nodes > nodes:
+        allowed = f"{fits.nodes} or more (nodes: auto resolves to {fits.nodes})"
+        fix = (
+            f"set nodes: {fits.nodes} (or nodes: auto), pick an instance with more GPU "
+            "memory, or a quantized (e.g. FP8) checkpoint"
+        )
+    elif fits is not None:  # every GPU of the nodes would hold it: a TP below them does not
+        allowed = f"tensor_parallel_degree x pipeline_parallel_degree = {nodes * instance.gpus}"
+        fix = f"shard the weights over all {nodes * instance.gpus} GPUs (leave "
+        fix += "tensor_parallel_degree unset), or pick an instance with more GPU memory"
+    else:
+        allowed = f"none up to {DEFAULT_MAX_NODES} nodes of {instance.name}"
+        fix = "pick an instance with more GPU memory, or a quantized (e.g. FP8) checkpoint"
+    return Problem(
+        message=f"the model ({size.bytes / GIB:.1f} GiB) does not fit {nodes} node(s) of "
+        f"{instance.name}: {share / GIB:.1f} GiB of weights per GPU (TP {tp} x PP {pp}) in a "
+        f"{budget / GIB:.1f} GiB budget leaves less than {KV_HEADROOM_FRACTION:.0%} for the KV "
+        f"cache{sequence}",
+        pointer="/compute/nodes",
+        value=nodes,
+        allowed=allowed,
+        fix=fix,
     )

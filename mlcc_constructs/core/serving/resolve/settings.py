@@ -18,7 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from mlcc_constructs.core.engines.image_version import EngineRelease, engine_release
 from mlcc_constructs.core.engines.manifests import EngineManifest, EngineRegistry, parse_version
+from mlcc_constructs.core.engines.parser_facts import recorded_versions
 from mlcc_constructs.core.engines.values import TRUE, ValueChecks
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.serving.resolve.computed_keys import computed_keys
@@ -49,6 +51,8 @@ class EngineSettings:
 
     ``manifest``: The active engine's manifest.
     ``version``: The engine version as a number triple; ``None`` when unknown (gates fail open).
+    ``given_version``: The engine version as given: ``engine.version``, else the one the
+        image's tag names; ``None`` when neither says (the pinned release's facts apply).
     ``capabilities``: Capability name -> the user's value for it.
     ``tier2``: The other ``<PREFIX>*`` keys, in the user's order.
     ``plain``: Keys without an engine prefix, in the user's order.
@@ -58,6 +62,7 @@ class EngineSettings:
 
     manifest: EngineManifest
     version: tuple[int, int, int] | None
+    given_version: str | None = None
     capabilities: Mapping[str, UserValue] = field(default_factory=dict)
     tier2: tuple[tuple[str, str], ...] = ()
     plain: tuple[tuple[str, str], ...] = ()
@@ -89,19 +94,24 @@ class _Reader:
         self.user: dict[str, UserValue] = {}
         self.tier2: list[tuple[str, str]] = []
         self.plain: list[tuple[str, str]] = []
+        self.release = release(spec, self.manifest)
+        self.problems.extend(self.release.problems)
+        self.given = spec.engine.version
+        if self.given is None and spec.engine.image is not None:
+            self.given = self.release.version  # the version the image's tag names
         self.version = self._version()
         self.computed = computed_keys(self.manifest)
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
-            given_version=spec.engine.version,
+            given_version=self.given,
             problems=self.problems,
             warnings=self.warnings,
             pinned_release=pinned().engine_versions.get(self.manifest.engine),
         )
 
     def _version(self) -> tuple[int, int, int] | None:
-        manifest, given = self.manifest, self.spec.engine.version
+        manifest, given = self.manifest, self.given
         if given is None:
             self.warnings.append(
                 f"engine version not given: min_version {manifest.min_version} and 'since' "
@@ -109,7 +119,7 @@ class _Reader:
             )
             return None
         version = parse_version(given)
-        if version is None:
+        if version is None:  # only a given one: a derived version is a parsed one
             self.problems.append(
                 Problem(
                     message="engine_version is not a version number",
@@ -123,11 +133,12 @@ class _Reader:
             return None
         minimum = parse_version(manifest.min_version)
         if minimum and version < minimum:
+            named = given == self.spec.engine.version  # else the image's tag names it
             self.problems.append(
                 Problem(
                     message=f"{manifest.engine} {given} is below the engine's min_version",
-                    pointer="/engine/version",
-                    value=given,
+                    pointer="/engine/version" if named else "/engine/image",
+                    value=given if named else self.spec.engine.image,
                     allowed=f">= {manifest.min_version}",
                     fix=f"use a {manifest.engine} image of version {manifest.min_version} or later",
                 )
@@ -274,12 +285,27 @@ class _Reader:
         return EngineSettings(
             manifest=manifest,
             version=self.version,
+            given_version=self.given,
             capabilities=MappingProxyType(dict(self.user)),
             tier2=tuple(self.tier2),
             plain=tuple(self.plain),
             problems=tuple(self.problems),
             warnings=tuple(self.warnings),
         )
+
+
+def release(spec: DeploymentSpec, manifest: EngineManifest) -> EngineRelease:
+    """The engine release ``spec`` runs: the one its image's tag names, else its pinned default
+    image's, checked against ``engine.version`` and the recorded parser facts
+    (:func:`~mlcc_constructs.core.engines.image_version.engine_release`)."""
+    return engine_release(
+        engine=manifest.engine,
+        given=spec.engine.version,
+        image=spec.engine.image,
+        pinned_image=pinned().engine_images.get(manifest.engine),
+        pinned_version=pinned().engine_versions.get(manifest.engine),
+        recorded=recorded_versions(manifest.engine),
+    )
 
 
 def read_settings(spec: DeploymentSpec, registry: EngineRegistry) -> EngineSettings:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from mlcc_constructs.core.engines.loader_config import loader_config_problems
 from mlcc_constructs.core.engines.manifests import (
     Capability,
     EngineRegistry,
@@ -49,6 +50,7 @@ from mlcc_constructs.core.serving.resolve.node_sizing import (
     NodeSizing,
     auto_sizing,
     context_length,
+    explicit_nodes_problem,
 )
 from mlcc_constructs.core.serving.resolve.resolution import Resolution, Skipped
 from mlcc_constructs.core.serving.resolve.settings import EngineSettings, UserValue, read_settings
@@ -92,7 +94,7 @@ class _Resolver:
         self.checks = ValueChecks(
             manifest=self.manifest,
             version=self.version,
-            given_version=spec.engine.version,
+            given_version=settings.given_version,
             problems=self.problems,
             warnings=self.warnings,
             pinned_release=pinned().engine_versions.get(self.manifest.engine),
@@ -274,6 +276,16 @@ class _Resolver:
         return resolved.nodes if resolved is not None else 1
 
     @property
+    def release(self) -> str | None:
+        """The engine release whose recorded facts apply: the spec's version, else the pinned
+        one (``None``: a version that is not one, refused where it is read)."""
+        if self.version is not None:
+            return ".".join(str(part) for part in self.version)
+        if self.settings.given_version is not None:
+            return None
+        return pinned().engine_versions.get(self.manifest.engine)
+
+    @property
     def pipeline_parallel(self) -> int:
         """The pipeline stages: the spec's; with ``nodes: auto`` one stage per node (TP the
         GPUs per node, PP the nodes: the layout the engines' parallelism guides recommend)."""
@@ -288,7 +300,7 @@ class _Resolver:
             if since and self.version < since:
                 return (
                     f"needs {self.manifest.engine} >= {capability.since} "
-                    f"(engine version {self.spec.engine.version})"
+                    f"(engine version {self.settings.given_version})"
                 )
         return None
 
@@ -446,6 +458,19 @@ def resolve_for_target(
         )
         resolver.warnings.extend(multi_node_network_warnings(instance, nodes=resolver.nodes))
     tier1, values, tp = resolver.tier1(instance, source)
+    pp = resolver.pipeline_parallel
+    if resolved is None and (resolver.nodes == 1 or tp * pp == instance.gpus * resolver.nodes):
+        fit = explicit_nodes_problem(  # a count given as a number, held to auto's fit rule
+            spec,
+            instance,
+            tp=tp,
+            pp=pp,
+            context_length=context_length(settings),
+        )
+        found.extend([fit] if fit is not None else [])
+    found.extend(  # the loader's extra config, against the loader of the load format
+        loader_config_problems(resolver.manifest, resolver.release, [*tier1, *settings.tier2])
+    )
     if found:
         raise MlccError(found)
     return Resolution(

@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from mlcc_constructs.core.platform.catalog import GPU_RESOURCE
+from mlcc_constructs.core.platform.catalog import GPU_RESOURCE, InstanceType
 from mlcc_constructs.core.platform.context_values import context_source, decode_context
 from mlcc_constructs.core.platform.image_cache import SECRETS_KEY, ecr_registry
 from mlcc_constructs.core.platform.load_balancing import SCHEMES, reference_cidrs
@@ -180,11 +180,12 @@ def served_load_balancers(deployments: Sequence[AppDeployment]) -> dict[str, tup
     return {scheme: tuple(sorted(served[scheme])) for scheme in SCHEMES if scheme in served}
 
 
-def gpu_instance_types(deployments: Sequence[AppDeployment]) -> tuple[str, ...]:
-    """The instance types of the deployments whose pods run on the cluster's own nodes, their
-    fallback ``instance_types`` included (the GPU NodePool offers every family of them)."""
+def gpu_instance_types(deployments: Sequence[AppDeployment]) -> tuple[InstanceType, ...]:
+    """The instance types (catalog entries, as prepared) of the deployments whose pods run on
+    the cluster's own nodes, their fallback ``instance_types`` included (the GPU NodePool offers
+    every family of them)."""
     return tuple(
-        instance.name
+        instance
         for d in deployments
         if d.prepared.target.cluster_gpu_nodes
         for instance in d.prepared.instance_types

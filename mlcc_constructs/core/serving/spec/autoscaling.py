@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mlcc_constructs.core.engines.metrics import HISTOGRAMS, EngineMetrics
+from mlcc_constructs.core.engines.metrics import HISTOGRAMS, ROLE_RANGES, EngineMetrics
 from mlcc_constructs.core.support.errors import Problem, closest
 from mlcc_constructs.core.support.field_meta import meta
 from mlcc_constructs.core.support.typecheck import check_fields
@@ -222,7 +222,8 @@ def _metric_problems(
                 else "name one of the allowed metrics or roles",
             )
         ]
-    if scaling_metric(autoscaling, metrics) is None:
+    metric = scaling_metric(autoscaling, metrics)
+    if metric is None:
         role = next(r for r, n in roles.items() if autoscaling.metric in (r, n))
         return [
             Problem(
@@ -233,4 +234,29 @@ def _metric_problems(
                 fix=f"set scaling.autoscaling.target (the {role} value per replica to aim for)",
             )
         ]
-    return []
+    return _target_range_problems(metric, pointer)
+
+
+def _target_range_problems(metric: ScalingMetric, pointer: str) -> list[Problem]:
+    """A target the metric never passes (its role's :data:`ROLE_RANGES` maximum or above):
+    the autoscaler would never scale out. A target in percent of a share gets its share."""
+    span = ROLE_RANGES.get(metric.role)
+    if span is None or span.maximum is None or metric.target < span.maximum:
+        return []
+    as_share = metric.target / 100
+    fix = (
+        f"give the target as a share: {as_share:g} for {metric.target:g} %"
+        if span.maximum == 1 and 1 < metric.target < 100
+        else f"give the target in the metric's unit, e.g. {span.example}"
+    )
+    return [
+        Problem(
+            message=f"target {metric.target:g} is out of the range of {metric.name} "
+            f"({metric.role}: the {span.unit}): the metric never passes {span.maximum:g}, so "
+            "the autoscaler would never scale out",
+            pointer=f"{pointer}/target",
+            value=metric.target,
+            allowed=f"above 0 and below {span.maximum:g}",
+            fix=fix,
+        )
+    ]

@@ -54,8 +54,9 @@ class EngineSpec:
     name: str = field(metadata=meta(cli="--engine", minLength=1))
     """Engine name from the registry, e.g. ``vllm``, ``sglang`` or a plugin's name. Required."""
     version: str | None = field(default=None, metadata=meta(cli="--engine-version", minLength=1))
-    """Engine version for the version gates. Default: unknown (the gates fail open, with a
-    warning)."""
+    """The engine version the image runs, for an image whose tag names none (untagged, digest
+    only, ``latest``); one that contradicts the image's tag is refused. Default: the version
+    the image's tag names, else the pinned image's."""
     image: str | None = field(default=None, metadata=meta(cli="--image", minLength=1))
     """Container image. Default: the engine's pinned image from versions.json."""
     config_delivery: ConfigDelivery = field(default="env", metadata=meta(cli="--config-delivery"))
