@@ -10,12 +10,12 @@ from pathlib import Path
 
 import aws_cdk as cdk
 
+from mlcc_constructs.aws.environment_stacks import add_cluster_stacks, add_serving_stacks
 from mlcc_constructs.aws.stable_synth import quiet_stack_traces
 from mlcc_constructs.core.platform.app_settings import read_egress, read_gpu_pool, read_hyperpod
 from mlcc_constructs.core.platform.bill import PriceReport, format_report
 from mlcc_constructs.core.platform.cluster_access import context_list
 from mlcc_constructs.core.platform.context_values import context_source
-from mlcc_constructs.core.platform.gpu_capacity import instance_families
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
 from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
@@ -24,14 +24,11 @@ from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import (
     AppDeployment,
     gpu_demand,
-    gpu_instance_types,
-    served_load_balancers,
     wants_inference_gateway,
 )
 from mlcc_constructs.core.serving.stack_selection import SELECTION_KEY, select_stacks
 from mlcc_constructs.core.support.errors import MlccError, raise_if_any
 from stacks.app_context import environment_from_context
-from stacks.buckets_stack import BucketsStack
 from stacks.deployments import (
     app_deployments,
     dist_text,
@@ -42,7 +39,6 @@ from stacks.hyperpod_stacks import (
     HyperPodClusterStack,
     InferenceOperatorStack,
 )
-from stacks.serving_stack import DeploymentServingStack, ServingNamespacesStack
 
 NAMESPACES_FILE = "namespaces"
 
@@ -76,17 +72,13 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
             (d.where, d.prepared.resolution.instance.name) for d in deployments if _on_hyperpod(d)
         ]
         raise_if_any(coverage_problems(None, needs))
-    buckets = BucketsStack(app, environment=environment)
     egress = read_egress(app.node.try_get_context, environment)
-    cluster_stack = EksClusterStack(
+    buckets, cluster_stack = add_cluster_stacks(
         app,
         environment=environment,
-        gpu_families=instance_families(gpu_instance_types(deployments)),
-        load_balancer_groups=served_load_balancers(deployments),
+        deployments=deployments,
         gpu_pool=read_gpu_pool(app.node.try_get_context, gpu_demand(deployments)),
         egress=egress,
-        # The LWS controller only where a deployment runs over several nodes.
-        leader_worker_set=any(d.prepared.resolution.nodes > 1 for d in deployments),
     )
     serving_cluster = cluster_stack.serving_cluster
     _BILLS[app] = app_bill(
@@ -118,21 +110,15 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         hyperpod_stack.add_stack_dependency(buckets, "the lifecycle scripts' bucket")
         operator_stack.add_stack_dependency(buckets, "the TLS certificates' bucket")
         operator = operator_stack.operator
-    namespaces = ServingNamespacesStack(
-        app, environment=environment, cluster=serving_cluster.cluster, plan=plan
+    add_serving_stacks(
+        app,
+        environment=environment,
+        cluster_stack=cluster_stack,
+        plan=plan,
+        deployments=deployments,
+        selection=selection,
+        operator=operator,
     )
-    # The plan keeps the deployments' order: one unit per deployment.
-    for unit, deployment, built in zip(plan.units, deployments, selection, strict=True):
-        if built:
-            DeploymentServingStack(
-                app,
-                environment=environment,
-                cluster=serving_cluster,
-                unit=unit,
-                deployment=deployment,
-                namespaces=namespaces,
-                operator=operator,
-            )
     if not all(selection):
         keep_exports(
             app, cluster_stack, [d for d, s in zip(deployments, selection, strict=True) if not s]

@@ -15,6 +15,8 @@ peer measured side by side in this one run. Prints one table and writes
   applying the same objects (``benchmarks/fleet.py``), the reviewer's loop (synth and ``mlcc
   diff-guard`` of one changed deployment, with and without ``-c deployments=``) and what CDK's
   built-in template validation costs;
+- a serving fleet's synth (``benchmarks/serving_fleet.py``): per-stage time and memory of a
+  ``ServingFleet`` at 1 and 30 stages;
 - ``make test`` cold (a fresh clone: no .venv, no mypy cache, as CI) and warm, and the install;
 - libraries vs ours: each home-grown module of ``core/support`` against the well-kept libraries
   that do its job, end to end (``benchmarks/libraries.py``);
@@ -62,6 +64,7 @@ from benchmarks.cold_start import PLAN_OUT, cold_start_plans, plan_lines  # noqa
 from benchmarks.fleet import cdk_validation, fleet_synth, reviewers_loop  # noqa: E402
 from benchmarks.libraries import libraries_vs_ours  # noqa: E402
 from benchmarks.peer import peer  # noqa: E402
+from benchmarks.serving_fleet import serving_fleet_stages  # noqa: E402
 
 # -- sections -----------------------------------------------------------------------------
 
@@ -375,6 +378,8 @@ minutes (the test suite, libraries vs ours) and the whole-app variants that only
 figure (CDK's template validation, the empty jsii cache) are left to the full run, whose five
 runs are the figures to quote."""
 QUICK_SKIPS = ("test suite", "libraries vs ours", "cdk validation")
+# A 30-stage fleet takes minutes to synthesise (benchmarks/serving_fleet.py): full run only.
+QUICK_SKIPS += ("pipeline stages (ServingFleet)",)
 
 
 def _previous(out: Path) -> dict[str, Any]:
@@ -435,6 +440,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "fleet synth (plain CDK)": lambda: fleet_synth(runs, fleet_sizes),
         "reviewer's loop": lambda: reviewers_loop(runs, max(fleet_sizes)),
         "cdk validation": lambda: cdk_validation(runs, [1, min(100, max(fleet_sizes))]),
+        "pipeline stages (ServingFleet)": lambda: serving_fleet_stages(runs, (1, 30)),
         "test suite": lambda: test_suite(runs),
         "libraries vs ours": lambda: libraries_vs_ours(runs),
     }

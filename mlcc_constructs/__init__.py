@@ -68,6 +68,14 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
         ServingCluster as ServingCluster,
         ServingClusterProps as ServingClusterProps,
     )
+    from mlcc_constructs.aws.serving_fleet import (
+        ServingFleet as ServingFleet,
+        ServingFleetProps as ServingFleetProps,
+    )
+    from mlcc_constructs.aws.serving_stage import (
+        ServingStage as ServingStage,
+        ServingStageProps as ServingStageProps,
+    )
     from mlcc_constructs.core.adapters.lora_rank import (
         AdapterRank as AdapterRank,
     )
@@ -80,6 +88,11 @@ if TYPE_CHECKING:  # what type checkers see: the real types (at run time: __geta
     from mlcc_constructs.core.platform.catalog import (
         InstanceType as InstanceType,
     )
+    from mlcc_constructs.core.platform.fleet import (
+        CheckNetwork as CheckNetwork,
+        FleetStage as FleetStage,
+    )
+    from mlcc_constructs.core.platform.fleet_pin import ModelPin as ModelPin
     from mlcc_constructs.core.platform.hyperpod import (
         InstanceGroup as InstanceGroup,
     )
@@ -216,6 +229,14 @@ _LAZY: dict[str, str] = {
     "ImportedHyperPodCluster": "mlcc_constructs.aws.hyperpod_cluster",
     "ImportedHyperPodClusterProps": "mlcc_constructs.aws.hyperpod_cluster",
     "HyperPodDependencies": "mlcc_constructs.aws.hyperpod_dependencies",
+    # -- a serving fleet: one model in several accounts and regions, CDK Pipelines waves
+    "ServingFleet": "mlcc_constructs.aws.serving_fleet",
+    "ServingFleetProps": "mlcc_constructs.aws.serving_fleet",
+    "ServingStage": "mlcc_constructs.aws.serving_stage",
+    "ServingStageProps": "mlcc_constructs.aws.serving_stage",
+    "FleetStage": "mlcc_constructs.core.platform.fleet",
+    "CheckNetwork": "mlcc_constructs.core.platform.fleet",
+    "ModelPin": "mlcc_constructs.core.platform.fleet_pin",
     "HyperPodDependenciesProps": "mlcc_constructs.aws.hyperpod_dependencies",
     "HyperPodInferenceOperator": "mlcc_constructs.aws.inference_operator",
     "HyperPodInferenceOperatorProps": "mlcc_constructs.aws.inference_operator",

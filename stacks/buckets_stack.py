@@ -1,25 +1,7 @@
-"""Stack ``mlcc-<profile>-buckets``: every bucket of ``stacks/buckets.json``."""
+"""The app's stacks of this name are the library's (:mod:`mlcc_constructs.aws.buckets_stack`),
+so a fleet stage (:class:`~mlcc_constructs.aws.serving_stage.ServingStage`) composes the very
+same stacks as the single-environment app."""
 
-from __future__ import annotations
+from mlcc_constructs.aws.buckets_stack import BucketsStack
 
-import aws_cdk as cdk
-from constructs import Construct
-
-from mlcc_constructs.aws.buckets import ModelBuckets, ModelBucketsProps
-from mlcc_constructs.core.platform.app_settings import AppEnvironment
-from stacks.app_context import app_bucket_names, stack_env
-
-
-class BucketsStack(cdk.Stack):
-    """The model, artifacts, training, adapters and TLS buckets plus their access-log bucket."""
-
-    def __init__(self, scope: Construct, *, environment: AppEnvironment) -> None:
-        super().__init__(
-            scope,
-            environment.stack_name("buckets"),
-            env=stack_env(environment),
-            description="mlcc buckets (names from stacks/buckets.json)",
-        )
-        self.model_buckets = ModelBuckets(
-            self, "ModelBuckets", props=ModelBucketsProps(names=app_bucket_names(environment))
-        )
+__all__ = ["BucketsStack"]

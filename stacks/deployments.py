@@ -15,16 +15,12 @@ import weakref
 
 import aws_cdk as cdk
 
+from mlcc_constructs.aws.environment_stacks import QUERY_URL_KEY, prepare_deployments
 from mlcc_constructs.aws.late_value import LateString
-from mlcc_constructs.core.serving.spec.app_deployments import (
-    AppDeployment,
-    prepare_app_deployments,
-)
-from mlcc_constructs.core.support.errors import fail
+from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment
 from stacks.app_context import environment_from_context
 
-QUERY_URL_KEY = "prometheus_query_url"
-"""cdk.json / ``-c`` key: a Prometheus workspace URL in place of the app's cluster's."""
+__all__ = ["QUERY_URL_KEY", "app_deployments", "dist_text", "set_cluster_query_url"]
 QUERY_URL_PLACEHOLDER = "${MLCC_PROMETHEUS_QUERY_URL}"
 """What dist/ holds where the cluster's query URL goes, when cdk.json names none."""
 
@@ -37,20 +33,7 @@ def app_deployments(app: cdk.App) -> tuple[AppDeployment, ...]:
     """Every deployment of ``app``'s context, prepared once per app; all problems at once."""
     if app not in _CACHE:
         environment = environment_from_context(app)
-        get = app.node.try_get_context
-        late = LateString(
-            fail(
-                "an autoscaled deployment needs the cluster's Prometheus workspace, and the "
-                "app's cluster has none",
-                where="cdk.json:/context",
-                pointer=f"/{QUERY_URL_KEY}",
-                fix=f"keep the cluster's scaling metrics on, or set {QUERY_URL_KEY}",
-            )
-        )
-        prepared = prepare_app_deployments(
-            get, environment=environment, prometheus_query_url=get(QUERY_URL_KEY) or late.token
-        )
-        _CACHE[app] = (prepared, late)
+        _CACHE[app] = prepare_deployments(app.node.try_get_context, environment=environment)
     return _CACHE[app][0]
 
 

@@ -86,6 +86,7 @@ index.md quick-start.md
 guides/engines.md guides/model-and-compute.md guides/lora.md guides/endpoint.md
 guides/scaling-and-disruption.md guides/cold-start.md guides/cache.md guides/multi-node.md
 guides/hyperpod.md guides/cdk-app.md guides/cdk8s-charts.md guides/reviewing-cdk-diff.md
+guides/fleet.md
 operations/preflight.md operations/cost.md operations/teardown.md operations/troubleshooting.md
 operations/not-verified.md operations/performance.md
 contributing/layout.md contributing/add-an-engine.md contributing/add-a-kind.md
