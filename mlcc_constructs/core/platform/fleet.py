@@ -248,19 +248,25 @@ def _stage_problems(stage: FleetStage, waves: Sequence[str]) -> list[Problem]:
     return problems
 
 
+def mismatch(
+    pattern: re.Pattern[str], value: str, *, message: str, pointer: str, allowed: str
+) -> list[Problem]:
+    """``[]`` when ``value`` matches ``pattern``, else the one problem of the fleet's field at
+    ``pointer`` saying so."""
+    if pattern.match(value):
+        return []
+    return [Problem(message=message, where=WHERE, pointer=pointer, value=value, allowed=allowed)]
+
+
 def _network_problems(stage: FleetStage, network: CheckNetwork) -> list[Problem]:
     pointer = stage_pointer(stage, "/check_network")
-    problems: list[Problem] = []
-    if not _VPC_ID.match(network.vpc_id):
-        problems.append(
-            Problem(
-                message="not a VPC id",
-                where=WHERE,
-                pointer=f"{pointer}/vpc_id",
-                value=network.vpc_id,
-                allowed="vpc-<8 to 17 hex digits>",
-            )
-        )
+    problems = mismatch(
+        _VPC_ID,
+        network.vpc_id,
+        message="not a VPC id",
+        pointer=f"{pointer}/vpc_id",
+        allowed="vpc-<8 to 17 hex digits>",
+    )
     bad = [s for s in network.subnet_ids if not _SUBNET_ID.match(s)]
     if not network.subnet_ids or bad or len(network.subnet_ids) != len(network.availability_zones):
         problems.append(

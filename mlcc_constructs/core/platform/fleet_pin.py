@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 
-from mlcc_constructs.core.platform.fleet import WHERE
+from mlcc_constructs.core.platform.fleet import WHERE, mismatch
 from mlcc_constructs.core.support.errors import Problem
 
 _IMAGE = re.compile(
@@ -49,38 +49,30 @@ class ModelPin:
 def pin_problems(pin: ModelPin, *, pointer: str) -> list[Problem]:
     """The pin's own fields: a tag and a digest on the image, a full content hash, adapter
     versions as ``mlcc adapter`` names them."""
-    problems: list[Problem] = []
-    if not _IMAGE.match(pin.engine_image):
-        problems.append(
-            Problem(
-                message="the engine image is pinned by tag and digest",
-                where=WHERE,
-                pointer=f"{pointer}/engine_image",
-                value=pin.engine_image,
-                allowed="<repository>:<tag>@sha256:<64 hex digits>",
-            )
-        )
-    if not _HASH.match(pin.content_hash):
-        problems.append(
-            Problem(
-                message="not a content hash",
-                where=WHERE,
-                pointer=f"{pointer}/content_hash",
-                value=pin.content_hash,
-                allowed="64 lowercase hex digits (mlcc model promote's record)",
-            )
-        )
+    problems = [
+        *mismatch(
+            _IMAGE,
+            pin.engine_image,
+            message="the engine image is pinned by tag and digest",
+            pointer=f"{pointer}/engine_image",
+            allowed="<repository>:<tag>@sha256:<64 hex digits>",
+        ),
+        *mismatch(
+            _HASH,
+            pin.content_hash,
+            message="not a content hash",
+            pointer=f"{pointer}/content_hash",
+            allowed="64 lowercase hex digits (mlcc model promote's record)",
+        ),
+    ]
     for key in ("project", "name"):
-        if not _COMPONENT.match(getattr(pin, key)):
-            problems.append(
-                Problem(
-                    message=f"not a {key} name",
-                    where=WHERE,
-                    pointer=f"{pointer}/{key}",
-                    value=getattr(pin, key),
-                    allowed="lowercase letters, digits and '-'",
-                )
-            )
+        problems += mismatch(
+            _COMPONENT,
+            getattr(pin, key),
+            message=f"not a {key} name",
+            pointer=f"{pointer}/{key}",
+            allowed="lowercase letters, digits and '-'",
+        )
     if not pin.home.startswith("s3://") or not pin.home.endswith("/"):
         problems.append(
             Problem(
@@ -98,16 +90,13 @@ def pin_problems(pin: ModelPin, *, pointer: str) -> list[Problem]:
             )
         )
     for name, version in sorted(pin.adapters.items()):
-        if not _VERSION.match(version):
-            problems.append(
-                Problem(
-                    message=f"not an adapter version for adapter {name!r}",
-                    where=WHERE,
-                    pointer=f"{pointer}/adapters/{name}",
-                    value=version,
-                    allowed="v<12 hex digits>",
-                )
-            )
+        problems += mismatch(
+            _VERSION,
+            version,
+            message=f"not an adapter version for adapter {name!r}",
+            pointer=f"{pointer}/adapters/{name}",
+            allowed="v<12 hex digits>",
+        )
     return problems
 
 
