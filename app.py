@@ -17,9 +17,8 @@ from mlcc_constructs.core.platform.bill import PriceReport, format_report
 from mlcc_constructs.core.platform.cluster_access import context_list
 from mlcc_constructs.core.platform.context_values import context_source
 from mlcc_constructs.core.platform.hyperpod import coverage_problems
-from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
-from mlcc_constructs.core.serving.deployment_bill import app_bill
+from mlcc_constructs.core.serving.deployment_bill import environment_bill
 from mlcc_constructs.core.serving.plan import ServingPlan, plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import (
     AppDeployment,
@@ -81,14 +80,13 @@ def build_app(app: cdk.App | None = None) -> cdk.App:
         egress=egress,
     )
     serving_cluster = cluster_stack.serving_cluster
-    _BILLS[app] = app_bill(
+    _BILLS[app] = environment_bill(
         [d.prepared for d in deployments],
-        nat_gateways=egress.nat_gateways,
-        region=environment.region,
+        environment=environment,
+        egress=egress,
         hyperpod_instance_groups=[(g.instance_type, g.count) for g in hyperpod.groups]
         if hyperpod is not None
         else (),
-        vpc_interface_endpoints=len(INTERFACE_ENDPOINTS) * len(environment.availability_zones),
     )
     set_cluster_query_url(app, serving_cluster.prometheus_query_url)
     operator = None

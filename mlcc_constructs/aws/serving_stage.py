@@ -34,9 +34,8 @@ from mlcc_constructs.core.platform.app_settings import (
 )
 from mlcc_constructs.core.platform.bill import PriceReport
 from mlcc_constructs.core.platform.fleet import WHERE, FleetStage, stage_pointer
-from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.cluster_fit import hyperpod_demand
-from mlcc_constructs.core.serving.deployment_bill import app_bill
+from mlcc_constructs.core.serving.deployment_bill import environment_bill
 from mlcc_constructs.core.serving.plan import plan_serving
 from mlcc_constructs.core.serving.spec.app_deployments import AppDeployment, gpu_demand
 from mlcc_constructs.core.support.errors import MlccError, Problem, raise_if_any
@@ -111,12 +110,8 @@ class ServingStage(cdk.Stage):
             egress=egress,
         )
         # What the stage runs per hour, priced as the app prices itself (app.py's bill).
-        self.bill: PriceReport = app_bill(
-            [d.prepared for d in deployments],
-            nat_gateways=egress.nat_gateways,
-            region=self.environment.region,
-            vpc_interface_endpoints=len(INTERFACE_ENDPOINTS)
-            * len(self.environment.availability_zones),
+        self.bill: PriceReport = environment_bill(
+            [d.prepared for d in deployments], environment=self.environment, egress=egress
         )
         late.set(cluster.serving_cluster.prometheus_query_url)
         namespaces, serving = add_serving_stacks(

@@ -24,8 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from mlcc_constructs.core.platform.app_settings import AppEnvironment, EgressSettings
 from mlcc_constructs.core.platform.bill import BillItem, PriceReport, price_bill
 from mlcc_constructs.core.platform.prices import PriceKind, PriceTable
+from mlcc_constructs.core.platform.vpc_network import INTERFACE_ENDPOINTS
 from mlcc_constructs.core.serving.prepared import PreparedDeployment
 
 CLUSTER = "cluster"
@@ -163,3 +165,21 @@ def _replica_note(prepared: PreparedDeployment, low: int, high: int) -> str:
         return f"{high} replica" + ("s" if high != 1 else "")
     how = "autoscaled, to zero when idle" if prepared.scales_to_zero else "autoscaled"
     return f"{low}..{high} replicas, {how}"
+
+
+def environment_bill(
+    deployments: Sequence[PreparedDeployment],
+    *,
+    environment: AppEnvironment,
+    egress: EgressSettings,
+    hyperpod_instance_groups: Sequence[tuple[str, int]] = (),
+) -> PriceReport:
+    """:func:`app_bill` of one environment's stacks (the app's, a fleet stage's): its region,
+    its NAT gateways and the cluster VPC's interface endpoints, one per service and zone."""
+    return app_bill(
+        deployments,
+        nat_gateways=egress.nat_gateways,
+        region=environment.region,
+        hyperpod_instance_groups=hyperpod_instance_groups,
+        vpc_interface_endpoints=len(INTERFACE_ENDPOINTS) * len(environment.availability_zones),
+    )
