@@ -27,7 +27,7 @@ from types import MappingProxyType
 from typing import Any
 
 from mlcc_constructs.core._resources import data_path
-from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.errors import Problem, closest
 
 FACTS_DIR = "engine_parsers"
 """The folder of :func:`parser_facts` files under ``mlcc_constructs/data``."""
@@ -130,9 +130,7 @@ class ParserFacts:
     def suggestions(self, flag: str) -> list[str]:
         """The recorded spellings closest to ``flag`` (did-you-mean), with the off forms of
         the flag they name."""
-        import difflib  # only on an error: pure commands do not import it
-
-        close = difflib.get_close_matches(flag, list(self.flags), n=3, cutoff=0.6)
+        close = closest(flag, self.flags, cutoff=0.6)
         out: list[str] = []
         for spelling in close:
             fact = self.flags[spelling]
@@ -398,9 +396,7 @@ class FlagCheck:
         unknown = sorted(k for k in document if k not in shape.keys)
         if not unknown:
             return None
-        import difflib  # only on an error: pure commands do not import it
-
-        close = difflib.get_close_matches(unknown[0], sorted(shape.keys), n=3, cutoff=0.6)
+        close = closest(unknown[0], shape.keys, cutoff=0.6)
         return self._problem(
             f"{unknown[0]!r} is not a key of {self.flag} in {self.facts.label}",
             allowed=", ".join(sorted(shape.keys)) + f" ({shape.source})",

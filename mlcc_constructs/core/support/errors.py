@@ -95,8 +95,11 @@ def json_pointer(*parts: object) -> str:
     return "".join("/" + p for p in escaped)
 
 
-def closest(name: str, candidates: Iterable[str], limit: int = 3) -> list[str]:
-    """The candidates closest to ``name`` by edit similarity, for 'did you mean' hints."""
-    import difflib
+def closest(
+    name: str, candidates: Iterable[str], limit: int = 3, *, cutoff: float = 0.5
+) -> list[str]:
+    """The candidates closest to ``name`` by edit similarity (at least ``cutoff``, 0 to 1), for
+    'did you mean' hints."""
+    import difflib  # only on an error: pure commands do not import it
 
-    return difflib.get_close_matches(name, sorted(candidates), n=limit, cutoff=0.5)
+    return difflib.get_close_matches(name, sorted(candidates), n=limit, cutoff=cutoff)
