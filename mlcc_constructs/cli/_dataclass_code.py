@@ -1816,6 +1816,51 @@ def __create_fn__():
  return __hash__
 CODE.append(__create_fn__.__code__)
 
+def __create_fn__(_type_host, _type_repository, _type_tag, _type_digest, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,*,host:_type_host,repository:_type_repository,tag:_type_tag,digest:_type_digest)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'host',host)
+  __dataclass_builtins_object__.__setattr__(self,'repository',repository)
+  __dataclass_builtins_object__.__setattr__(self,'tag',tag)
+  __dataclass_builtins_object__.__setattr__(self,'digest',digest)
+ return __init__
+CODE.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(host={self.host!r}, repository={self.repository!r}, tag={self.tag!r}, digest={self.digest!r})"
+ return __repr__
+CODE.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
+   return (self.host,self.repository,self.tag,self.digest,)==(other.host,other.repository,other.tag,other.digest,)
+  return NotImplemented
+ return __eq__
+CODE.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
+  if type(self) is cls or name in ('host','repository','tag','digest',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+CODE.append(__create_fn__.__code__)
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
+  if type(self) is cls or name in ('host','repository','tag','digest',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+CODE.append(__create_fn__.__code__)
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.host,self.repository,self.tag,self.digest,))
+ return __hash__
+CODE.append(__create_fn__.__code__)
+
 def __create_fn__(_type_version, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _return_type):
  def __init__(self,*,version:_type_version,problems:_type_problems=_dflt_problems)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'version',version)
@@ -3099,51 +3144,6 @@ CODE.append(__create_fn__.__code__)
 def __create_fn__():
  def __hash__(self):
   return hash((self.name,self.hosts,self.upstream_registry_url,self.ecr_repository_prefix,self.credentials_required,self.implicit_namespace,))
- return __hash__
-CODE.append(__create_fn__.__code__)
-
-def __create_fn__(_type_host, _type_repository, _type_tag, _type_digest, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,*,host:_type_host,repository:_type_repository,tag:_type_tag,digest:_type_digest)->_return_type:
-  __dataclass_builtins_object__.__setattr__(self,'host',host)
-  __dataclass_builtins_object__.__setattr__(self,'repository',repository)
-  __dataclass_builtins_object__.__setattr__(self,'tag',tag)
-  __dataclass_builtins_object__.__setattr__(self,'digest',digest)
- return __init__
-CODE.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __repr__(self):
-  return self.__class__.__qualname__ + f"(host={self.host!r}, repository={self.repository!r}, tag={self.tag!r}, digest={self.digest!r})"
- return __repr__
-CODE.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __eq__(self,other):
-  if other.__class__ is self.__class__:
-   return (self.host,self.repository,self.tag,self.digest,)==(other.host,other.repository,other.tag,other.digest,)
-  return NotImplemented
- return __eq__
-CODE.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __setattr__(self,name,value):
-  if type(self) is cls or name in ('host','repository','tag','digest',):
-   raise FrozenInstanceError(f"cannot assign to field {name!r}")
-  super(cls, self).__setattr__(name, value)
- return __setattr__
-CODE.append(__create_fn__.__code__)
-
-def __create_fn__(cls, FrozenInstanceError):
- def __delattr__(self,name):
-  if type(self) is cls or name in ('host','repository','tag','digest',):
-   raise FrozenInstanceError(f"cannot delete field {name!r}")
-  super(cls, self).__delattr__(name)
- return __delattr__
-CODE.append(__create_fn__.__code__)
-
-def __create_fn__():
- def __hash__(self):
-  return hash((self.host,self.repository,self.tag,self.digest,))
  return __hash__
 CODE.append(__create_fn__.__code__)
 
@@ -5406,6 +5406,18 @@ TEXTS: tuple[str, ...] = (
 
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.manifest,self.instance,self.source,self.tensor_parallel_degree,self.tier1,self.tier2,self.plain,self.skipped,self.warnings,self.capability_values,self.model_load,self.stream,self.nodes,self.pipeline_parallel_degree,self.mounts_model,))\n return __hash__',
 
+    "def __create_fn__(_type_host, _type_repository, _type_tag, _type_digest, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,host:_type_host,repository:_type_repository,tag:_type_tag,digest:_type_digest)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'host',host)\n  __dataclass_builtins_object__.__setattr__(self,'repository',repository)\n  __dataclass_builtins_object__.__setattr__(self,'tag',tag)\n  __dataclass_builtins_object__.__setattr__(self,'digest',digest)\n return __init__",
+
+    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(host={self.host!r}, repository={self.repository!r}, tag={self.tag!r}, digest={self.digest!r})"\n return __repr__',
+
+    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.host,self.repository,self.tag,self.digest,)==(other.host,other.repository,other.tag,other.digest,)\n  return NotImplemented\n return __eq__',
+
+    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'host\',\'repository\',\'tag\',\'digest\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
+
+    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'host\',\'repository\',\'tag\',\'digest\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
+
+    'def __create_fn__():\n def __hash__(self):\n  return hash((self.host,self.repository,self.tag,self.digest,))\n return __hash__',
+
     "def __create_fn__(_type_version, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _return_type):\n def __init__(self,*,version:_type_version,problems:_type_problems=_dflt_problems)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'version',version)\n  __dataclass_builtins_object__.__setattr__(self,'problems',problems)\n return __init__",
 
     'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(version={self.version!r}, problems={self.problems!r})"\n return __repr__',
@@ -5741,18 +5753,6 @@ TEXTS: tuple[str, ...] = (
     'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'hosts\',\'upstream_registry_url\',\'ecr_repository_prefix\',\'credentials_required\',\'implicit_namespace\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
 
     'def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.hosts,self.upstream_registry_url,self.ecr_repository_prefix,self.credentials_required,self.implicit_namespace,))\n return __hash__',
-
-    "def __create_fn__(_type_host, _type_repository, _type_tag, _type_digest, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,host:_type_host,repository:_type_repository,tag:_type_tag,digest:_type_digest)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'host',host)\n  __dataclass_builtins_object__.__setattr__(self,'repository',repository)\n  __dataclass_builtins_object__.__setattr__(self,'tag',tag)\n  __dataclass_builtins_object__.__setattr__(self,'digest',digest)\n return __init__",
-
-    'def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(host={self.host!r}, repository={self.repository!r}, tag={self.tag!r}, digest={self.digest!r})"\n return __repr__',
-
-    'def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.host,self.repository,self.tag,self.digest,)==(other.host,other.repository,other.tag,other.digest,)\n  return NotImplemented\n return __eq__',
-
-    'def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'host\',\'repository\',\'tag\',\'digest\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__',
-
-    'def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'host\',\'repository\',\'tag\',\'digest\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__',
-
-    'def __create_fn__():\n def __hash__(self):\n  return hash((self.host,self.repository,self.tag,self.digest,))\n return __hash__',
 
     "def __create_fn__(_type_name, _type_seconds, _type_assumption, _type_source, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,*,name:_type_name,seconds:_type_seconds,assumption:_type_assumption,source:_type_source)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'seconds',seconds)\n  __dataclass_builtins_object__.__setattr__(self,'assumption',assumption)\n  __dataclass_builtins_object__.__setattr__(self,'source',source)\n return __init__",
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from mlcc_constructs.core.engines.manifests import parse_version
 from mlcc_constructs.core.support.errors import Problem
+from mlcc_constructs.core.support.image_reference import parse_image
 
 FACTS_TOOL = "tools/engine_parser_facts.py"
 
@@ -32,9 +33,7 @@ FACTS_TOOL = "tools/engine_parser_facts.py"
 def image_tag(image: str) -> str | None:
     """The tag of an image reference (``repo:tag[@sha256:...]``), or ``None`` when it has none
     (a registry's ``host:port/`` is not a tag)."""
-    name = image.split("@", 1)[0]
-    last = name.rsplit("/", 1)[-1]
-    return last.rsplit(":", 1)[1] if ":" in last else None
+    return parse_image(image).tag
 
 
 def tag_version(image: str) -> str | None:

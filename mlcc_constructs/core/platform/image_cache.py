@@ -25,6 +25,7 @@ from mlcc_constructs.core.platform.context_values import decode_context
 from mlcc_constructs.core.platform.iam_statement import Arns, Statement
 from mlcc_constructs.core.platform.versions import pinned
 from mlcc_constructs.core.support.errors import Problem, fail, json_pointer
+from mlcc_constructs.core.support.image_reference import parse_image
 
 CACHE_FILE = "pull_through_cache.json"
 SECRETS_KEY = "ecr_pull_through_secrets"
@@ -46,8 +47,6 @@ _REGISTRY = re.compile(
     r"^[0-9]{12}\.dkr\.ecr\.[a-z]{2}(?:-[a-z]+)+-[0-9]\.amazonaws\.com(?:\.cn)?$"
 )
 _DIGEST = re.compile(r"^sha256:[0-9a-f]{64}$")
-DEFAULT_HOST = "docker.io"
-"""The registry of an image reference that names none (what containerd assumes)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -66,33 +65,6 @@ class Upstream:
     """The rule needs a Secrets Manager secret (``username``, ``accessToken``)."""
     implicit_namespace: str | None = None
     """The namespace of a one-component repository upstream (``library``), or none."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ImageReference:
-    """An image reference split: ``host`` (``docker.io`` when it names none), ``repository``,
-    ``tag`` and ``digest`` (each ``None`` when absent)."""
-
-    host: str
-    repository: str
-    tag: str | None
-    digest: str | None
-
-
-def parse_image(image: str) -> ImageReference:
-    """Split ``image`` the way containerd reads it: the first component is a registry host when
-    it holds a ``.`` or ``:`` or is ``localhost``; otherwise the image is on Docker Hub."""
-    name, _, digest = image.partition("@")
-    first, slash, rest = name.partition("/")
-    if slash and ("." in first or ":" in first or first == "localhost"):
-        host, path = first, rest
-    else:
-        host, path = DEFAULT_HOST, name
-    repository, tag = path, None
-    last = path.rsplit("/", 1)[-1]
-    if ":" in last:
-        repository, tag = path.rsplit(":", 1)
-    return ImageReference(host=host, repository=repository, tag=tag, digest=digest or None)
 
 
 @cache

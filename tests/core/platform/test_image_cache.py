@@ -15,7 +15,6 @@ from mlcc_constructs.core.platform.image_cache import (
     direct_pull_warning,
     ecr_registry,
     not_cached,
-    parse_image,
     parse_pull_through_secrets,
     upstream_of,
 )
@@ -28,6 +27,7 @@ from mlcc_constructs.core.platform.vpc_network import (
 from mlcc_constructs.core.serving.render import render
 from mlcc_constructs.core.serving.spec.context import RenderContext
 from mlcc_constructs.core.support.errors import MlccError
+from mlcc_constructs.core.support.image_reference import parse_image
 from tests._cdk_app import EKS_STACK, build, manifest_object, template
 from tests._flat import flat_spec
 
